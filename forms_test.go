@@ -1,0 +1,273 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fullForm uses every field type, descriptions present, empty and absent, and an
+// unnamed category.
+func fullForm() map[string]any {
+	return map[string]any{
+		"title":       "Site inspection",
+		"description": "Yearly check",
+		"categories": []any{
+			map[string]any{"name": "General", "fields": []any{
+				map[string]any{"label": "Inspector", "type": "text", "description": "Full name"},
+				map[string]any{"label": "Rooms", "type": "number", "description": ""},
+				map[string]any{"label": "Visited", "type": "date"},
+			}},
+			map[string]any{"fields": []any{
+				map[string]any{"label": "Notes", "type": "textarea"},
+				map[string]any{"label": "Passed", "type": "boolean"},
+			}},
+		},
+	}
+}
+
+func TestFormLifecycle(t *testing.T) {
+	e := newTestEnv(t)
+	before := time.Now().UTC().Truncate(time.Millisecond)
+	f := e.createForm(fullForm())
+
+	if f.Title != "Site inspection" || f.Description == nil || *f.Description != "Yearly check" {
+		t.Errorf("form = %+v, want title and description as sent", f.Form)
+	}
+	created, err := time.Parse("2006-01-02T15:04:05.000Z", f.CreatedAt)
+	if err != nil || created.Before(before) {
+		t.Errorf("createdAt = %q (%v), want a toISOString() timestamp not before %v", f.CreatedAt, err, before)
+	}
+	if len(f.Categories) != 2 {
+		t.Fatalf("got %d categories, want 2", len(f.Categories))
+	}
+	type row struct {
+		cat, field int
+		label, typ string
+		desc       *string
+	}
+	desc := func(s string) *string { return &s }
+	want := []row{
+		{0, 0, "Inspector", "text", desc("Full name")},
+		{0, 1, "Rooms", "number", nil}, // empty description is stored as null
+		{0, 2, "Visited", "date", nil},
+		{1, 0, "Notes", "textarea", nil},
+		{1, 1, "Passed", "boolean", nil},
+	}
+	var got []row
+	for ci, c := range f.Categories {
+		if c.SortOrder != ci || c.FormID != f.ID {
+			t.Errorf("category %d: sortOrder %d formId %d, want %d and %d", ci, c.SortOrder, c.FormID, ci, f.ID)
+		}
+		for fi, fd := range c.Fields {
+			if fd.SortOrder != fi || fd.CategoryID != c.ID {
+				t.Errorf("field %q: sortOrder %d categoryId %d, want %d and %d", fd.Label, fd.SortOrder, fd.CategoryID, fi, c.ID)
+			}
+			got = append(got, row{ci, fi, fd.Label, fd.Type, fd.Description})
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d fields, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.cat != w.cat || g.field != w.field || g.label != w.label || g.typ != w.typ || (g.desc == nil) != (w.desc == nil) || (g.desc != nil && *g.desc != *w.desc) {
+			t.Errorf("field %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if f.Categories[1].Name != "" {
+		t.Errorf("unnamed category name = %q, want empty", f.Categories[1].Name)
+	}
+
+	// The raw answer must carry description: null, never omit it.
+	_, raw := e.do("GET", "/api/forms/"+itoa(f.ID), nil)
+	if !strings.Contains(string(raw), `"label":"Rooms","type":"number","description":null`) {
+		t.Errorf("single read does not write description null: %s", raw)
+	}
+
+	// Update keeps id and createdAt and replaces the tree with new ids.
+	var updated formAnswer
+	status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{
+		"title": "Renamed",
+		"categories": []any{map[string]any{"name": "Only", "fields": []any{
+			map[string]any{"label": "One", "type": "text"},
+		}}},
+	}, &updated)
+	if status != http.StatusOK || updated.ID != f.ID || updated.Title != "Renamed" || updated.Description != nil {
+		t.Fatalf("update = %d %+v, want 200, same id, new title, description null", status, updated)
+	}
+	var after FormDetail
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &after)
+	if after.CreatedAt != f.CreatedAt {
+		t.Errorf("createdAt after update = %q, want %q", after.CreatedAt, f.CreatedAt)
+	}
+	if len(after.Categories) != 1 || len(after.Categories[0].Fields) != 1 {
+		t.Fatalf("after update: %+v, want one category with one field", after.Categories)
+	}
+	for _, c := range f.Categories {
+		if after.Categories[0].ID == c.ID {
+			t.Errorf("category id %d reused after update", c.ID)
+		}
+	}
+	if e.count("fields") != 1 || e.count("categories") != 1 {
+		t.Errorf("old categories or fields left behind: %d categories, %d fields", e.count("categories"), e.count("fields"))
+	}
+
+	// Missing categories remove them all.
+	if status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{"title": "Empty"}, nil); status != http.StatusOK {
+		t.Fatalf("update without categories = %d", status)
+	}
+	if e.count("categories") != 0 {
+		t.Errorf("update without categories left %d categories", e.count("categories"))
+	}
+
+	status, raw = e.do("DELETE", "/api/forms/"+itoa(f.ID), nil)
+	if want := `{"message":"Form ` + itoa(f.ID) + ` and all related data deleted successfully."}`; status != 200 || strings.TrimSpace(string(raw)) != want {
+		t.Errorf("delete = %d %s, want 200 %s", status, raw, want)
+	}
+	e.wantError("GET", "/api/forms/"+itoa(f.ID), nil, 404, "Form not found")
+}
+
+func TestListForms(t *testing.T) {
+	e := newTestEnv(t)
+	var empty []Form
+	if status := e.doJSON("GET", "/api/forms", nil, &empty); status != 200 || empty == nil || len(empty) != 0 {
+		t.Errorf("empty list = %d %v, want 200 []", status, empty)
+	}
+	a := e.createForm(map[string]any{"title": "A"})
+	b := e.createForm(map[string]any{"title": "B", "description": "second"})
+	_, raw := e.do("GET", "/api/forms", nil)
+	want := `[{"id":` + itoa(b.ID) + `,"title":"B","description":"second","createdAt":"` + b.CreatedAt + `"},` +
+		`{"id":` + itoa(a.ID) + `,"title":"A","description":null,"createdAt":"` + a.CreatedAt + `"}]`
+	if strings.TrimSpace(string(raw)) != want {
+		t.Errorf("list = %s\nwant   %s", raw, want)
+	}
+}
+
+func TestFormIDs(t *testing.T) {
+	e := newTestEnv(t)
+	for _, id := range []string{"abc", "12abc", "1.5", "-1", "+1", "%2012", "1e3", "0x10", "1234567890123456789012345678901234567890"} {
+		for _, m := range []string{"GET", "PUT", "DELETE"} {
+			e.wantError(m, "/api/forms/"+id, map[string]any{"title": "x"}, 400, "Invalid form ID")
+		}
+		e.wantError("GET", "/api/forms/"+id+"/responses", nil, 400, "Invalid form ID")
+		e.wantError("POST", "/api/forms/"+id+"/responses", map[string]any{"values": map[string]any{"1": "a"}}, 400, "Invalid form ID")
+	}
+	e.wantError("GET", "/api/forms/999", nil, 404, "Form not found")
+	e.wantError("DELETE", "/api/forms/999", nil, 404, "delete form 999: Record not found")
+	e.wantError("PUT", "/api/forms/999", map[string]any{"title": "x"}, 404, "update form 999: Record not found")
+	// Title is checked before existence.
+	e.wantError("PUT", "/api/forms/999", map[string]any{"title": ""}, 400, "Form title is required")
+	// A missing form is reported before a bad field, as the original checked inside its transaction.
+	e.wantError("PUT", "/api/forms/999", map[string]any{"title": "x", "categories": []any{
+		map[string]any{"fields": []any{map[string]any{"label": "a", "type": "nope"}}}}}, 404, "update form 999: Record not found")
+}
+
+// TestFormValidation checks every rejected body and that none of them changes anything,
+// on create and on update of an existing form.
+func TestFormValidation(t *testing.T) {
+	field := func(f map[string]any) map[string]any {
+		return map[string]any{"title": "T", "categories": []any{
+			map[string]any{"name": "first", "fields": []any{map[string]any{"label": "ok", "type": "text"}}},
+			map[string]any{"name": "last", "fields": []any{map[string]any{"label": "ok", "type": "date"}, f}},
+		}}
+	}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		msg    string // after "Failed to <context>: " for 500s
+	}{
+		{"no title", map[string]any{"description": "d"}, 400, "Form title is required"},
+		{"null title", map[string]any{"title": nil}, 400, "Form title is required"},
+		{"empty title", map[string]any{"title": ""}, 400, "Form title is required"},
+		{"blank title", map[string]any{"title": " \t\n\u00a0"}, 400, "Form title is required"},
+		{"empty body", "", 400, "Form title is required"},
+		{"number title", map[string]any{"title": 5}, 400, "Invalid JSON body: title must be a string"},
+		{"array body", "[]", 400, "Invalid JSON body: expected an object"},
+		{"categories not array", map[string]any{"title": "T", "categories": "x"}, 400, "Invalid JSON body: categories must be an array"},
+		{"invalid JSON", `{"title": "T",`, 400, "Invalid JSON body"},
+		{"trailing data", `{"title": "T"} {}`, 400, "Invalid JSON body"},
+		{"bad type in last field", field(map[string]any{"label": "x", "type": "color"}), 500, "Invalid field type: color"},
+		{"absent type", field(map[string]any{"label": "x"}), 500, "Invalid field type: undefined"},
+		{"number type", field(map[string]any{"label": "x", "type": 5}), 500, "Invalid field type: 5"},
+		{"type with other case", field(map[string]any{"label": "x", "type": "Text"}), 500, "Invalid field type: Text"},
+		{"missing label", field(map[string]any{"type": "text"}), 500, "Field label is required"},
+		{"blank label", field(map[string]any{"label": "  ", "type": "text"}), 500, "Field label is required"},
+		{"label before type", field(map[string]any{"type": "nope"}), 500, "Field label is required"},
+	}
+	e := newTestEnv(t)
+	existing := e.createForm(fullForm())
+	e.submit(existing.ID, map[string]any{itoa(existing.Categories[0].Fields[0].ID): "kept"})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.snapshot()
+			for _, op := range []struct{ method, path, context string }{
+				{"POST", "/api/forms", "create form"},
+				{"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)},
+			} {
+				msg := tc.msg
+				if tc.status == 500 {
+					msg = "Failed to " + op.context + ": " + tc.msg
+				}
+				e.wantError(op.method, op.path, tc.body, tc.status, msg)
+				if after := e.snapshot(); after != before {
+					t.Errorf("%s %s changed the database:\nbefore %s\nafter  %s", op.method, op.path, before, after)
+				}
+			}
+		})
+	}
+}
+
+func TestTitlesKeptVerbatim(t *testing.T) {
+	e := newTestEnv(t)
+	for _, title := range []string{"  padded  ", "'; DROP TABLE forms; --", `Robert"); DELETE FROM fields;`, "Café ü Ж Ω ’ 🙂", "a\x00b", "%s %d {{.}}"} {
+		f := e.createForm(map[string]any{"title": title, "description": title, "categories": []any{
+			map[string]any{"name": title, "fields": []any{map[string]any{"label": title, "type": "text", "description": title}}}}})
+		c := f.Categories[0]
+		if f.Title != title || *f.Description != title || c.Name != title || c.Fields[0].Label != title || *c.Fields[0].Description != title {
+			t.Errorf("stored %q, read back %+v", title, f)
+		}
+	}
+	if n := e.count("forms"); n != 6 {
+		t.Errorf("forms = %d, want 6", n)
+	}
+}
+
+func TestDeleteCascades(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	other := e.createForm(fullForm())
+	for range 3 {
+		e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x", itoa(f.Categories[1].Fields[1].ID): true})
+	}
+	e.submit(other.ID, map[string]any{itoa(other.Categories[0].Fields[0].ID): "stays"})
+	if status := e.doJSON("DELETE", "/api/forms/"+itoa(f.ID), nil, nil); status != 200 {
+		t.Fatalf("delete = %d", status)
+	}
+	for table, want := range map[string]int{"forms": 1, "categories": 2, "fields": 5, "responses": 1, "response_values": 1} {
+		if got := e.count(table); got != want {
+			t.Errorf("%s after delete = %d rows, want %d (only the other form's)", table, got, want)
+		}
+	}
+	e.wantError("DELETE", "/api/forms/"+itoa(f.ID), nil, 404, "delete form "+itoa(f.ID)+": Record not found")
+}
+
+func TestUpdateDropsValuesOfRemovedFields(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	id := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "a", itoa(f.Categories[1].Fields[0].ID): "b"})
+	if status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{"title": "T", "categories": []any{
+		map[string]any{"fields": []any{map[string]any{"label": "New", "type": "text"}}}}}, nil); status != 200 {
+		t.Fatalf("update = %d", status)
+	}
+	if n := e.count("response_values"); n != 0 {
+		t.Errorf("response_values after update = %d, want 0", n)
+	}
+	var list []listedResponse
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list)
+	if len(list) != 1 || list[0].ID != id || len(list[0].Values) != 0 {
+		t.Errorf("responses after update = %+v, want response %d with no values", list, id)
+	}
+}

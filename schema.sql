@@ -1,0 +1,67 @@
+-- Applied on every start; every statement is idempotent.
+-- Timestamps are TEXT in toISOString() form (UTC, millisecond precision), which sorts
+-- lexicographically in time order.
+
+CREATE TABLE IF NOT EXISTS forms (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    title       TEXT NOT NULL,
+    description TEXT,
+    createdAt   TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS categories (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    formId    INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
+    name      TEXT NOT NULL DEFAULT '',
+    sortOrder INTEGER NOT NULL
+);
+
+-- The CHECK repeats the store's validation so that no code path can store an unknown type.
+CREATE TABLE IF NOT EXISTS fields (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    categoryId  INTEGER NOT NULL REFERENCES categories(id) ON DELETE CASCADE,
+    label       TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('text', 'number', 'date', 'textarea', 'boolean')),
+    description TEXT,
+    sortOrder   INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS responses (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    formId      INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
+    submittedAt TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS response_values (
+    responseId INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
+    fieldId    INTEGER NOT NULL REFERENCES fields(id) ON DELETE CASCADE,
+    value      TEXT,
+    PRIMARY KEY (responseId, fieldId)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One tracker summary per local day: summaryDate is that day's local midnight.
+CREATE TABLE IF NOT EXISTS tracker_summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    summaryDate TEXT NOT NULL UNIQUE,
+    summaryText TEXT NOT NULL,
+    generatedAt TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS email_summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    summaryDate TEXT NOT NULL,
+    summaryText TEXT NOT NULL,
+    generatedAt TEXT NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS categories_form ON categories(formId, sortOrder);
+CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
+CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
+-- The cascade from fields to response_values needs to find a field's values.
+CREATE INDEX IF NOT EXISTS response_values_field ON response_values(fieldId);
+CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);

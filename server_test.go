@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestRoutingErrors(t *testing.T) {
+	e := newTestEnv(t)
+	e.wantError("GET", "/api/nope", nil, 404, "Not found")
+	e.wantError("GET", "/nope", nil, 404, "Not found")
+	e.wantError("GET", "/api/forms/1/unknown", nil, 404, "Not found")
+	cases := []struct {
+		method, path, allow string
+	}{
+		{"PATCH", "/api/forms/1", "GET, HEAD, PUT, DELETE"},
+		{"POST", "/api/settings/k", "GET, HEAD, PUT"},
+		{"DELETE", "/api/forms", "GET, HEAD, POST"},
+		{"GET", "/api/forms/1/export", ""}, // not a path at all
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(tc.method, e.http.URL+tc.path, nil)
+		res, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		wantStatus, wantBody := 405, `{"error":"Method not allowed"}`
+		if tc.allow == "" {
+			wantStatus, wantBody = 404, `{"error":"Not found"}`
+		}
+		if res.StatusCode != wantStatus || strings.TrimSpace(string(body)) != wantBody || res.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s = %d %s Allow %q, want %d %s Allow %q", tc.method, tc.path, res.StatusCode, body, res.Header.Get("Allow"), wantStatus, wantBody, tc.allow)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	e := newTestEnv(t)
+	status, raw := e.do("GET", "/healthz", nil)
+	if status != 200 || strings.TrimSpace(string(raw)) != `{"status":"ok"}` {
+		t.Errorf("healthz = %d %s", status, raw)
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	e := newTestEnv(t)
+	big := `{"title": "` + strings.Repeat("x", maxBodyBytes) + `"}`
+	before := e.snapshot()
+	e.wantError("POST", "/api/forms", big, 413, "Request body too large")
+	// Without Content-Length the limit is enforced while reading.
+	req, _ := http.NewRequest("PUT", e.http.URL+"/api/settings/k", io.MultiReader(strings.NewReader(`{"value": "`), bytes.NewReader(bytes.Repeat([]byte("y"), 2*maxBodyBytes))))
+	req.ContentLength = -1
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 413 || strings.TrimSpace(string(body)) != `{"error":"Request body too large"}` {
+		t.Errorf("chunked oversized body = %d %s, want 413", res.StatusCode, body)
+	}
+	if e.snapshot() != before {
+		t.Errorf("oversized bodies changed the database")
+	}
+	// Just under the limit is accepted.
+	ok := `{"value": "` + strings.Repeat("z", maxBodyBytes-20) + `"}`
+	if status, _ := e.do("PUT", "/api/settings/k", ok); status != 200 {
+		t.Errorf("body just under 1 MiB = %d, want 200", status)
+	}
+}
+
+func TestAPIToken(t *testing.T) {
+	const token = "s3cret-token-value"
+	e := newTestEnv(t, func(c *config) { c.APIToken = token })
+	f := e.createFormWithToken(token)
+	paths := []struct{ method, path string }{
+		{"GET", "/api/forms"}, {"POST", "/api/forms"}, {"GET", "/api/forms/" + itoa(f)},
+		{"PUT", "/api/forms/" + itoa(f)}, {"DELETE", "/api/forms/" + itoa(f)},
+		{"POST", "/api/forms/" + itoa(f) + "/responses"}, {"GET", "/api/forms/" + itoa(f) + "/responses"},
+		{"GET", "/api/responses/1/export/pdf"},
+		{"GET", "/api/tracker-summary/today"}, {"GET", "/api/tracker-summaries"},
+		{"POST", "/api/tracker-summaries/generate"}, {"GET", "/api/tracker-summary"},
+		{"GET", "/api/email-summaries"}, {"POST", "/api/email-summaries/generate"},
+		{"GET", "/api/settings/k"}, {"PUT", "/api/settings/k"}, {"GET", "/api/unknown"}, {"GET", "/api"},
+	}
+	before := e.snapshot()
+	for _, p := range paths {
+		for _, header := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token, "Bearer"} {
+			status, raw := e.do(p.method, p.path, `{"title": "x", "value": "v", "values": {"1": 1}}`, "Authorization", header)
+			if status != 401 || strings.TrimSpace(string(raw)) != `{"error":"Unauthorized"}` {
+				t.Errorf("%s %s with %q = %d %s, want 401", p.method, p.path, header, status, raw)
+			}
+		}
+	}
+	if e.snapshot() != before {
+		t.Errorf("unauthorized requests changed the database")
+	}
+	for _, header := range []string{"Bearer " + token, "bearer " + token, "BEARER " + token} {
+		if status, _ := e.do("GET", "/api/forms", nil, "Authorization", header); status != 200 {
+			t.Errorf("GET /api/forms with %q = %d, want 200", header, status)
+		}
+	}
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz without token = %d, want 200", status)
+	}
+	if strings.Contains(e.logs.String(), token) {
+		t.Errorf("the token appears in the logs")
+	}
+}
+
+// createFormWithToken creates an empty form through the API with the token and returns its id.
+func (e *testEnv) createFormWithToken(token string) int64 {
+	e.t.Helper()
+	status, raw := e.do("POST", "/api/forms", `{"title": "t"}`, "Authorization", "Bearer "+token)
+	if status != 201 {
+		e.t.Fatalf("create with token = %d %s", status, raw)
+	}
+	var f formAnswer
+	if err := json.Unmarshal(raw, &f); err != nil {
+		e.t.Fatalf("decode %s: %v", raw, err)
+	}
+	return f.ID
+}

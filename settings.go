@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// maxSettingKeyBytes bounds keys, so that a 10 KB path segment is a clear 400 rather
+// than a row nobody can read back comfortably.
+const maxSettingKeyBytes = 256
+
+// setting is the answer of both setting endpoints.
+type setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if len(key) > maxSettingKeyBytes {
+		writeError(w, http.StatusBadRequest, "Setting key is too long")
+		return
+	}
+	value, err := s.store.Setting(r.Context(), key)
+	if err != nil {
+		s.fail(w, r, fmt.Sprintf("fetch setting '%s'", key), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, setting{key, value})
+}
+
+func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if len(key) > maxSettingKeyBytes {
+		writeError(w, http.StatusBadRequest, "Setting key is too long")
+		return
+	}
+	context := fmt.Sprintf("update setting '%s'", key)
+	var in struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := decodeJSON(w, r, &in); err != nil {
+		s.fail(w, r, context, err)
+		return
+	}
+	// An absent value is a 400; null arrives as the raw text null and is stored as "null".
+	if len(in.Value) == 0 {
+		writeError(w, http.StatusBadRequest, "Setting value is required in the request body")
+		return
+	}
+	value, err := jsText(in.Value)
+	if err != nil {
+		s.fail(w, r, context, err)
+		return
+	}
+	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
+		s.fail(w, r, context, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, setting{key, value})
+}

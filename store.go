@@ -1,0 +1,653 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// errNotFound is returned by store methods when the record they operate on does not exist.
+var errNotFound = errors.New("record not found")
+
+// validationError is a rule of the form model that the input broke. SPEC.md answers these
+// with 500 and the message, so it is a type of its own rather than a 400 request error.
+type validationError struct{ msg string }
+
+func (e *validationError) Error() string { return e.msg }
+
+// fieldTypes are the five field types SPEC.md allows, mirrored by the CHECK in schema.sql.
+var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
+
+// Store is the SQLite database behind the service.
+//
+// It holds two pools on the same file. All writes go through write, which has exactly one
+// connection: SQLite allows one writer at a time anyway, and queueing writers in
+// database/sql's pool (first come, first served) instead of in SQLite's busy handler means a
+// writer never sees "database is locked" and never sleeps in a retry loop. Reads go through
+// read, with several connections: in WAL mode readers see the last commit and never wait for
+// the writer.
+type Store struct {
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
+}
+
+// OpenStore opens (creating when absent) the SQLite file at path and applies the schema.
+func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open database: path %q must not contain '?' or '#'", path)
+	}
+	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
+	// (kill -9): the commit is in the WAL file before the call returns. Only a power loss
+	// may lose the last commits, which is the usual trade for not fsyncing every commit.
+	// busy_timeout still matters for the rare cross-pool case, a checkpoint against a reader.
+	params := url.Values{
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_foreign_keys": {"on"},
+		"_busy_timeout": {"10000"},
+	}
+	write, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	read, err := sql.Open("sqlite3", path+"?"+params.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	read.SetMaxOpenConns(max(4, runtime.NumCPU()*2))
+	read.SetMaxIdleConns(max(4, runtime.NumCPU()*2))
+
+	s := &Store{write: write, read: read, now: now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("apply schema: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
+		return fmt.Errorf("apply schema: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("apply schema: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// timestamp writes t as JavaScript's Date.prototype.toISOString does.
+func timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// nullString turns a *string into a value SQLite stores as NULL when nil.
+func nullString(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// stringPtr turns a scanned sql.NullString back into a *string (nil for NULL).
+func stringPtr(ns sql.NullString) *string {
+	if !ns.Valid {
+		return nil
+	}
+	return &ns.String
+}
+
+// Form is a form as listed and as answered after create and update.
+type Form struct {
+	ID          int64   `json:"id"`
+	Title       string  `json:"title"`
+	Description *string `json:"description"`
+	CreatedAt   string  `json:"createdAt"`
+}
+
+// FormDetail is a form with its categories and fields, in sortOrder.
+type FormDetail struct {
+	Form
+	Categories []Category `json:"categories"`
+}
+
+// Category is one ordered group of fields of a form.
+type Category struct {
+	ID        int64   `json:"id"`
+	FormID    int64   `json:"formId"`
+	Name      string  `json:"name"`
+	SortOrder int     `json:"sortOrder"`
+	Fields    []Field `json:"fields"`
+}
+
+// Field is one typed question of a category.
+type Field struct {
+	ID          int64   `json:"id"`
+	CategoryID  int64   `json:"categoryId"`
+	Label       string  `json:"label"`
+	Type        string  `json:"type"`
+	Description *string `json:"description"`
+	SortOrder   int     `json:"sortOrder"`
+}
+
+// FormInput is the body of create and update. Title is checked by the handler; the
+// categories and fields are checked by the store while it inserts them, inside the
+// transaction, so that a bad last field undoes everything before it.
+type FormInput struct {
+	Title       *string         `json:"title"`
+	Description *string         `json:"description"`
+	Categories  []CategoryInput `json:"categories"`
+}
+
+// CategoryInput is one category of a FormInput; a missing name is "".
+type CategoryInput struct {
+	Name   string       `json:"name"`
+	Fields []FieldInput `json:"fields"`
+}
+
+// FieldInput is one field of a CategoryInput. Type stays raw JSON so that a wrong type of
+// any JSON kind is reported as SPEC.md's "Invalid field type: <type>".
+type FieldInput struct {
+	Label       *string         `json:"label"`
+	Type        json.RawMessage `json:"type"`
+	Description *string         `json:"description"`
+}
+
+// ListForms returns every form, newest first.
+func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT id, title, description, createdAt FROM forms ORDER BY createdAt DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list forms: %w", err)
+	}
+	defer rows.Close()
+	forms := []Form{}
+	for rows.Next() {
+		var f Form
+		var desc sql.NullString
+		if err := rows.Scan(&f.ID, &f.Title, &desc, &f.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list forms: %w", err)
+		}
+		f.Description = stringPtr(desc)
+		forms = append(forms, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list forms: %w", err)
+	}
+	return forms, nil
+}
+
+// GetForm returns the form with its categories and fields, or errNotFound.
+func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return FormDetail{}, fmt.Errorf("get form: %w", err)
+	}
+	defer tx.Rollback()
+	return getForm(ctx, tx, id)
+}
+
+// getForm reads a form and its tree with two queries, whatever the number of categories.
+func getForm(ctx context.Context, tx *sql.Tx, id int64) (FormDetail, error) {
+	var f FormDetail
+	var desc sql.NullString
+	err := tx.QueryRowContext(ctx,
+		`SELECT id, title, description, createdAt FROM forms WHERE id = ?`, id).
+		Scan(&f.ID, &f.Title, &desc, &f.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, errNotFound
+	}
+	if err != nil {
+		return FormDetail{}, fmt.Errorf("get form: %w", err)
+	}
+	f.Description = stringPtr(desc)
+
+	f.Categories = []Category{}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT id, name, sortOrder FROM categories WHERE formId = ? ORDER BY sortOrder, id`, id)
+	if err != nil {
+		return FormDetail{}, fmt.Errorf("get categories: %w", err)
+	}
+	defer rows.Close()
+	index := map[int64]int{}
+	for rows.Next() {
+		c := Category{FormID: id, Fields: []Field{}}
+		if err := rows.Scan(&c.ID, &c.Name, &c.SortOrder); err != nil {
+			return FormDetail{}, fmt.Errorf("get categories: %w", err)
+		}
+		index[c.ID] = len(f.Categories)
+		f.Categories = append(f.Categories, c)
+	}
+	if err := rows.Err(); err != nil {
+		return FormDetail{}, fmt.Errorf("get categories: %w", err)
+	}
+
+	frows, err := tx.QueryContext(ctx,
+		`SELECT f.id, f.categoryId, f.label, f.type, f.description, f.sortOrder
+		   FROM fields f JOIN categories c ON c.id = f.categoryId
+		  WHERE c.formId = ?
+		  ORDER BY f.categoryId, f.sortOrder, f.id`, id)
+	if err != nil {
+		return FormDetail{}, fmt.Errorf("get fields: %w", err)
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var fd Field
+		var desc sql.NullString
+		if err := frows.Scan(&fd.ID, &fd.CategoryID, &fd.Label, &fd.Type, &desc, &fd.SortOrder); err != nil {
+			return FormDetail{}, fmt.Errorf("get fields: %w", err)
+		}
+		fd.Description = stringPtr(desc)
+		c := &f.Categories[index[fd.CategoryID]]
+		c.Fields = append(c.Fields, fd)
+	}
+	if err := frows.Err(); err != nil {
+		return FormDetail{}, fmt.Errorf("get fields: %w", err)
+	}
+	return f, nil
+}
+
+// CreateForm stores a form with its categories and fields as one unit.
+func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return Form{}, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	f := Form{Title: *in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
+		f.Title, nullString(f.Description), f.CreatedAt).Scan(&f.ID)
+	if err != nil {
+		return Form{}, fmt.Errorf("insert form: %w", err)
+	}
+	if err := insertCategories(ctx, tx, f.ID, in.Categories); err != nil {
+		return Form{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Form{}, fmt.Errorf("commit: %w", err)
+	}
+	return f, nil
+}
+
+// UpdateForm replaces title, description, categories and fields of a form as one unit,
+// keeping its id and createdAt. Removing the old categories cascades to their fields and
+// to the response values of those fields.
+func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return Form{}, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	f := Form{ID: id, Title: *in.Title, Description: in.Description}
+	err = tx.QueryRowContext(ctx,
+		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+		f.Title, nullString(f.Description), id).Scan(&f.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Form{}, errNotFound
+	}
+	if err != nil {
+		return Form{}, fmt.Errorf("update form: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id); err != nil {
+		return Form{}, fmt.Errorf("delete categories: %w", err)
+	}
+	if err := insertCategories(ctx, tx, id, in.Categories); err != nil {
+		return Form{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Form{}, fmt.Errorf("commit: %w", err)
+	}
+	return f, nil
+}
+
+// insertCategories checks and inserts categories and fields in array order, which is
+// their sortOrder. It stops at the first invalid field with a *validationError.
+func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
+	for ci, c := range cats {
+		var catID int64
+		err := tx.QueryRowContext(ctx,
+			`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`,
+			formID, c.Name, ci).Scan(&catID)
+		if err != nil {
+			return fmt.Errorf("insert category: %w", err)
+		}
+		for fi, fd := range c.Fields {
+			typ, err := checkField(fd)
+			if err != nil {
+				return err
+			}
+			var desc *string
+			if fd.Description != nil && *fd.Description != "" {
+				desc = fd.Description
+			}
+			_, err = tx.ExecContext(ctx,
+				`INSERT INTO fields (categoryId, label, type, description, sortOrder) VALUES (?, ?, ?, ?, ?)`,
+				catID, *fd.Label, typ, nullString(desc), fi)
+			if err != nil {
+				return fmt.Errorf("insert field: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkField applies DESIGN.md's field checks in order and returns the field's type.
+func checkField(fd FieldInput) (string, error) {
+	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
+		return "", &validationError{"Field label is required"}
+	}
+	var typ string
+	if json.Unmarshal(fd.Type, &typ) != nil || !fieldTypes[typ] {
+		return "", &validationError{"Invalid field type: " + jsDisplay(fd.Type)}
+	}
+	return typ, nil
+}
+
+// DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
+func (s *Store) DeleteForm(ctx context.Context, id int64) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete form: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("delete form: %w", err)
+	}
+	if n == 0 {
+		return errNotFound
+	}
+	return nil
+}
+
+// SubmittedValue is one entry of a submitted `values` object: the key as sent and the
+// value as String(value) wrote it (nil for JSON null).
+type SubmittedValue struct {
+	Key   string
+	Value *string
+}
+
+// CreateResponse stores a response to a form with those values whose key names a field
+// of the form; other keys are skipped. A later duplicate of a field wins, as it would in a
+// JavaScript object.
+func (s *Store) CreateResponse(ctx context.Context, formID int64, values []SubmittedValue) (int64, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	var exists int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("find form: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
+	if err != nil {
+		return 0, fmt.Errorf("list fields: %w", err)
+	}
+	defer rows.Close()
+	fieldIDs := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return 0, fmt.Errorf("list fields: %w", err)
+		}
+		fieldIDs[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("list fields: %w", err)
+	}
+
+	var responseID int64
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO responses (formId, submittedAt) VALUES (?, ?) RETURNING id`,
+		formID, timestamp(s.now())).Scan(&responseID)
+	if err != nil {
+		return 0, fmt.Errorf("insert response: %w", err)
+	}
+	insert, err := tx.PrepareContext(ctx,
+		`INSERT INTO response_values (responseId, fieldId, value) VALUES (?, ?, ?)
+		 ON CONFLICT (responseId, fieldId) DO UPDATE SET value = excluded.value`)
+	if err != nil {
+		return 0, fmt.Errorf("prepare value insert: %w", err)
+	}
+	defer insert.Close()
+	for _, v := range values {
+		fieldID, ok := parseID(v.Key)
+		if !ok || !fieldIDs[fieldID] {
+			continue
+		}
+		if _, err := insert.ExecContext(ctx, responseID, fieldID, nullString(v.Value)); err != nil {
+			return 0, fmt.Errorf("insert value: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	return responseID, nil
+}
+
+// Response is one listed response with its values in form order.
+type Response struct {
+	ID          int64          `json:"id"`
+	SubmittedAt string         `json:"submittedAt"`
+	Values      ResponseValues `json:"values"`
+}
+
+// ResponseValue is one answer of a listed response.
+type ResponseValue struct {
+	FieldID int64
+	Label   string
+	Type    string
+	Value   *string
+}
+
+// ResponseValues is written as a JSON object keyed by field id whose keys keep the
+// slice's order (category sortOrder, then field sortOrder), which a Go map cannot.
+type ResponseValues []ResponseValue
+
+// MarshalJSON writes the values as an ordered object.
+func (vs ResponseValues) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(vs)*64)
+	b = append(b, '{')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, v.FieldID, 10)
+		b = append(b, `":{"label":`...)
+		b = appendJSONString(b, v.Label)
+		b = append(b, `,"type":`...)
+		b = appendJSONString(b, v.Type)
+		b = append(b, `,"value":`...)
+		if v.Value == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, *v.Value)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// ListResponses returns the responses of a form, newest first, each with its values, in
+// two queries whatever the number of responses. errNotFound when the form does not exist.
+func (s *Store) ListResponses(ctx context.Context, formID int64) ([]Response, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	var exists int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find form: %w", err)
+	}
+
+	rows, err := tx.QueryContext(ctx,
+		`SELECT id, submittedAt FROM responses WHERE formId = ? ORDER BY submittedAt DESC, id DESC`, formID)
+	if err != nil {
+		return nil, fmt.Errorf("list responses: %w", err)
+	}
+	defer rows.Close()
+	responses := []Response{}
+	index := map[int64]int{}
+	for rows.Next() {
+		r := Response{Values: ResponseValues{}}
+		if err := rows.Scan(&r.ID, &r.SubmittedAt); err != nil {
+			return nil, fmt.Errorf("list responses: %w", err)
+		}
+		index[r.ID] = len(responses)
+		responses = append(responses, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list responses: %w", err)
+	}
+
+	vrows, err := tx.QueryContext(ctx,
+		`SELECT rv.responseId, rv.fieldId, rv.value, f.label, f.type
+		   FROM responses r
+		   JOIN response_values rv ON rv.responseId = r.id
+		   JOIN fields f ON f.id = rv.fieldId
+		   JOIN categories c ON c.id = f.categoryId
+		  WHERE r.formId = ?
+		  ORDER BY c.sortOrder, f.sortOrder`, formID)
+	if err != nil {
+		return nil, fmt.Errorf("list values: %w", err)
+	}
+	defer vrows.Close()
+	for vrows.Next() {
+		var responseID int64
+		var v ResponseValue
+		var value sql.NullString
+		if err := vrows.Scan(&responseID, &v.FieldID, &value, &v.Label, &v.Type); err != nil {
+			return nil, fmt.Errorf("list values: %w", err)
+		}
+		v.Value = stringPtr(value)
+		i, ok := index[responseID]
+		if !ok {
+			continue // cannot happen inside one read transaction
+		}
+		responses[i].Values = append(responses[i].Values, v)
+	}
+	if err := vrows.Err(); err != nil {
+		return nil, fmt.Errorf("list values: %w", err)
+	}
+	return responses, nil
+}
+
+// ResponseExport returns what the PDF of a response shows: the form and the response's
+// values by field id. errNotFound when the response does not exist.
+func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return FormDetail{}, nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	var formID int64
+	err = tx.QueryRowContext(ctx, `SELECT formId FROM responses WHERE id = ?`, responseID).Scan(&formID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, nil, errNotFound
+	}
+	if err != nil {
+		return FormDetail{}, nil, fmt.Errorf("find response: %w", err)
+	}
+	form, err := getForm(ctx, tx, formID)
+	if err != nil {
+		return FormDetail{}, nil, err
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT fieldId, value FROM response_values WHERE responseId = ?`, responseID)
+	if err != nil {
+		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+	}
+	defer rows.Close()
+	values := map[int64]*string{}
+	for rows.Next() {
+		var fieldID int64
+		var value sql.NullString
+		if err := rows.Scan(&fieldID, &value); err != nil {
+			return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+		}
+		values[fieldID] = stringPtr(value)
+	}
+	if err := rows.Err(); err != nil {
+		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+	}
+	return form, values, nil
+}
+
+// Setting returns the value stored under key, or "" when there is none.
+func (s *Store) Setting(ctx context.Context, key string) (string, error) {
+	var value string
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read setting: %w", err)
+	}
+	return value, nil
+}
+
+// PutSetting creates or overwrites the setting key.
+func (s *Store) PutSetting(ctx context.Context, key, value string) error {
+	_, err := s.write.ExecContext(ctx,
+		`INSERT INTO settings (key, value) VALUES (?, ?)
+		 ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write setting: %w", err)
+	}
+	return nil
+}
