@@ -45,6 +45,7 @@ func (s *server) routes() {
 
 	s.mux.HandleFunc("POST /api/forms/{id}/responses", s.handleSubmitResponse)
 	s.mux.HandleFunc("GET /api/forms/{id}/responses", s.handleListResponses)
+	s.mux.HandleFunc("GET /api/responses/{responseId}/export/pdf", s.handleExportPDF)
 
 	s.mux.HandleFunc("GET /api/settings/{key}", s.handleGetSetting)
 	s.mux.HandleFunc("PUT /api/settings/{key}", s.handlePutSetting)
