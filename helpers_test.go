@@ -29,22 +29,31 @@ type testEnv struct {
 // newTestEnv builds a service; change edits its configuration before the server is built.
 func newTestEnv(t *testing.T, change ...func(*config)) *testEnv {
 	t.Helper()
+	return newTestEnvAt(t, time.Now, change...)
+}
+
+// newTestEnvAt builds a service whose clock is now.
+func newTestEnvAt(t *testing.T, now func() time.Time, change ...func(*config)) *testEnv {
+	t.Helper()
 	cfg := loadConfig(func(string) string { return "" })
 	cfg.DatabasePath = filepath.Join(t.TempDir(), "test.db")
 	cfg.OutboundRetryDelay = time.Millisecond
 	for _, c := range change {
 		c(&cfg)
 	}
-	store, err := OpenStore(context.Background(), cfg.DatabasePath, time.Now)
+	store, err := OpenStore(context.Background(), cfg.DatabasePath, now)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	srv := newServer(cfg, store, log, time.Now, &http.Client{})
+	srv := newServer(cfg, store, log, now, &http.Client{})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
+		if !srv.jobs.stop(5 * time.Second) {
+			t.Errorf("background jobs did not stop")
+		}
 		store.Close()
 	})
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}

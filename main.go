@@ -98,7 +98,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer store.Close()
 
+	var hour, minute int
+	if cfg.SummarySchedule != "" {
+		if hour, minute, err = parseSchedule(cfg.SummarySchedule); err != nil {
+			return err
+		}
+	}
+
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
+	if cfg.SummarySchedule != "" {
+		srv.scheduleSummaries(hour, minute)
+	}
 	httpServer := &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           srv,
@@ -110,6 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		srv.jobs.stop(cfg.JobGrace)
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -120,6 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	select {
 	case err := <-serveErr:
+		srv.jobs.stop(cfg.JobGrace)
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -132,6 +144,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		log.Error("shutdown", "err", err)
+	}
+	if !srv.jobs.stop(cfg.JobGrace) {
+		log.Error("background jobs still running after the shutdown grace", "grace", cfg.JobGrace)
 	}
 	log.Info("stopped")
 	return nil

@@ -25,10 +25,13 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	mux   *http.ServeMux
+	// client makes the outbound calls to the tracker and the model.
+	client *http.Client
+	jobs   *summaryJobs
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
-	s := &server{cfg: cfg, store: store, log: log, now: now, mux: http.NewServeMux()}
+	s := &server{cfg: cfg, store: store, log: log, now: now, mux: http.NewServeMux(), client: client, jobs: newSummaryJobs()}
 	s.routes()
 	return s
 }
@@ -46,6 +49,13 @@ func (s *server) routes() {
 	s.mux.HandleFunc("POST /api/forms/{id}/responses", s.handleSubmitResponse)
 	s.mux.HandleFunc("GET /api/forms/{id}/responses", s.handleListResponses)
 	s.mux.HandleFunc("GET /api/responses/{responseId}/export/pdf", s.handleExportPDF)
+
+	s.mux.HandleFunc("GET /api/tracker-summary/today", s.handleTodayTrackerSummary)
+	s.mux.HandleFunc("GET /api/tracker-summaries", s.handleListTrackerSummaries)
+	s.mux.HandleFunc("POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary)
+	s.mux.HandleFunc("GET /api/tracker-summary", s.handleTrackerSummaryNow)
+	s.mux.HandleFunc("GET /api/email-summaries", s.handleListEmailSummaries)
+	s.mux.HandleFunc("POST /api/email-summaries/generate", s.handleGenerateEmailSummary)
 
 	s.mux.HandleFunc("GET /api/settings/{key}", s.handleGetSetting)
 	s.mux.HandleFunc("PUT /api/settings/{key}", s.handlePutSetting)
@@ -169,11 +179,15 @@ func badRequest(msg string) error { return &requestError{http.StatusBadRequest, 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, context string, err error) {
 	var re *requestError
 	var ve *validationError
+	var ce *configError
 	switch {
 	case errors.As(err, &re):
 		writeError(w, re.status, re.msg)
 	case errors.Is(err, errNotFound):
 		writeError(w, http.StatusNotFound, context+": Record not found")
+	case errors.As(err, &ce):
+		// The earlier variant's on-demand summary answers missing configuration bare.
+		writeError(w, http.StatusInternalServerError, ce.msg)
 	case errors.As(err, &ve):
 		writeError(w, http.StatusInternalServerError, "Failed to "+context+": "+ve.msg)
 	default:

@@ -651,3 +651,96 @@ func (s *Store) PutSetting(ctx context.Context, key, value string) error {
 	}
 	return nil
 }
+
+// Summary is a stored tracker or e-mail summary.
+type Summary struct {
+	ID          int64  `json:"id"`
+	SummaryDate string `json:"summaryDate"`
+	SummaryText string `json:"summaryText"`
+	GeneratedAt string `json:"generatedAt"`
+}
+
+// summaryKind names one of the two summary tables. Table names cannot be SQL parameters;
+// these are the only two values a query ever interpolates, never input.
+type summaryKind string
+
+const (
+	trackerSummaries summaryKind = "tracker_summaries"
+	emailSummaries   summaryKind = "email_summaries"
+)
+
+// SaveTrackerSummary stores the tracker summary of the day starting at date, replacing the
+// text and generatedAt of an existing one and keeping its id.
+func (s *Store) SaveTrackerSummary(ctx context.Context, date time.Time, text string) error {
+	_, err := s.write.ExecContext(ctx,
+		`INSERT INTO tracker_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)
+		 ON CONFLICT (summaryDate) DO UPDATE SET summaryText = excluded.summaryText, generatedAt = excluded.generatedAt`,
+		timestamp(date), text, timestamp(s.now()))
+	if err != nil {
+		return fmt.Errorf("save tracker summary: %w", err)
+	}
+	return nil
+}
+
+// AddEmailSummary appends an e-mail summary for the day starting at date.
+func (s *Store) AddEmailSummary(ctx context.Context, date time.Time, text string) error {
+	_, err := s.write.ExecContext(ctx,
+		`INSERT INTO email_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)`,
+		timestamp(date), text, timestamp(s.now()))
+	if err != nil {
+		return fmt.Errorf("add email summary: %w", err)
+	}
+	return nil
+}
+
+// TrackerSummary returns the tracker summary of the day starting at date, or errNotFound.
+func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, error) {
+	var sum Summary
+	err := s.read.QueryRowContext(ctx,
+		`SELECT id, summaryDate, summaryText, generatedAt FROM tracker_summaries WHERE summaryDate = ?`,
+		timestamp(date)).Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Summary{}, errNotFound
+	}
+	if err != nil {
+		return Summary{}, fmt.Errorf("read tracker summary: %w", err)
+	}
+	return sum, nil
+}
+
+// ListSummaries returns one page of summaries of a kind, newest summaryDate first, and
+// the count of all of them.
+func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
+	table := string(kind)
+	if kind != trackerSummaries && kind != emailSummaries {
+		return nil, 0, fmt.Errorf("list summaries: unknown kind %q", kind)
+	}
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list summaries: %w", err)
+	}
+	defer tx.Rollback()
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count summaries: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT id, summaryDate, summaryText, generatedAt FROM `+table+`
+		  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list summaries: %w", err)
+	}
+	defer rows.Close()
+	list := []Summary{}
+	for rows.Next() {
+		var sum Summary
+		if err := rows.Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt); err != nil {
+			return nil, 0, fmt.Errorf("list summaries: %w", err)
+		}
+		list = append(list, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list summaries: %w", err)
+	}
+	return list, total, nil
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Texts stored without asking the model when there is nothing to summarise.
+const (
+	noTicketsText = "No tracker tickets updated recently."
+	noEmailsText  = "No emails received recently."
+	// maxPromptDataChars bounds $TRACKER_TICKETS and $EMAILS, so that one busy day cannot
+	// exceed a model's context or budget.
+	maxPromptDataChars = 200_000
+)
+
+// configError is a missing model key or prompt template, which the earlier variant's
+// GET /tracker-summary answers with its bare message (SPEC.md §4, earlier variant, 1).
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+// summaryPipeline is one kind of summary: how to gather its material and where to keep it.
+type summaryPipeline struct {
+	name        string // for logs
+	promptFile  func(config) string
+	placeholder string // replaced by the JSON of the material
+	emptyText   string
+	gather      func(ctx context.Context, s *server, start time.Time) (items any, n int, err error)
+	save        func(store *Store, ctx context.Context, date time.Time, text string) error
+}
+
+var trackerPipeline = summaryPipeline{
+	name:        "tracker summary",
+	promptFile:  func(c config) string { return c.TrackerPromptFile },
+	placeholder: "$TRACKER_TICKETS",
+	emptyText:   noTicketsText,
+	gather: func(ctx context.Context, s *server, start time.Time) (any, int, error) {
+		tickets, err := recentTickets(ctx, s.client, s.cfg, start)
+		return tickets, len(tickets), err
+	},
+	save: (*Store).SaveTrackerSummary,
+}
+
+var emailPipeline = summaryPipeline{
+	name:        "email summary",
+	promptFile:  func(c config) string { return c.EmailPromptFile },
+	placeholder: "$EMAILS",
+	emptyText:   noEmailsText,
+	gather: func(ctx context.Context, s *server, start time.Time) (any, int, error) {
+		emails, err := recentEmails(s.cfg.Maildir, start, s.log)
+		return emails, len(emails), err
+	},
+	save: (*Store).AddEmailSummary,
+}
+
+// summaryText runs a pipeline for the day of now: check the configuration, read the
+// template (each time, so that an edit takes effect without a restart), gather the
+// material of the window, and ask the model unless there is none.
+func (s *server) summaryText(ctx context.Context, p summaryPipeline, now time.Time) (string, error) {
+	if s.cfg.GenAIKey == "" {
+		return "", &configError{"GENAI_API_KEY is not configured"}
+	}
+	template, err := os.ReadFile(p.promptFile(s.cfg))
+	if err != nil {
+		return "", &configError{fmt.Sprintf("Prompt template not readable: %s", p.promptFile(s.cfg))}
+	}
+	items, n, err := p.gather(ctx, s, windowStart(now))
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return p.emptyText, nil
+	}
+	data, err := fitJSON(items, maxPromptDataChars)
+	if err != nil {
+		return "", err
+	}
+	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(data)).Replace(string(template))
+	return complete(ctx, s.client, s.cfg, prompt)
+}
+
+// fitJSON writes a slice (newest first) as a JSON array of at most maxChars characters,
+// dropping the oldest items first.
+func fitJSON(items any, maxChars int) ([]byte, error) {
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return nil, fmt.Errorf("prompt data: %w", err)
+	}
+	var each []json.RawMessage
+	if err := json.Unmarshal(raw, &each); err != nil {
+		return nil, fmt.Errorf("prompt data: %w", err)
+	}
+	size := 2 // the brackets
+	for i, item := range each {
+		add := utf8.RuneCount(item)
+		if i > 0 {
+			add++ // the comma
+		}
+		if size+add > maxChars {
+			each = each[:i]
+			break
+		}
+		size += add
+	}
+	return json.Marshal(each)
+}
+
+// generate runs a pipeline for today and stores its text; failures are the caller's to log.
+func (s *server) generate(ctx context.Context, p summaryPipeline) error {
+	now := s.now()
+	text, err := s.summaryText(ctx, p, now)
+	if err != nil {
+		return err
+	}
+	return p.save(s.store, ctx, startOfDay(now), text)
+}
+
+// startJob starts a pipeline in the background unless one of its kind is running.
+func (s *server) startJob(p summaryPipeline) {
+	s.jobs.start(p.name, func(ctx context.Context) {
+		start := time.Now()
+		if err := s.generate(ctx, p); err != nil {
+			s.log.Error("summary job failed", "job", p.name, "duration", time.Since(start).Round(time.Millisecond), "err", err)
+			return
+		}
+		s.log.Info("summary job done", "job", p.name, "duration", time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// summaryJobs tracks background work: at most one job per name, all cancelled and waited
+// for (bounded) at shutdown.
+type summaryJobs struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+func newSummaryJobs() *summaryJobs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]bool{}}
+}
+
+// start runs job in a goroutine and reports whether it did; it does not when a job of
+// the same name is running or the jobs are stopped.
+func (j *summaryJobs) start(name string, job func(ctx context.Context)) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.running[name] || j.ctx.Err() != nil {
+		return false
+	}
+	j.running[name] = true
+	j.wg.Go(func() {
+		defer func() {
+			j.mu.Lock()
+			delete(j.running, name)
+			j.mu.Unlock()
+		}()
+		job(j.ctx)
+	})
+	return true
+}
+
+// stop cancels every job (their outbound calls end) and waits for them up to grace.
+// It reports whether they all ended in time.
+func (j *summaryJobs) stop(grace time.Duration) bool {
+	j.mu.Lock()
+	j.cancel()
+	j.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		j.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		return false
+	}
+}
+
+// parseSchedule reads SUMMARY_SCHEDULE's HH:MM.
+func parseSchedule(s string) (hour, minute int, err error) {
+	t, err := time.Parse("15:04", s)
+	if err != nil || len(s) != 5 {
+		return 0, 0, fmt.Errorf("SUMMARY_SCHEDULE %q: want HH:MM, e.g. 06:30", s)
+	}
+	return t.Hour(), t.Minute(), nil
+}
+
+// nextRun is the first hour:minute local time strictly after now.
+func nextRun(now time.Time, hour, minute int) time.Time {
+	y, m, d := now.Date()
+	next := time.Date(y, m, d, hour, minute, 0, 0, now.Location())
+	if !next.After(now) {
+		next = time.Date(y, m, d+1, hour, minute, 0, 0, now.Location())
+	}
+	return next
+}
+
+// scheduleSummaries generates both summaries every day at hour:minute until the jobs
+// stop. At start it catches up when today's run time has passed without a tracker
+// summary for today, as after a restart across the scheduled time.
+func (s *server) scheduleSummaries(hour, minute int) {
+	s.jobs.wg.Go(func() {
+		now := s.now()
+		y, m, d := now.Date()
+		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
+			if _, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now)); errors.Is(err, errNotFound) {
+				s.log.Info("summary schedule: catching up on today's run")
+				s.startJob(trackerPipeline)
+				s.startJob(emailPipeline)
+			}
+		}
+		for {
+			wait := nextRun(s.now(), hour, minute).Sub(s.now())
+			timer := time.NewTimer(wait)
+			select {
+			case <-s.jobs.ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+				s.startJob(trackerPipeline)
+				s.startJob(emailPipeline)
+			}
+		}
+	})
+}
+
+// summaryAnswer is GET /tracker-summary/today's exact shape.
+type summaryAnswer struct {
+	SummaryDate string `json:"summaryDate"`
+	SummaryText string `json:"summaryText"`
+	GeneratedAt string `json:"generatedAt"`
+}
+
+func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Request) {
+	today := startOfDay(s.now())
+	sum, err := s.store.TrackerSummary(r.Context(), today)
+	if errors.Is(err, errNotFound) {
+		writeJSON(w, http.StatusNotFound, map[string]string{
+			"message": fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02")),
+		})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, "fetch today's tracker summary", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, summaryAnswer{sum.SummaryDate, sum.SummaryText, sum.GeneratedAt})
+}
+
+func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) {
+	s.listSummaries(w, r, trackerSummaries, "fetch paginated tracker summaries")
+}
+
+func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request) {
+	s.listSummaries(w, r, emailSummaries, "fetch paginated Email summaries")
+}
+
+func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, context string) {
+	page := positiveOr(r.URL.Query().Get("page"), 1)
+	limit := positiveOr(r.URL.Query().Get("limit"), 10)
+	offset := int64(1<<63 - 1) // past every row when (page-1)*limit would overflow
+	if page-1 <= offset/limit {
+		offset = (page - 1) * limit
+	}
+	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, offset)
+	if err != nil {
+		s.fail(w, r, context, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"summaries": list, "total": total})
+}
+
+// positiveOr parses a page or limit: a strict positive integer, else def.
+func positiveOr(s string, def int64) int64 {
+	if n, ok := parseID(s); ok && n > 0 {
+		return n
+	}
+	return def
+}
+
+func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) {
+	s.startJob(trackerPipeline)
+	writeJSON(w, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
+}
+
+func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Request) {
+	s.startJob(emailPipeline)
+	writeJSON(w, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
+}
+
+// handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
+// pipeline run while the client waits, storing nothing.
+func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) {
+	text, err := s.summaryText(r.Context(), trackerPipeline, s.now())
+	if err != nil {
+		s.fail(w, r, "generate summary", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"summary": text})
+}

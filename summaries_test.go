@@ -1,0 +1,854 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	testTrackerKey = "tracker-key-123"
+	testModelKey   = "model-key-456"
+)
+
+func berlin(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// fakeTracker speaks MantisBT's GET /issues and checks every request it gets.
+type fakeTracker struct {
+	t        *testing.T
+	mu       sync.Mutex
+	issues   []map[string]any // newest-updated first, as MantisBT sorts them
+	pages    []int            // pages requested, in order
+	failures []int            // statuses answered before the real answers, one per request
+}
+
+func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := r.URL.Query()
+	switch {
+	case r.Method != http.MethodGet || r.URL.Path != "/api/rest/issues":
+		f.t.Errorf("tracker got %s %s, want GET /api/rest/issues", r.Method, r.URL.Path)
+	case r.Header.Get("Authorization") != testTrackerKey || r.Header.Get("Accept") != "application/json" || r.Header.Get("Content-Type") != "application/json":
+		f.t.Errorf("tracker headers = %v", r.Header)
+	case q.Get("project_id") != "1" || q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,notes" || len(q) != 4:
+		f.t.Errorf("tracker query = %v", q)
+	}
+	if len(f.failures) > 0 {
+		status := f.failures[0]
+		f.failures = f.failures[1:]
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"message": "failure %d", "code": 1}`, status)
+		return
+	}
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page < 1 {
+		f.t.Errorf("tracker page = %q", q.Get("page"))
+		page = 1
+	}
+	f.pages = append(f.pages, page)
+	from := min((page-1)*50, len(f.issues))
+	to := min(page*50, len(f.issues))
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"issues": f.issues[from:to]})
+}
+
+func (f *fakeTracker) requestedPages() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.pages)
+}
+
+// fakeModel speaks the chat-completions protocol and checks every request it gets.
+type fakeModel struct {
+	t        *testing.T
+	mu       sync.Mutex
+	prompts  []string
+	answer   string        // content of the answer
+	raw      string        // when set, the whole answer body instead
+	failures []int         // statuses answered first, one per request
+	release  chan struct{} // when set, answers wait for it to close
+	entered  chan struct{} // when set, receives once per request as it arrives
+}
+
+func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		m.t.Errorf("model body: %v", err)
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" ||
+		r.Header.Get("Authorization") != "Bearer "+testModelKey || r.Header.Get("Content-Type") != "application/json" ||
+		body.Model != "test-model" || len(body.Messages) != 1 || body.Messages[0].Role != "user" {
+		m.t.Errorf("model got %s %s %v %+v", r.Method, r.URL.Path, r.Header, body)
+	}
+	if m.entered != nil {
+		m.entered <- struct{}{}
+	}
+	if m.release != nil {
+		select {
+		case <-m.release:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prompts = append(m.prompts, body.Messages[0].Content)
+	if len(m.failures) > 0 {
+		status := m.failures[0]
+		m.failures = m.failures[1:]
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error": {"message": "quota exceeded for key %s", "code": %d}}`, testModelKey, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if m.raw != "" {
+		fmt.Fprint(w, m.raw)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "model": body.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": m.answer}}},
+	})
+}
+
+func (m *fakeModel) calls() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.prompts)
+}
+
+// summaryEnv is a service wired to a fake tracker, a fake model, a prompt directory and
+// the fixture Maildir, with its clock at now.
+type summaryEnv struct {
+	*testEnv
+	clock   *testClock
+	tracker *fakeTracker
+	model   *fakeModel
+	prompts string
+}
+
+func newSummaryEnv(t *testing.T, now time.Time, change ...func(*config)) *summaryEnv {
+	t.Helper()
+	tracker := &fakeTracker{t: t}
+	model := &fakeModel{t: t, answer: "The summary."}
+	ts := httptest.NewServer(tracker)
+	ms := httptest.NewServer(model)
+	t.Cleanup(ts.Close)
+	t.Cleanup(ms.Close)
+	prompts := t.TempDir()
+	writeFile(t, filepath.Join(prompts, "tracker.txt"), "Tickets of $DATE:\n$TRACKER_TICKETS\nEnd.")
+	writeFile(t, filepath.Join(prompts, "email.txt"), "Mail of $DATE:\n$EMAILS\nEnd.")
+	base := func(c *config) {
+		c.TrackerEndpoint = ts.URL + "/api/rest"
+		c.TrackerKey = testTrackerKey
+		c.GenAIKey = testModelKey
+		c.GenAIBaseURL = ms.URL + "/v1"
+		c.GenAIModel = "test-model"
+		c.TrackerPromptFile = filepath.Join(prompts, "tracker.txt")
+		c.EmailPromptFile = filepath.Join(prompts, "email.txt")
+		c.Maildir = "testdata/maildir"
+	}
+	clock := &testClock{now: now}
+	e := newTestEnvAt(t, clock.Now, append([]func(*config){base}, change...)...)
+	return &summaryEnv{testEnv: e, clock: clock, tracker: tracker, model: model, prompts: prompts}
+}
+
+// testClock is a clock that tests move by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// issue builds a MantisBT issue as its REST API writes one.
+func issue(id int, updated string, notes ...map[string]any) map[string]any {
+	m := map[string]any{
+		"id": id, "summary": fmt.Sprintf("Ticket %d", id), "description": fmt.Sprintf("Description %d", id),
+		"created_at": "2026-01-01T09:00:00+01:00", "updated_at": updated,
+		"reporter": map[string]any{"id": 1, "name": "admin", "real_name": "Ada"},
+		"status":   map[string]any{"id": 10, "name": "new"}, // not requested, not passed on
+	}
+	if notes != nil {
+		m["notes"] = notes
+	}
+	return m
+}
+
+func note(id int, created, text string) map[string]any {
+	return map[string]any{"id": id, "text": text, "created_at": created, "updated_at": created,
+		"reporter": map[string]any{"id": 2, "name": "dev"}}
+}
+
+func TestWindowStart(t *testing.T) {
+	loc := berlin(t)
+	// 2026-11-23 is a Monday.
+	cases := []struct {
+		now, want string
+	}{
+		{"2026-11-23 10:00", "2026-11-19 00:00"}, // Monday: four days, back to Thursday
+		{"2026-11-24 00:00", "2026-11-22 00:00"},
+		{"2026-11-25 23:59", "2026-11-23 00:00"},
+		{"2026-11-26 12:00", "2026-11-24 00:00"},
+		{"2026-11-27 12:00", "2026-11-25 00:00"},
+		{"2026-11-28 12:00", "2026-11-26 00:00"},
+		{"2026-11-29 12:00", "2026-11-27 00:00"},
+		{"2026-12-01 08:00", "2026-11-29 00:00"}, // across a month end
+		{"2026-03-30 09:00", "2026-03-26 00:00"}, // Monday after the spring change: CET window start
+		{"2026-03-31 09:00", "2026-03-29 00:00"}, // the change day itself starts at CET midnight
+		{"2026-10-27 09:00", "2026-10-25 00:00"}, // autumn change day
+	}
+	for _, tc := range cases {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
+		want, _ := time.ParseInLocation("2006-01-02 15:04", tc.want, loc)
+		got := windowStart(now)
+		if !got.Equal(want) || got.Hour() != 0 {
+			t.Errorf("windowStart(%s %s) = %s, want %s", tc.now, now.Weekday(), got, want)
+		}
+	}
+	// startOfDay on a short day: local midnight, 23 hours before the next one.
+	now, _ := time.ParseInLocation("2006-01-02 15:04", "2026-03-29 18:00", loc)
+	if got := startOfDay(now); timestamp(got) != "2026-03-28T23:00:00.000Z" {
+		t.Errorf("startOfDay(%s) = %s", now, timestamp(got))
+	}
+}
+
+// TestTrackerWindowEveryWeekday runs the tracker pipeline on each day of a week and
+// checks which tickets and notes reach the model.
+func TestTrackerWindowEveryWeekday(t *testing.T) {
+	loc := berlin(t)
+	for day := 23; day <= 29; day++ {
+		now := time.Date(2026, 11, day, 15, 0, 0, 0, loc)
+		t.Run(now.Weekday().String(), func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			start := windowStart(now)
+			var issues []map[string]any
+			var want []int
+			// One ticket per hour going back six days, newest first; times in UTC+02:00.
+			for i := 0; i < 6*24; i++ {
+				updated := now.Add(-time.Duration(i) * time.Hour)
+				issues = append(issues, issue(i+1, updated.In(time.FixedZone("", 2*3600)).Format(time.RFC3339)))
+				if !updated.Before(start) {
+					want = append(want, i+1)
+				}
+			}
+			e.tracker.issues = issues
+			if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+				t.Fatal(err)
+			}
+			calls := e.model.calls()
+			if len(calls) != 1 {
+				t.Fatalf("model calls = %d, want 1", len(calls))
+			}
+			var got []ticket
+			data := strings.TrimSuffix(strings.SplitN(calls[0], "\n", 2)[1], "\nEnd.")
+			if err := json.Unmarshal([]byte(data), &got); err != nil {
+				t.Fatalf("prompt data: %v\n%s", err, calls[0])
+			}
+			var ids []int
+			for _, tk := range got {
+				ids = append(ids, int(tk.ID))
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("tickets sent = %v, want %v (window from %s)", ids, want, start)
+			}
+			if pages := e.tracker.requestedPages(); pages[len(pages)-1] != (len(want))/50+1 {
+				t.Errorf("pages read = %v for %d tickets in the window", pages, len(want))
+			}
+		})
+	}
+}
+
+// TestTrackerPrompt checks the exact prompt: placeholders replaced, the kept tickets as
+// JSON with the requested fields only, old notes dropped, `notes` absent when MantisBT
+// left it out, long texts cut.
+func TestTrackerPrompt(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, berlin(t)) // Wednesday; window from 23 Nov 00:00 CET
+	e := newSummaryEnv(t, now)
+	long := strings.Repeat("é", 2500)
+	e.tracker.issues = []map[string]any{
+		issue(3, "2026-11-25T09:00:00+01:00",
+			note(31, "2026-11-22T23:59:59+01:00", "too old"),
+			note(32, "2026-11-22T23:00:00Z", "exactly at the start"),
+			note(33, "2026-11-24T10:00:00-05:00", long)),
+		issue(2, "2026-11-23T01:30:00+02:00"), // 22 Nov 23:30 UTC = 23 Nov 00:30 CET: inside, no notes field
+		issue(1, "2026-11-22T22:59:59Z", note(11, "2026-11-24T10:00:00Z", "new note on an old ticket")),
+	}
+	e.tracker.issues[0]["description"] = long
+	e.model.answer = "Tickets were worked on."
+	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+		t.Fatal(err)
+	}
+	reporter := `{"id":1,"name":"admin","real_name":"Ada"}`
+	noteReporter := `{"id":2,"name":"dev"}`
+	cut := strings.Repeat("é", 2000)
+	want := "Tickets of 2026-11-25:\n[" +
+		`{"id":3,"summary":"Ticket 3","description":"` + cut + `","created_at":"2026-01-01T09:00:00+01:00","updated_at":"2026-11-25T09:00:00+01:00","reporter":` + reporter +
+		`,"notes":[{"id":32,"reporter":` + noteReporter + `,"text":"exactly at the start","created_at":"2026-11-22T23:00:00Z","updated_at":"2026-11-22T23:00:00Z"},` +
+		`{"id":33,"reporter":` + noteReporter + `,"text":"` + cut + `","created_at":"2026-11-24T10:00:00-05:00","updated_at":"2026-11-24T10:00:00-05:00"}]},` +
+		`{"id":2,"summary":"Ticket 2","description":"Description 2","created_at":"2026-01-01T09:00:00+01:00","updated_at":"2026-11-23T01:30:00+02:00","reporter":` + reporter + `}` +
+		"]\nEnd."
+	calls := e.model.calls()
+	if len(calls) != 1 || calls[0] != want {
+		t.Errorf("prompt =\n%q\nwant\n%q", calls, want)
+	}
+	status, raw := e.do("GET", "/api/tracker-summary/today", nil)
+	var got map[string]string
+	json.Unmarshal(raw, &got)
+	if status != 200 || got["summaryDate"] != "2026-11-24T23:00:00.000Z" || got["summaryText"] != "Tickets were worked on." ||
+		got["generatedAt"] != "2026-11-25T09:00:00.000Z" || len(got) != 3 {
+		t.Errorf("today = %d %s", status, raw)
+	}
+	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1}) {
+		t.Errorf("pages = %v, want [1] (a short page ends the walk)", pages)
+	}
+}
+
+func TestTrackerPaging(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	inside := now.Add(-time.Hour).Format(time.RFC3339)
+	outside := now.Add(-72 * time.Hour).Format(time.RFC3339)
+	many := func(n int, updated string) []map[string]any {
+		var out []map[string]any
+		for i := range n {
+			out = append(out, issue(i, updated))
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		issues []map[string]any
+		pages  []int
+		kept   int
+	}{
+		{"empty", nil, []int{1}, 0},
+		{"one short page", many(10, inside), []int{1}, 10},
+		{"exactly one full page", many(50, inside), []int{1, 2}, 50},
+		{"window ends on page 2", append(many(60, inside), many(100, outside)...), []int{1, 2}, 60},
+		{"window ends at a page edge", append(many(50, inside), many(100, outside)...), []int{1, 2}, 50},
+		{"cap at 20 pages", many(1500, inside), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, 1000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			e.tracker.issues = tc.issues
+			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages := e.tracker.requestedPages(); !slices.Equal(pages, tc.pages) || len(tickets) != tc.kept {
+				t.Errorf("pages %v kept %d, want pages %v kept %d", pages, len(tickets), tc.pages, tc.kept)
+			}
+		})
+	}
+}
+
+func TestOutboundRetries(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name           string
+		tracker, model []int
+		wantErr        string // empty: success
+	}{
+		{"tracker 503 twice", []int{503, 503}, nil, ""},
+		{"tracker 429 then ok", []int{429}, nil, ""},
+		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500: failure 500"},
+		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401: failure 401"},
+		{"model 429 twice", nil, []int{429, 429}, ""},
+		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]"},
+		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			e.tracker.failures = tc.tracker
+			e.model.failures = tc.model
+			err := e.srv.generate(context.Background(), trackerPipeline)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("generate = %v, want success after retries", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("generate = %v, want %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), testModelKey) || strings.Contains(err.Error(), testTrackerKey) {
+				t.Errorf("error shows a key: %v", err)
+			}
+			if n := e.count("tracker_summaries"); n != 0 {
+				t.Errorf("a failed job stored %d summaries", n)
+			}
+		})
+	}
+}
+
+// TestSummaryFailuresStoreNothing: every kind of failure leaves no summary and a
+// healthy service, through the endpoints, and logs why without a secret.
+func TestSummaryFailuresStoreNothing(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name    string
+		change  func(*config)
+		setup   func(*summaryEnv)
+		wantLog string
+		// what the job that does not fail stores
+		wantTracker, wantEmail int
+	}{
+		{"no model key", func(c *config) { c.GenAIKey = "" }, nil, "GENAI_API_KEY is not configured", 0, 0},
+		{"no tracker endpoint", func(c *config) { c.TrackerEndpoint = "" }, nil, "TRACKER_API_ENDPOINT is not configured", 0, 1},
+		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/t.txt"; c.EmailPromptFile = "/nonexistent/e.txt" }, nil, "Prompt template not readable", 0, 0},
+		{"no Maildir", func(c *config) { c.Maildir = "" }, nil, "MAILDIR is not configured", 1, 0},
+		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "read Maildir", 1, 0},
+		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "tracker answered 403", 0, 1},
+		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
+		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var changes []func(*config)
+			if tc.change != nil {
+				changes = append(changes, tc.change)
+			}
+			e := newSummaryEnv(t, now, changes...)
+			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			for _, path := range []string{"/api/tracker-summaries/generate", "/api/email-summaries/generate"} {
+				if status, _ := e.do("POST", path, nil); status != 202 {
+					t.Fatalf("POST %s = %d, want 202", path, status)
+				}
+			}
+			waitFor(t, func() bool { return strings.Count(e.logs.String(), "summary job") >= 2 })
+			if !strings.Contains(e.logs.String(), tc.wantLog) {
+				t.Errorf("logs lack %q:\n%s", tc.wantLog, e.logs)
+			}
+			if tr, em := e.count("tracker_summaries"), e.count("email_summaries"); tr != tc.wantTracker || em != tc.wantEmail {
+				t.Errorf("stored %d tracker and %d e-mail summaries, want %d and %d", tr, em, tc.wantTracker, tc.wantEmail)
+			}
+			if strings.Contains(e.logs.String(), testModelKey) || strings.Contains(e.logs.String(), testTrackerKey) {
+				t.Errorf("a key appears in the logs")
+			}
+			if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+				t.Errorf("service unhealthy after a failed job")
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	e.model.release = make(chan struct{})
+	e.model.entered = make(chan struct{}, 10)
+
+	status, raw := e.do("POST", "/api/tracker-summaries/generate", nil)
+	if status != 202 || strings.TrimSpace(string(raw)) != `{"message":"Summary generation started."}` {
+		t.Fatalf("generate = %d %s", status, raw)
+	}
+	<-e.model.entered // the job is inside its model call, which waits for release
+	if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
+		t.Fatalf("second generate = %d", status)
+	}
+	status, raw = e.do("GET", "/api/tracker-summary/today", nil)
+	if status != 404 || strings.TrimSpace(string(raw)) != `{"message":"No tracker summary found for today (2026-11-25)."}` {
+		t.Errorf("today while the job runs = %d %s, want 404 with the date", status, raw)
+	}
+	close(e.model.release)
+	waitFor(t, func() bool { return e.count("tracker_summaries") == 1 })
+	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary job done") })
+	if n := len(e.model.calls()); n != 1 {
+		t.Errorf("model calls = %d, want 1 for two rapid generate requests", n)
+	}
+}
+
+func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+
+	e.model.answer = "First."
+	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+		t.Fatal(err)
+	}
+	var first struct{ Summaries []Summary }
+	e.doJSON("GET", "/api/tracker-summaries", nil, &first)
+
+	e.clock.Set(now.Add(time.Hour))
+	e.model.answer = "Second."
+	// The template is read per job: an edit takes effect without a restart.
+	writeFile(t, e.srv.cfg.TrackerPromptFile, "Edited $DATE $TRACKER_TICKETS")
+	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+		t.Fatal(err)
+	}
+	var second struct {
+		Summaries []Summary
+		Total     int
+	}
+	e.doJSON("GET", "/api/tracker-summaries", nil, &second)
+	if len(first.Summaries) != 1 || second.Total != 1 || len(second.Summaries) != 1 {
+		t.Fatalf("summaries: first %+v second %+v, want one each", first, second)
+	}
+	a, b := first.Summaries[0], second.Summaries[0]
+	if a.ID != b.ID || b.SummaryText != "Second." || b.GeneratedAt != "2026-11-25T11:00:00.000Z" || a.GeneratedAt != "2026-11-25T10:00:00.000Z" || a.SummaryDate != b.SummaryDate {
+		t.Errorf("regenerated %+v from %+v, want same id and date, new text and generatedAt", b, a)
+	}
+	if calls := e.model.calls(); len(calls) != 2 || !strings.HasPrefix(calls[1], "Edited 2026-11-25 [") {
+		t.Errorf("second prompt = %q, want the edited template", calls[len(calls)-1])
+	}
+}
+
+func TestNothingToSummarise(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	empty := t.TempDir()
+	for _, sub := range []string{"new", "cur", "tmp"} {
+		os.Mkdir(filepath.Join(empty, sub), 0o700)
+	}
+	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
+	e.tracker.issues = []map[string]any{issue(1, now.Add(-100*time.Hour).Format(time.RFC3339))}
+	for _, p := range []summaryPipeline{trackerPipeline, emailPipeline} {
+		if err := e.srv.generate(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tr, em struct{ Summaries []Summary }
+	e.doJSON("GET", "/api/tracker-summaries", nil, &tr)
+	e.doJSON("GET", "/api/email-summaries", nil, &em)
+	if len(tr.Summaries) != 1 || tr.Summaries[0].SummaryText != "No tracker tickets updated recently." ||
+		len(em.Summaries) != 1 || em.Summaries[0].SummaryText != "No emails received recently." {
+		t.Errorf("stored %+v and %+v, want the no-material texts", tr, em)
+	}
+	if n := len(e.model.calls()); n != 0 {
+		t.Errorf("model called %d times with nothing to summarise", n)
+	}
+}
+
+func TestSummaryLists(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	ctx := context.Background()
+	for i := range 15 {
+		day := now.AddDate(0, 0, -(i*7%15 + 1)) // distinct dates, out of insertion order
+		if err := e.store.SaveTrackerSummary(ctx, startOfDay(day), fmt.Sprintf("tracker %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.AddEmailSummary(ctx, startOfDay(day), fmt.Sprintf("email %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		query       string
+		first, size int // first: offset into the date-descending order
+	}{
+		{"", 0, 10},
+		{"?page=2", 10, 5},
+		{"?page=3", 15, 0},
+		{"?page=2&limit=4", 4, 4},
+		{"?limit=100", 0, 15},
+		{"?page=0&limit=0", 0, 10},
+		{"?page=abc&limit=x", 0, 10},
+		{"?page=-1&limit=-5", 0, 10},
+		{"?page=1.5&limit=2e1", 0, 10},
+		{"?page=99999999999999999999&limit=3", 0, 3},
+		{"?page=9223372036854775807&limit=10", 15, 0},
+	}
+	for _, path := range []string{"/api/tracker-summaries", "/api/email-summaries"} {
+		var all struct{ Summaries []Summary }
+		e.doJSON("GET", path+"?limit=1000", nil, &all)
+		for i := 1; i < len(all.Summaries); i++ {
+			if all.Summaries[i-1].SummaryDate < all.Summaries[i].SummaryDate {
+				t.Errorf("%s not ordered by summaryDate descending at %d", path, i)
+			}
+		}
+		for _, tc := range cases {
+			var got struct {
+				Summaries []Summary `json:"summaries"`
+				Total     *int      `json:"total"`
+			}
+			if status := e.doJSON("GET", path+tc.query, nil, &got); status != 200 {
+				t.Fatalf("GET %s%s = %d", path, tc.query, status)
+			}
+			want := all.Summaries[min(tc.first, 15):min(tc.first+tc.size, 15)]
+			if got.Total == nil || *got.Total != 15 || got.Summaries == nil || !slices.Equal(got.Summaries, want) {
+				t.Errorf("GET %s%s = %d summaries, total %v; want %d from %d, total 15", path, tc.query, len(got.Summaries), got.Total, len(want), tc.first)
+			}
+		}
+	}
+}
+
+func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name   string
+		change func(*config)
+		issues []map[string]any
+		fail   []int
+		status int
+		body   string
+	}{
+		{"summary", nil, []map[string]any{issue(1, now.Format(time.RFC3339))}, nil, 200, `{"summary":"The summary."}`},
+		{"no tickets", nil, nil, nil, 200, `{"summary":"No tracker tickets updated recently."}`},
+		{"no key", func(c *config) { c.GenAIKey = "" }, nil, nil, 500, `{"error":"GENAI_API_KEY is not configured"}`},
+		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable: /nonexistent/p.txt"}`},
+		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: read tracker page 1: tracker answered 502: failure 502"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var changes []func(*config)
+			if tc.change != nil {
+				changes = append(changes, tc.change)
+			}
+			e := newSummaryEnv(t, now, changes...)
+			e.tracker.issues = tc.issues
+			e.tracker.failures = tc.fail
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			if status != tc.status || strings.TrimSpace(string(raw)) != tc.body {
+				t.Errorf("GET /api/tracker-summary = %d %s, want %d %s", status, raw, tc.status, tc.body)
+			}
+			if n := e.count("tracker_summaries"); n != 0 {
+				t.Errorf("the on-demand summary stored %d rows", n)
+			}
+		})
+	}
+}
+
+func TestFitJSON(t *testing.T) {
+	items := []string{strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("c", 50)}
+	for _, tc := range []struct {
+		max  int
+		want int // items kept, newest (first) kept first
+	}{{1000, 3}, {160, 3}, {159, 2}, {107, 2}, {106, 1}, {54, 1}, {53, 0}} {
+		data, err := fitJSON(items, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		json.Unmarshal(data, &got)
+		if len(got) != tc.want || !slices.Equal(got, items[:tc.want]) || len([]rune(string(data))) > tc.max {
+			t.Errorf("fitJSON(max %d) = %d items (%d chars), want %d", tc.max, len(got), len([]rune(string(data))), tc.want)
+		}
+	}
+}
+
+func TestParseEmailFixtures(t *testing.T) {
+	cases := []struct {
+		file                          string
+		from, to, subject, date, body string
+	}{
+		{"new/1764000001.M1P1.host", "Jörg Müller <joerg@example.com>", "team@example.com", "Grüße aus Köln", "2026-11-24T08:15:00.000Z", "Hallo zusammen, die Straße ist gesperrt."},
+		{"cur/1764000002.M2P1.host:2,S", "Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z", "Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici."},
+		{"cur/1764000003.M3P1.host:2,S", "Ivan <ivan@example.ru>", "team@example.com", "Status", "2026-11-25T08:00:00.000Z", "Привет, мир.\nВторая строка."},
+		{"new/1764000004.M4P1.host", "Ops <ops@example.com>", "team@example.com", "Deploy finished", "2026-11-24T23:30:00.000Z", "Deploy 42 finished without errors."},
+		{"new/1764000005.M5P1.host", "Newsletter <news@example.com>", "team@example.com", "HTML only", "2026-11-25T06:00:00.000Z", "Café & tea on Friday"},
+	}
+	for _, tc := range cases {
+		got, err := readEmailFile(filepath.Join("testdata/maildir", tc.file))
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		want := email{From: tc.from, To: tc.to, Subject: tc.subject, Date: tc.date, Body: tc.body}
+		got.when = time.Time{}
+		if got != want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, want)
+		}
+	}
+	for _, bad := range []string{"new/1764000007.M7P1.host", "new/1764000008.M8P1.host"} {
+		if _, err := readEmailFile(filepath.Join("testdata/maildir", bad)); err == nil {
+			t.Errorf("%s parsed, want an error", bad)
+		}
+	}
+}
+
+func TestEmailSummaryPrompt(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, berlin(t)) // window from 23 Nov 00:00 CET
+	e := newSummaryEnv(t, now)
+	e.model.answer = "Mail digest."
+	for range 2 {
+		if err := e.srv.generate(context.Background(), emailPipeline); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := e.model.calls()
+	if len(calls) != 2 || !strings.HasPrefix(calls[0], "Mail of 2026-11-25:\n[") || !strings.HasSuffix(calls[0], "]\nEnd.") {
+		t.Fatalf("prompts = %q", calls)
+	}
+	var sent []email
+	if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(calls[0], "Mail of 2026-11-25:\n"), "\nEnd.")), &sent); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, m := range sent {
+		subjects = append(subjects, m.Subject)
+	}
+	// Newest first; the old message and the two broken ones are left out.
+	want := []string{"Status", "HTML only", "Deploy finished", "Grüße aus Köln", "Café crème"}
+	if !slices.Equal(subjects, want) {
+		t.Errorf("subjects sent = %q, want %q", subjects, want)
+	}
+	if !strings.Contains(e.logs.String(), "skip e-mail message") || strings.Count(e.logs.String(), "skip e-mail message") != 4 {
+		t.Errorf("want one skip line per broken message and job:\n%s", e.logs)
+	}
+	var list struct {
+		Summaries []Summary
+		Total     int
+	}
+	e.doJSON("GET", "/api/email-summaries", nil, &list)
+	if list.Total != 2 || list.Summaries[0].SummaryText != "Mail digest." || list.Summaries[0].SummaryDate != "2026-11-24T23:00:00.000Z" {
+		t.Errorf("e-mail summaries = %+v, want two appended for 2026-11-24T23:00:00.000Z", list)
+	}
+	status, raw := e.do("POST", "/api/email-summaries/generate", nil)
+	if status != 202 || strings.TrimSpace(string(raw)) != `{"message":"Email summary generation started."}` {
+		t.Errorf("POST /api/email-summaries/generate = %d %s", status, raw)
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	loc := berlin(t)
+	for _, tc := range []struct {
+		now, want string
+	}{
+		{"2026-11-25 05:00", "2026-11-25 06:30"},
+		{"2026-11-25 06:30", "2026-11-26 06:30"},
+		{"2026-11-25 23:00", "2026-11-26 06:30"},
+		{"2026-03-28 12:00", "2026-03-29 06:30"}, // across the spring change
+	} {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
+		want, _ := time.ParseInLocation("2006-01-02 15:04", tc.want, loc)
+		if got := nextRun(now, 6, 30); !got.Equal(want) {
+			t.Errorf("nextRun(%s) = %s, want %s", tc.now, got, want)
+		}
+	}
+	for _, bad := range []string{"6:30", "24:00", "06:60", "0630", "06:30:00", "x"} {
+		if _, _, err := parseSchedule(bad); err == nil {
+			t.Errorf("parseSchedule(%q) accepted", bad)
+		}
+	}
+	if h, m, err := parseSchedule("23:05"); err != nil || h != 23 || m != 5 {
+		t.Errorf("parseSchedule(23:05) = %d %d %v", h, m, err)
+	}
+}
+
+// TestScheduleCatchesUp: started after today's run time without today's tracker
+// summary, the schedule runs both jobs at once.
+func TestScheduleCatchesUp(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	e.srv.scheduleSummaries(6, 30)
+	waitFor(t, func() bool { return e.count("tracker_summaries") == 1 && e.count("email_summaries") == 1 })
+
+	// With today's summary present, a restart does not run again.
+	e2 := newSummaryEnv(t, now)
+	if err := e2.store.SaveTrackerSummary(context.Background(), startOfDay(now), "done"); err != nil {
+		t.Fatal(err)
+	}
+	e2.srv.scheduleSummaries(6, 30)
+	if !e2.srv.jobs.stop(5 * time.Second) {
+		t.Fatal("scheduler did not stop")
+	}
+	if n := len(e2.model.calls()) + e2.count("email_summaries"); n != 0 {
+		t.Errorf("schedule ran although today's summary exists")
+	}
+}
+
+// TestShutdownDuringSlowModel: the real server, a model that never answers, SIGTERM (a
+// cancelled ctx): run returns within its bound and the job's call is cancelled.
+func TestShutdownDuringSlowModel(t *testing.T) {
+	model := &fakeModel{t: t, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	ms := httptest.NewServer(model)
+	defer ms.Close()
+	defer close(model.release)
+	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, time.Now().Format(time.RFC3339))}}
+	ts := httptest.NewServer(tracker)
+	defer ts.Close()
+	prompt := filepath.Join(t.TempDir(), "p.txt")
+	writeFile(t, prompt, "$TRACKER_TICKETS")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, done := startRun(t, ctx, map[string]string{
+		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
+		"TRACKER_API_ENDPOINT": ts.URL + "/api/rest", "TRACKER_API_KEY": testTrackerKey,
+		"GENAI_API_KEY": testModelKey, "GENAI_BASE_URL": ms.URL + "/v1", "GENAI_MODEL": "test-model",
+		"TRACKER_PROMPT_FILE": prompt,
+	})
+	res, err := http.Post(base+"/api/tracker-summaries/generate", "application/json", nil)
+	if err != nil || res.StatusCode != 202 {
+		t.Fatalf("generate: %v %v", res, err)
+	}
+	res.Body.Close()
+	<-model.entered
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run = %v", err)
+		}
+		if d := time.Since(start); d > 6*time.Second {
+			t.Errorf("shutdown took %s, want within the 5 s job bound", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return within 15 s")
+	}
+}
