@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -42,16 +43,23 @@ func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Invalid form ID")
 		return
 	}
-	f, err := s.store.GetForm(r.Context(), id)
-	if err == errNotFound {
-		writeError(w, http.StatusNotFound, "Form not found")
-		return
+	body, gen := s.forms.get(id)
+	if body == nil {
+		f, err := s.store.GetForm(r.Context(), id)
+		if errors.Is(err, errNotFound) {
+			writeError(w, http.StatusNotFound, "Form not found")
+			return
+		}
+		if err == nil {
+			body, err = encodeJSON(f)
+		}
+		if err != nil {
+			s.fail(w, r, fmt.Sprintf("fetch form %d", id), err)
+			return
+		}
+		s.forms.put(id, gen, body)
 	}
-	if err != nil {
-		s.fail(w, r, fmt.Sprintf("fetch form %d", id), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, f)
+	writeBody(w, http.StatusOK, body)
 }
 
 func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +75,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.store.UpdateForm(r.Context(), id, in)
+	s.forms.invalidate(id) // after the commit, whatever its outcome
 	if err != nil {
 		s.fail(w, r, context, err)
 		return
@@ -80,7 +89,9 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Invalid form ID")
 		return
 	}
-	if err := s.store.DeleteForm(r.Context(), id); err != nil {
+	err := s.store.DeleteForm(r.Context(), id)
+	s.forms.invalidate(id)
+	if err != nil {
 		s.fail(w, r, fmt.Sprintf("delete form %d", id), err)
 		return
 	}

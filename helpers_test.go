@@ -19,7 +19,7 @@ import (
 // testEnv is one service under test: a real store on a temporary SQLite file and the real
 // handler behind an httptest server.
 type testEnv struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *server
 	store *Store
 	http  *httptest.Server
@@ -27,13 +27,13 @@ type testEnv struct {
 }
 
 // newTestEnv builds a service; change edits its configuration before the server is built.
-func newTestEnv(t *testing.T, change ...func(*config)) *testEnv {
+func newTestEnv(t testing.TB, change ...func(*config)) *testEnv {
 	t.Helper()
 	return newTestEnvAt(t, time.Now, change...)
 }
 
 // newTestEnvAt builds a service whose clock is now.
-func newTestEnvAt(t *testing.T, now func() time.Time, change ...func(*config)) *testEnv {
+func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *testEnv {
 	t.Helper()
 	cfg := loadConfig(func(string) string { return "" })
 	cfg.DatabasePath = filepath.Join(t.TempDir(), "test.db")

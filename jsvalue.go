@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The original service stored every submitted value with JavaScript's String(value).
@@ -16,6 +17,17 @@ import (
 // jsString returns String(value) for a JSON value, and nil for JSON null, which responses
 // store as SQL NULL.
 func jsString(raw json.RawMessage) (*string, error) {
+	// Fast paths for the common scalars; raw has been validated by the JSON decoder.
+	switch {
+	case len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
+		s := string(raw[1 : len(raw)-1])
+		return &s, nil
+	case string(raw) == "null":
+		return nil, nil
+	case string(raw) == "true" || string(raw) == "false":
+		s := string(raw)
+		return &s, nil
+	}
 	v, err := decodeAny(raw)
 	if err != nil {
 		return nil, err

@@ -38,3 +38,16 @@ func TestJSStringOverflow(t *testing.T) {
 		t.Errorf("nested array = %q, %v", got, err)
 	}
 }
+
+// FuzzAppendJSONString: the hand-written string encoder writes what encoding/json writes.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", `"quoted" \ back`, "<a href='x'>&</a>", "\u2028\u2029", "\x00\x1f\x7f", "\xff\xfe bad", "Grüße 🙂", "\t\n\r\b\f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

@@ -96,12 +96,19 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	list, err := store.ListResponses(context.Background(), 1)
+	listed := 0
+	err = store.EachResponse(context.Background(), 1, func(r Response) error {
+		if len(r.Values) != 1 {
+			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
+		}
+		listed++
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acked != 100 || len(list) != acked {
-		t.Errorf("acknowledged %d of 100, found %d after restart", acked, len(list))
+	if acked != 100 || listed != acked {
+		t.Errorf("acknowledged %d of 100, found %d after restart", acked, listed)
 	}
 }
 

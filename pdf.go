@@ -45,6 +45,14 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	context := fmt.Sprintf("generate PDF for response %d", responseID)
+	// Rendering is CPU-bound and allocates about 20 MB: more documents at once than
+	// cores only adds memory, not speed.
+	select {
+	case s.pdfSlots <- struct{}{}:
+		defer func() { <-s.pdfSlots }()
+	case <-r.Context().Done():
+		return // the client is gone
+	}
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
 	if errors.Is(err, errNotFound) {
 		writeError(w, http.StatusNotFound, "Response not found")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -28,10 +29,14 @@ type server struct {
 	// client makes the outbound calls to the tracker and the model.
 	client *http.Client
 	jobs   *summaryJobs
+	forms  *formCache
+	// pdfSlots bounds the PDF exports rendering at once to the number of cores.
+	pdfSlots chan struct{}
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
-	s := &server{cfg: cfg, store: store, log: log, now: now, mux: http.NewServeMux(), client: client, jobs: newSummaryJobs()}
+	s := &server{cfg: cfg, store: store, log: log, now: now, mux: http.NewServeMux(), client: client, jobs: newSummaryJobs(), forms: newFormCache(),
+		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	s.routes()
 	return s
 }
@@ -150,14 +155,25 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // writeJSON encodes v before writing anything, so that an encoding failure is still a
 // clean 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := encodeJSON(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		body = []byte(`{"error":"Failed to encode answer"}`)
+		body = []byte(`{"error":"Failed to encode answer"}` + "\n")
 	}
+	writeBody(w, status, body)
+}
+
+// encodeJSON is the body writeJSON sends for v.
+func encodeJSON(v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	return append(body, '\n'), err
+}
+
+// writeBody sends an encoded JSON body.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	w.Write(body)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

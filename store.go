@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -395,15 +395,15 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 }
 
 // SubmittedValue is one entry of a submitted `values` object: the key as sent and the
-// value as String(value) wrote it (nil for JSON null).
+// value as String(value) wrote it (nil for JSON null). A later entry for the same field
+// overwrites an earlier one.
 type SubmittedValue struct {
 	Key   string
 	Value *string
 }
 
 // CreateResponse stores a response to a form with those values whose key names a field
-// of the form; other keys are skipped. A later duplicate of a field wins, as it would in a
-// JavaScript object.
+// of the form; other keys are skipped. Keys are parsed by the strict id rule.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values []SubmittedValue) (int64, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -418,6 +418,13 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	}
 	if err != nil {
 		return 0, fmt.Errorf("find form: %w", err)
+	}
+	var responseID int64
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO responses (formId, submittedAt) VALUES (?, ?) RETURNING id`,
+		formID, timestamp(s.now())).Scan(&responseID)
+	if err != nil {
+		return 0, fmt.Errorf("insert response: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx,
 		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
@@ -436,29 +443,14 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("list fields: %w", err)
 	}
-
-	var responseID int64
-	err = tx.QueryRowContext(ctx,
-		`INSERT INTO responses (formId, submittedAt) VALUES (?, ?) RETURNING id`,
-		formID, timestamp(s.now())).Scan(&responseID)
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	insert, err := tx.PrepareContext(ctx,
-		`INSERT INTO response_values (responseId, fieldId, value) VALUES (?, ?, ?)
-		 ON CONFLICT (responseId, fieldId) DO UPDATE SET value = excluded.value`)
-	if err != nil {
-		return 0, fmt.Errorf("prepare value insert: %w", err)
-	}
-	defer insert.Close()
+	args := make([]any, 0, 3*len(values))
 	for _, v := range values {
-		fieldID, ok := parseID(v.Key)
-		if !ok || !fieldIDs[fieldID] {
-			continue
+		if fieldID, ok := parseID(v.Key); ok && fieldIDs[fieldID] {
+			args = append(args, responseID, fieldID, nullString(v.Value))
 		}
-		if _, err := insert.ExecContext(ctx, responseID, fieldID, nullString(v.Value)); err != nil {
-			return 0, fmt.Errorf("insert value: %w", err)
-		}
+	}
+	if err := insertValues(ctx, tx, args); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)
@@ -466,124 +458,133 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	return responseID, nil
 }
 
+// insertValues inserts (responseId, fieldId, value) triples with one multi-row
+// statement per 500 rows, rather than one statement per value. Only the number of
+// placeholders varies; every value is a parameter.
+func insertValues(ctx context.Context, tx *sql.Tx, args []any) error {
+	const rowsPerStatement = 500
+	for len(args) > 0 {
+		n := min(len(args)/3, rowsPerStatement)
+		query := `INSERT INTO response_values (responseId, fieldId, value) VALUES (?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?)`, n-1) +
+			` ON CONFLICT (responseId, fieldId) DO UPDATE SET value = excluded.value`
+		if _, err := tx.ExecContext(ctx, query, args[:3*n]...); err != nil {
+			return fmt.Errorf("insert values: %w", err)
+		}
+		args = args[3*n:]
+	}
+	return nil
+}
+
 // Response is one listed response with its values in form order.
 type Response struct {
-	ID          int64          `json:"id"`
-	SubmittedAt string         `json:"submittedAt"`
-	Values      ResponseValues `json:"values"`
+	ID          int64
+	SubmittedAt string
+	Values      []ResponseValue
 }
 
 // ResponseValue is one answer of a listed response.
 type ResponseValue struct {
-	FieldID int64
-	Label   string
-	Type    string
-	Value   *string
+	Field *ListedField
+	Value *string
 }
 
-// ResponseValues is written as a JSON object keyed by field id whose keys keep the
-// slice's order (category sortOrder, then field sortOrder), which a Go map cannot.
-type ResponseValues []ResponseValue
-
-// MarshalJSON writes the values as an ordered object.
-func (vs ResponseValues) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(vs)*64)
-	b = append(b, '{')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, v.FieldID, 10)
-		b = append(b, `":{"label":`...)
-		b = appendJSONString(b, v.Label)
-		b = append(b, `,"type":`...)
-		b = appendJSONString(b, v.Type)
-		b = append(b, `,"value":`...)
-		if v.Value == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, *v.Value)
-		}
-		b = append(b, '}')
-	}
-	return append(b, '}'), nil
+// ListedField is what the response list shows of a field, and its place in the form.
+type ListedField struct {
+	ID       int64
+	Label    string
+	Type     string
+	position int // category sortOrder, then field sortOrder, as an index
 }
 
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
-}
-
-// ListResponses returns the responses of a form, newest first, each with its values, in
-// two queries whatever the number of responses. errNotFound when the form does not exist.
-func (s *Store) ListResponses(ctx context.Context, formID int64) ([]Response, error) {
+// EachResponse calls fn for every response of a form, newest first, each with its values
+// in form order. It reads them with one query whatever their number, and hands them over
+// one at a time, so that a list of any length is never held in memory whole. fn must not
+// keep the Response: its Values are reused. errNotFound when the form does not exist,
+// before fn is ever called.
+func (s *Store) EachResponse(ctx context.Context, formID int64, fn func(Response) error) error {
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
 
+	fields, err := listedFields(ctx, tx, formID)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT r.id, r.submittedAt, rv.fieldId, rv.value
+		   FROM responses r LEFT JOIN response_values rv ON rv.responseId = r.id
+		  WHERE r.formId = ?
+		  ORDER BY r.submittedAt DESC, r.id DESC`, formID)
+	if err != nil {
+		return fmt.Errorf("list responses: %w", err)
+	}
+	defer rows.Close()
+	var cur Response
+	flush := func() error {
+		if cur.ID == 0 {
+			return nil
+		}
+		slices.SortFunc(cur.Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
+		return fn(cur)
+	}
+	for rows.Next() {
+		var id int64
+		var submittedAt string
+		var fieldID sql.NullInt64
+		var value sql.NullString
+		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
+			return fmt.Errorf("list responses: %w", err)
+		}
+		if id != cur.ID {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur = Response{ID: id, SubmittedAt: submittedAt, Values: cur.Values[:0]}
+		}
+		if f, ok := fields[fieldID.Int64]; fieldID.Valid && ok {
+			cur.Values = append(cur.Values, ResponseValue{Field: f, Value: stringPtr(value)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list responses: %w", err)
+	}
+	return flush()
+}
+
+// listedFields returns the fields of a form by id, or errNotFound for a missing form.
+func listedFields(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]*ListedField, error) {
 	var exists int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find form: %w", err)
 	}
-
 	rows, err := tx.QueryContext(ctx,
-		`SELECT id, submittedAt FROM responses WHERE formId = ? ORDER BY submittedAt DESC, id DESC`, formID)
+		`SELECT f.id, f.label, f.type
+		   FROM fields f JOIN categories c ON c.id = f.categoryId
+		  WHERE c.formId = ?
+		  ORDER BY c.sortOrder, f.sortOrder, f.id`, formID)
 	if err != nil {
-		return nil, fmt.Errorf("list responses: %w", err)
+		return nil, fmt.Errorf("list fields: %w", err)
 	}
 	defer rows.Close()
-	responses := []Response{}
-	index := map[int64]int{}
+	fields := map[int64]*ListedField{}
 	for rows.Next() {
-		r := Response{Values: ResponseValues{}}
-		if err := rows.Scan(&r.ID, &r.SubmittedAt); err != nil {
-			return nil, fmt.Errorf("list responses: %w", err)
+		f := &ListedField{position: len(fields)}
+		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
+			return nil, fmt.Errorf("list fields: %w", err)
 		}
-		index[r.ID] = len(responses)
-		responses = append(responses, r)
+		fields[f.ID] = f
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list responses: %w", err)
+		return nil, fmt.Errorf("list fields: %w", err)
 	}
-
-	vrows, err := tx.QueryContext(ctx,
-		`SELECT rv.responseId, rv.fieldId, rv.value, f.label, f.type
-		   FROM responses r
-		   JOIN response_values rv ON rv.responseId = r.id
-		   JOIN fields f ON f.id = rv.fieldId
-		   JOIN categories c ON c.id = f.categoryId
-		  WHERE r.formId = ?
-		  ORDER BY c.sortOrder, f.sortOrder`, formID)
-	if err != nil {
-		return nil, fmt.Errorf("list values: %w", err)
-	}
-	defer vrows.Close()
-	for vrows.Next() {
-		var responseID int64
-		var v ResponseValue
-		var value sql.NullString
-		if err := vrows.Scan(&responseID, &v.FieldID, &value, &v.Label, &v.Type); err != nil {
-			return nil, fmt.Errorf("list values: %w", err)
-		}
-		v.Value = stringPtr(value)
-		i, ok := index[responseID]
-		if !ok {
-			continue // cannot happen inside one read transaction
-		}
-		responses[i].Values = append(responses[i].Values, v)
-	}
-	if err := vrows.Err(); err != nil {
-		return nil, fmt.Errorf("list values: %w", err)
-	}
-	return responses, nil
+	return fields, nil
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
