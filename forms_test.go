@@ -254,6 +254,7 @@ func TestDeleteCascades(t *testing.T) {
 		}
 	}
 	e.wantError("DELETE", "/api/forms/"+itoa(f.ID), nil, 404, "delete form "+itoa(f.ID)+": Record not found")
+	e.wantNoOrphans()
 }
 
 func TestUpdateDropsValuesOfRemovedFields(t *testing.T) {
@@ -267,6 +268,7 @@ func TestUpdateDropsValuesOfRemovedFields(t *testing.T) {
 	if n := e.count("response_values"); n != 0 {
 		t.Errorf("response_values after update = %d, want 0", n)
 	}
+	e.wantNoOrphans()
 	var list []listedResponse
 	e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list)
 	if len(list) != 1 || list[0].ID != id || len(list[0].Values) != 0 {

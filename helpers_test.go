@@ -222,3 +222,25 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// wantNoOrphans checks that no row refers to a row that does not exist.
+func (e *testEnv) wantNoOrphans() {
+	e.t.Helper()
+	for what, q := range map[string]string{
+		"categories without form": `SELECT count(*) FROM categories WHERE formId NOT IN (SELECT id FROM forms)`,
+		"fields without category": `SELECT count(*) FROM fields WHERE categoryId NOT IN (SELECT id FROM categories)`,
+		"responses without form":  `SELECT count(*) FROM responses WHERE formId NOT IN (SELECT id FROM forms)`,
+		"values without response": `SELECT count(*) FROM response_values WHERE responseId NOT IN (SELECT id FROM responses)`,
+		"values without field":    `SELECT count(*) FROM response_values WHERE fieldId NOT IN (SELECT id FROM fields)`,
+		"values of another form's field": `SELECT count(*) FROM response_values rv JOIN responses r ON r.id = rv.responseId
+			JOIN fields f ON f.id = rv.fieldId JOIN categories c ON c.id = f.categoryId WHERE c.formId != r.formId`,
+	} {
+		var n int
+		if err := e.store.read.QueryRow(q).Scan(&n); err != nil {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		if n != 0 {
+			e.t.Errorf("%d %s", n, what)
+		}
+	}
+}

@@ -304,8 +304,8 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 }
 
 // UpdateForm replaces title, description, categories and fields of a form as one unit,
-// keeping its id and createdAt. Removing the old categories cascades to their fields and
-// to the response values of those fields.
+// keeping its id and createdAt. The old fields go, and with them the response values
+// that refer to them; the responses stay.
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -322,6 +322,12 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	}
 	if err != nil {
 		return Form{}, fmt.Errorf("update form: %w", err)
+	}
+	// Every field is replaced, so every stored value of the form goes (schema.sql says
+	// why this is not a cascade); the categories take their fields with them.
+	if _, err := tx.ExecContext(ctx,
+		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id); err != nil {
+		return Form{}, fmt.Errorf("delete values: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id); err != nil {
 		return Form{}, fmt.Errorf("delete categories: %w", err)
