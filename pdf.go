@@ -98,8 +98,13 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	pdf.SetCreator("formsvc", true)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
+	// fpdf parses and embeds each font afresh in every document, the largest part of its
+	// cost, so a font is added only when the document uses it.
+	used := usedFonts(form)
 	for _, f := range pdfFonts {
-		pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		if used[f.family] {
+			pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		}
 	}
 	pdf.SetLineWidth(1)
 	pdf.AddPage()
@@ -134,6 +139,20 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		return fmt.Errorf("pdf output: %w", err)
 	}
 	return nil
+}
+
+// usedFonts names the font families a form's document prints with.
+func usedFonts(form FormDetail) map[string]bool {
+	used := map[string]bool{"GoBold": true} // the title
+	for _, c := range form.Categories {
+		for _, fd := range c.Fields {
+			used["GoMedium"], used["GoRegular"] = true, true
+			if fd.Description != nil && *fd.Description != "" {
+				used["GoItalic"] = true
+			}
+		}
+	}
+	return used
 }
 
 // pdfLayout draws the pieces of a response document, flowing down the page.

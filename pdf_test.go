@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,6 +128,32 @@ func TestExportPDFContent(t *testing.T) {
 	for _, name := range []string{"gobold", "gomedium", "goitalic", "goregular"} {
 		if !regexp.MustCompile(`(?m)^\S*` + name + `\s+CID TrueType\s+Identity-H\s+yes`).MatchString(fonts) {
 			t.Errorf("font %s not embedded:\n%s", name, fonts)
+		}
+	}
+}
+
+// TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
+// without fields only the bold of its title.
+func TestExportPDFOnlyUsedFonts(t *testing.T) {
+	e := newTestEnv(t)
+	cases := []struct {
+		form map[string]any
+		want []string
+	}{
+		{map[string]any{"title": "Empty"}, []string{"gobold"}},
+		{map[string]any{"title": "Plain", "categories": []any{map[string]any{"fields": []any{map[string]any{"label": "a", "type": "text"}}}}},
+			[]string{"gobold", "gomedium", "goregular"}},
+	}
+	for _, tc := range cases {
+		var created formAnswer
+		e.doJSON("POST", "/api/forms", tc.form, &created)
+		rid := e.submit(created.ID, map[string]any{"x": 1})
+		pdf, _ := e.exportPDF(rid)
+		fonts := popplerTool(t, pdf, "pdffonts")
+		for _, name := range []string{"gobold", "gomedium", "goitalic", "goregular"} {
+			if got, want := strings.Contains(fonts, name), slices.Contains(tc.want, name); got != want {
+				t.Errorf("%s: font %s embedded = %v, want %v:\n%s", tc.form["title"], name, got, want, fonts)
+			}
 		}
 	}
 }
