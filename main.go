@@ -79,7 +79,7 @@ func loadConfig(getenv func(string) string) config {
 // tuneGC trades memory the service does not need for collector time: a PDF export
 // allocates about 20 MB of short-lived garbage (fpdf re-reads its fonts for every
 // document), and with Go's default GOGC=100 the collector takes a quarter of the CPU of
-// an export. GOGC=400 under a 48 MiB soft limit collects a quarter as often while the
+// an export. GOGC=400 under a 40 MiB soft limit collects a quarter as often while the
 // heap is small, and as often as it must near the limit. GOGC and GOMEMLIMIT in the
 // environment, read by the runtime itself, win over these defaults.
 func tuneGC(getenv func(string) string) {
@@ -87,7 +87,7 @@ func tuneGC(getenv func(string) string) {
 		debug.SetGCPercent(400)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(48 << 20)
+		debug.SetMemoryLimit(40 << 20)
 	}
 }
 
