@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -90,7 +91,24 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
+	if !isCleanPath(r.URL.EscapedPath()) {
+		// The mux would redirect /api//forms or /api/x/../forms with an HTML body; no
+		// resource lives at a path that is not in its clean form.
+		writeError(rec, http.StatusNotFound, "Not found")
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// isCleanPath reports whether the escaped path p is already in the form path.Clean
+// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
+// slash (%2F) is data inside a segment, not a separator.
+func isCleanPath(p string) bool {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
 }
 
 // validToken checks an Authorization header against "Bearer <token>"; the scheme is

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -126,4 +129,56 @@ func (e *testEnv) createFormWithToken(token string) int64 {
 		e.t.Fatalf("decode %s: %v", raw, err)
 	}
 	return f.ID
+}
+
+// rawGET sends a request line as written, bypassing any client-side path cleaning, and
+// returns the status and body.
+func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", target)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, strings.TrimSpace(string(body)), res.Header
+}
+
+func TestPathAbuse(t *testing.T) {
+	e := newTestEnv(t)
+	addr := strings.TrimPrefix(e.http.URL, "http://")
+	long := strings.Repeat("k", 10*1024)
+	cases := []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/api//forms", 404, `{"error":"Not found"}`},
+		{"/api/settings/../forms", 404, `{"error":"Not found"}`},
+		{"/api/./forms", 404, `{"error":"Not found"}`},
+		{"/api/forms/1/../2", 404, `{"error":"Not found"}`},
+		{"/../../etc/passwd", 404, `{"error":"Not found"}`},
+		{"/api/settings/%00", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/a%0Ab", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/%FF", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/" + long, 400, `{"error":"Setting key is too long"}`},
+		{"/api/settings/..%2F..%2Fetc", 200, `{"key":"../../etc","value":""}`}, // a key like any other
+		{"/api/forms/%00", 400, `{"error":"Invalid form ID"}`},
+		{"/api/forms/1%00", 400, `{"error":"Invalid form ID"}`},
+		{"/api/forms/" + strings.Repeat("9", 40), 400, `{"error":"Invalid form ID"}`},
+		{"/api/responses/" + strings.Repeat("1", 40) + "/export/pdf", 400, `{"error":"Invalid response ID"}`},
+		{"/api/forms/1%27%20OR%201=1", 400, `{"error":"Invalid form ID"}`},
+	}
+	for _, tc := range cases {
+		status, body, h := rawGET(t, addr, tc.target)
+		if status != tc.status || body != tc.body || h.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("GET %.60s = %d %s (%s), want %d %s", tc.target, status, body, h.Get("Content-Type"), tc.status, tc.body)
+		}
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxSettingKeyBytes bounds keys, so that a 10 KB path segment is a clear 400 rather
@@ -16,10 +19,22 @@ type setting struct {
 	Value string `json:"value"`
 }
 
+// checkSettingKey refuses keys nobody could mean: over maxSettingKeyBytes, with control
+// characters (a %00 in the path) or invalid UTF-8.
+func checkSettingKey(key string) error {
+	if len(key) > maxSettingKeyBytes {
+		return badRequest("Setting key is too long")
+	}
+	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return badRequest("Invalid setting key")
+	}
+	return nil
+}
+
 func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if len(key) > maxSettingKeyBytes {
-		writeError(w, http.StatusBadRequest, "Setting key is too long")
+	if err := checkSettingKey(key); err != nil {
+		s.fail(w, r, "fetch setting", err)
 		return
 	}
 	value, err := s.store.Setting(r.Context(), key)
@@ -32,8 +47,8 @@ func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if len(key) > maxSettingKeyBytes {
-		writeError(w, http.StatusBadRequest, "Setting key is too long")
+	if err := checkSettingKey(key); err != nil {
+		s.fail(w, r, "update setting", err)
 		return
 	}
 	context := fmt.Sprintf("update setting '%s'", key)
