@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the real program: with FORMSVC_TEST_SERVE=1 it
+// runs main, so that fault tests can kill a real process without building a second binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("FORMSVC_TEST_SERVE") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is the service running as a separate process.
+type child struct {
+	cmd    *exec.Cmd
+	base   string
+	stderr *syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // of Wait, once done is closed
+}
+
+// startChild starts the service process on a free port with the given environment.
+func startChild(t *testing.T, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), append([]string{"FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0"}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-c.done
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		c.base = "http://" + a
+	case <-c.done:
+		t.Fatalf("service exited during start-up: %v\n%s", c.err, c.stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("service did not start:\n%s", c.stderr)
+	}
+	waitHealthy(t, c.base)
+	return c
+}
+
+// writeLoad submits responses from 32 clients until stop is closed and returns the ids
+// of the acknowledged ones.
+func writeLoad(base string, formID int64, stop <-chan struct{}) func() []int64 {
+	var mu sync.Mutex
+	var acked []int64
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 32 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
+				res, err := client.Post(fmt.Sprintf("%s/api/forms/%d/responses", base, formID), "application/json", strings.NewReader(body))
+				if err != nil {
+					continue // the server is going away; nothing was acknowledged
+				}
+				var out struct{ ResponseID int64 }
+				err = json.NewDecoder(res.Body).Decode(&out)
+				res.Body.Close()
+				if res.StatusCode == http.StatusCreated && err == nil {
+					mu.Lock()
+					acked = append(acked, out.ResponseID)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() []int64 {
+		wg.Wait()
+		return acked
+	}
+}
+
+// createLoadForm makes the one-field form the load writes to.
+func createLoadForm(t *testing.T, base string) int64 {
+	t.Helper()
+	res, err := http.Post(base+"/api/forms", "application/json",
+		strings.NewReader(`{"title": "load", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var f formAnswer
+	if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != 201 {
+		t.Fatalf("create form: %d %v", res.StatusCode, err)
+	}
+	return f.ID
+}
+
+// waitRows waits until the database holds at least n responses.
+func waitRows(t *testing.T, dbPath string, n int) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dbPath+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	waitFor(t, func() bool {
+		var got int
+		return db.QueryRow(`SELECT count(*) FROM responses`).Scan(&got) == nil && got >= n
+	})
+}
+
+// checkDatabase reopens the file after the process is gone: every acknowledged response
+// is there with its value, and SQLite finds the file intact.
+func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
+	t.Helper()
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var integrity string
+	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Errorf("integrity_check = %q, %v", integrity, err)
+	}
+	listed := map[int64]int{}
+	err = store.EachResponse(context.Background(), formID, func(r Response) error {
+		listed[r.ID] = len(r.Values)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, id := range acked {
+		if n, ok := listed[id]; !ok || n != 1 {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Errorf("%d of %d acknowledged responses lost or incomplete (%d listed)", lost, len(acked), len(listed))
+	}
+	t.Logf("%d acknowledged, %d listed", len(acked), len(listed))
+}
+
+// TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
+// after a restart on the same file every acknowledged response is listed.
+func TestKill9DuringWriteLoad(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "kill.db")
+	c := startChild(t, "DATABASE_PATH="+dbPath)
+	formID := createLoadForm(t, c.base)
+	stop := make(chan struct{})
+	wait := writeLoad(c.base, formID, stop)
+	waitRows(t, dbPath, 300)
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	close(stop)
+	acked := wait()
+
+	c2 := startChild(t, "DATABASE_PATH="+dbPath)
+	res, err := http.Get(fmt.Sprintf("%s/api/forms/%d/responses", c2.base, formID))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("list after restart: %v %v", res, err)
+	}
+	var list []listedResponse
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if len(list) < len(acked) {
+		t.Errorf("listed %d after restart, acknowledged %d", len(list), len(acked))
+	}
+	c2.cmd.Process.Signal(syscall.SIGTERM)
+	<-c2.done
+	checkDatabase(t, dbPath, formID, acked)
+}
+
+// TestSIGTERMDuringLoad: SIGTERM under load ends the process with status 0 within the
+// shutdown bound, and nothing acknowledged is lost.
+func TestSIGTERMDuringLoad(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "term.db")
+	c := startChild(t, "DATABASE_PATH="+dbPath)
+	formID := createLoadForm(t, c.base)
+	stop := make(chan struct{})
+	wait := writeLoad(c.base, formID, stop)
+	waitRows(t, dbPath, 300)
+	start := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+		if c.err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", c.err, c.stderr)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("shutdown took %s, want at most 15 s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the process did not exit within 20 s of SIGTERM")
+	}
+	close(stop)
+	checkDatabase(t, dbPath, formID, wait())
+	if !strings.Contains(c.stderr.String(), "msg=stopped") {
+		t.Errorf("no orderly stop in the log:\n%s", c.stderr)
+	}
+}
+
+// TestDiskFull: when the database cannot grow, writes answer a JSON 500, reads keep
+// working, and nothing is half-written. SQLite's page limit raises the same SQLITE_FULL
+// a full disk does, portably and without root.
+func TestDiskFull(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[1].Fields[0].ID)
+	var pages int
+	if err := e.store.write.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.write.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 3000)
+	acked, failed := 0, 0
+	for range 40 {
+		status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: big}})
+		switch status {
+		case 201:
+			acked++
+		case 500:
+			failed++
+			if !strings.HasPrefix(string(raw), `{"error":"Failed to submit response for form `+itoa(f.ID)+`: `) || !strings.Contains(string(raw), "full") {
+				t.Errorf("disk-full answer = %s", raw)
+			}
+		default:
+			t.Fatalf("submit = %d %s", status, raw)
+		}
+	}
+	if failed == 0 {
+		t.Fatal("the page limit never stopped a write")
+	}
+	status, raw := e.do("PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)})
+	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to update setting 'k': `) {
+		t.Errorf("setting write on a full database = %d %s", status, raw)
+	}
+	if status, _ := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
+		t.Errorf("read on a full database = %d", status)
+	}
+	var list []listedResponse
+	if status := e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list); status != 200 || len(list) != acked {
+		t.Errorf("list on a full database = %d with %d responses, want 200 with the %d acknowledged", status, len(list), acked)
+	}
+	if n := e.count("response_values"); n != acked {
+		t.Errorf("%d values for %d acknowledged responses: a failed write left a part behind", n, acked)
+	}
+	e.wantNoOrphans()
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz on a full database = %d", status)
+	}
+}
+
+// TestOutboundFaults: a tracker or model that hangs, answers garbage or closes the
+// connection mid-answer ends the job with a log line within its timeout, while the API
+// keeps answering.
+func TestOutboundFaults(t *testing.T) {
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
+		<-r.Context().Done()
+	}
+	garbage := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"issues": [{"id": 1, "upd`+"\x00\xff")
+	}
+	cut := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, `{"issues": [`)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, side := range []string{"tracker", "model"} {
+		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "answers garbage": garbage, "closes mid-answer": cut} {
+			t.Run(side+" "+name, func(t *testing.T) {
+				bad := httptest.NewServer(h)
+				defer bad.Close()
+				e := newSummaryEnv(t, now, func(c *config) {
+					c.OutboundTimeout = 300 * time.Millisecond
+					if side == "tracker" {
+						c.TrackerEndpoint = bad.URL
+					} else {
+						c.GenAIBaseURL = bad.URL
+					}
+				})
+				e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+				start := time.Now()
+				if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
+					t.Fatal("generate not accepted")
+				}
+				for !strings.Contains(e.logs.String(), "summary job failed") {
+					if status, _ := e.do("GET", "/api/forms", nil); status != 200 {
+						t.Fatalf("API not answering during the job: %d", status)
+					}
+					if time.Since(start) > 10*time.Second {
+						t.Fatalf("job did not end:\n%s", e.logs)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				// Hangs and 5xx-free failures are not retried: one timeout, well inside 3 s.
+				if d := time.Since(start); d > 3*time.Second {
+					t.Errorf("job took %s with a 300 ms timeout", d)
+				}
+				if n := e.count("tracker_summaries"); n != 0 {
+					t.Errorf("a failed job stored %d summaries", n)
+				}
+			})
+		}
+	}
+}
