@@ -42,6 +42,7 @@ type config struct {
 	EmailPromptFile    string
 	Maildir            string
 	SummarySchedule    string
+	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
 	JobGrace           time.Duration // how long cancelled background jobs get at shutdown
 	OutboundTimeout    time.Duration // bound of every call to the tracker and the model
@@ -69,10 +70,26 @@ func loadConfig(getenv func(string) string) config {
 		EmailPromptFile:    get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
 		Maildir:            getenv("MAILDIR"),
 		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		HeaderTimeout:      5 * time.Second,
 		RequestGrace:       10 * time.Second,
 		JobGrace:           5 * time.Second,
 		OutboundTimeout:    60 * time.Second,
 		OutboundRetryDelay: 500 * time.Millisecond,
+	}
+}
+
+// newHTTPServer bounds every phase of a connection, so that a slow or stalled client
+// holds a connection only so long: a client sending its headers byte by byte is cut off
+// after cfg.HeaderTimeout.
+func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           h,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -126,15 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.SummarySchedule != "" {
 		srv.scheduleSummaries(hour, minute)
 	}
-	httpServer := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           srv,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	httpServer := newHTTPServer(cfg, srv, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		srv.jobs.stop(cfg.JobGrace)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRoutingErrors(t *testing.T) {
@@ -180,5 +181,69 @@ func TestPathAbuse(t *testing.T) {
 		if status != tc.status || body != tc.body || h.Get("Content-Type") != "application/json; charset=utf-8" {
 			t.Errorf("GET %.60s = %d %s (%s), want %d %s", tc.target, status, body, h.Get("Content-Type"), tc.status, tc.body)
 		}
+	}
+}
+
+// TestSlowHeadersCutOff: a client that sends its headers byte by byte is disconnected
+// once the header timeout passes, however long it would go on.
+func TestSlowHeadersCutOff(t *testing.T) {
+	cfg := loadConfig(func(string) string { return "" })
+	cfg.HeaderTimeout = 300 * time.Millisecond
+	e := newTestEnv(t)
+	hs := newHTTPServer(cfg, e.srv, e.srv.log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	request := "GET /api/forms HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 200) + "\r\n\r\n"
+	var writeErr error
+	for i := 0; i < len(request) && writeErr == nil; i++ {
+		_, writeErr = conn.Write([]byte{request[i]})
+		time.Sleep(20 * time.Millisecond)
+		if time.Since(start) > 3*time.Second {
+			break
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 512)
+	n, readErr := conn.Read(buf)
+	if writeErr == nil && !(readErr == io.EOF || strings.Contains(string(buf[:n]), "408")) {
+		t.Errorf("slow client not cut off: wrote all, read %q, %v", buf[:n], readErr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cut off only after %s with a 300 ms header timeout", d)
+	}
+}
+
+// TestLargeBodyRefusedUnread: a request announcing a 100 MiB body gets its 413 at once,
+// while most of the body was never sent.
+func TestLargeBodyRefusedUnread(t *testing.T) {
+	e := newTestEnv(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/forms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"title\": \"", 100<<20)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 413 || strings.TrimSpace(string(body)) != `{"error":"Request body too large"}` {
+		t.Errorf("answer = %d %s, want 413", res.StatusCode, body)
+	}
+	if n := e.count("forms"); n != 0 {
+		t.Errorf("%d forms created", n)
 	}
 }
