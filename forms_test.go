@@ -274,6 +274,22 @@ func TestUpdateDropsValuesOfRemovedFields(t *testing.T) {
 	if len(list) != 1 || list[0].ID != id || len(list[0].Values) != 0 {
 		t.Errorf("responses after update = %+v, want response %d with no values", list, id)
 	}
+
+	// Submits after the update know the new fields only, though the old set was in use.
+	var now FormDetail
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &now)
+	newField := itoa(now.Categories[0].Fields[0].ID)
+	e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "old field", newField: "new field"})
+	var v string
+	if err := e.store.read.QueryRow(`SELECT group_concat(value) FROM response_values`).Scan(&v); err != nil || v != "new field" {
+		t.Errorf("values after a submit to the updated form = %q (%v), want only the new field's", v, err)
+	}
+	e.wantNoOrphans()
+	if status := e.doJSON("DELETE", "/api/forms/"+itoa(f.ID), nil, nil); status != 200 {
+		t.Fatal("delete failed")
+	}
+	e.wantError("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{newField: "x"}}, 404,
+		"submit response for form "+itoa(f.ID)+": Record not found")
 }
 
 // TestFormCacheNeverStale: reads racing updates never leave an old answer in the cache.

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -40,9 +41,41 @@ var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "te
 // read, with several connections: in WAL mode readers see the last commit and never wait for
 // the writer.
 type Store struct {
-	write *sql.DB
-	read  *sql.DB
-	now   func() time.Time
+	write  *sql.DB
+	read   *sql.DB
+	now    func() time.Time
+	fields fieldSets
+}
+
+// fieldSets caches the field ids of each form for submits, which need them on every
+// call. It is used only inside write transactions, which the single write connection runs
+// one at a time, and every change of a form's fields (update, delete) drops the form's
+// entry inside its own transaction. An entry therefore always matches the committed
+// fields, and its presence means the form exists.
+type fieldSets struct {
+	mu   sync.Mutex
+	sets map[int64]map[int64]bool
+}
+
+func (c *fieldSets) get(formID int64) map[int64]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sets[formID]
+}
+
+func (c *fieldSets) put(formID int64, set map[int64]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sets == nil || len(c.sets) >= maxCachedForms {
+		c.sets = map[int64]map[int64]bool{}
+	}
+	c.sets[formID] = set
+}
+
+func (c *fieldSets) drop(formID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sets, formID)
 }
 
 // OpenStore opens (creating when absent) the SQLite file at path and applies the schema.
@@ -313,6 +346,7 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	}
 	defer tx.Rollback()
 
+	s.fields.drop(id)
 	f := Form{ID: id, Title: *in.Title, Description: in.Description}
 	err = tx.QueryRowContext(ctx,
 		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
@@ -386,7 +420,13 @@ func checkField(fd FieldInput) (string, error) {
 
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	s.fields.drop(id)
+	res, err := tx.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("delete form: %w", err)
 	}
@@ -396,6 +436,9 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	}
 	if n == 0 {
 		return errNotFound
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
@@ -417,13 +460,9 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	}
 	defer tx.Rollback()
 
-	var exists int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, errNotFound
-	}
+	fieldIDs, err := s.formFieldIDs(ctx, tx, formID)
 	if err != nil {
-		return 0, fmt.Errorf("find form: %w", err)
+		return 0, err
 	}
 	var responseID int64
 	err = tx.QueryRowContext(ctx,
@@ -431,23 +470,6 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 		formID, timestamp(s.now())).Scan(&responseID)
 	if err != nil {
 		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
-	if err != nil {
-		return 0, fmt.Errorf("list fields: %w", err)
-	}
-	defer rows.Close()
-	fieldIDs := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return 0, fmt.Errorf("list fields: %w", err)
-		}
-		fieldIDs[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("list fields: %w", err)
 	}
 	args := make([]any, 0, 3*len(values))
 	for _, v := range values {
@@ -462,6 +484,41 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 		return 0, fmt.Errorf("commit: %w", err)
 	}
 	return responseID, nil
+}
+
+// formFieldIDs returns the ids of a form's fields, or errNotFound when the form does not
+// exist. tx must be a write transaction (see fieldSets).
+func (s *Store) formFieldIDs(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]bool, error) {
+	if set := s.fields.get(formID); set != nil {
+		return set, nil
+	}
+	var exists int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find form: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
+	if err != nil {
+		return nil, fmt.Errorf("list fields: %w", err)
+	}
+	defer rows.Close()
+	set := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list fields: %w", err)
+		}
+		set[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list fields: %w", err)
+	}
+	s.fields.put(formID, set)
+	return set, nil
 }
 
 // insertValues inserts (responseId, fieldId, value) triples with one multi-row
