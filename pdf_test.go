@@ -303,8 +303,9 @@ func benchmarkForm() (FormDetail, map[int64]*string) {
 	return f, values
 }
 
-// BenchmarkExportPDF lays out the 50-field document; the baseline is fpdf alone writing
-// a one-line document with a core font, so the ratio shows what layout and fonts cost.
+// BenchmarkExportPDF lays out the 50-field document. The baselines are fpdf alone writing
+// a one-line document, with a core font and with the four Go fonts, so that the ratios
+// show what the fonts cost and what the layout adds.
 func BenchmarkExportPDF(b *testing.B) {
 	form, values := benchmarkForm()
 	now := time.Now()
@@ -315,6 +316,25 @@ func BenchmarkExportPDF(b *testing.B) {
 			pdf.AddPage()
 			pdf.SetFont("Helvetica", "", 11)
 			pdf.Cell(100, 12, "hello")
+			var buf bytes.Buffer
+			if err := pdf.Output(&buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The four Go fonts in a one-line document: what fpdf costs before any layout.
+	b.Run("baseline-fpdf-four-go-fonts-one-line", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pdf := fpdf.New("P", "pt", "A4", "")
+			for _, f := range pdfFonts {
+				pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+			}
+			pdf.AddPage()
+			for _, f := range pdfFonts {
+				pdf.SetFont(f.family, "", 11)
+				pdf.Cell(100, 12, "hello")
+			}
 			var buf bytes.Buffer
 			if err := pdf.Output(&buf); err != nil {
 				b.Fatal(err)
