@@ -486,19 +486,27 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	return responseID, nil
 }
 
+// formExists returns nil when the form exists and errNotFound when it does not.
+func formExists(ctx context.Context, tx *sql.Tx, formID int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("find form: %w", err)
+	}
+	return nil
+}
+
 // formFieldIDs returns the ids of a form's fields, or errNotFound when the form does not
 // exist. tx must be a write transaction (see fieldSets).
 func (s *Store) formFieldIDs(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]bool, error) {
 	if set := s.fields.get(formID); set != nil {
 		return set, nil
 	}
-	var exists int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find form: %w", err)
+	if err := formExists(ctx, tx, formID); err != nil {
+		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx,
 		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
@@ -619,13 +627,8 @@ func (s *Store) EachResponse(ctx context.Context, formID int64, fn func(Response
 
 // listedFields returns the fields of a form by id, or errNotFound for a missing form.
 func listedFields(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]*ListedField, error) {
-	var exists int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&exists)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find form: %w", err)
+	if err := formExists(ctx, tx, formID); err != nil {
+		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx,
 		`SELECT f.id, f.label, f.type
