@@ -36,8 +36,17 @@ type server struct {
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
-	s := &server{cfg: cfg, store: store, log: log, now: now, mux: http.NewServeMux(), client: client, jobs: newSummaryJobs(), forms: newFormCache(),
-		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s := &server{
+		cfg:      cfg,
+		store:    store,
+		log:      log,
+		now:      now,
+		mux:      http.NewServeMux(),
+		client:   client,
+		jobs:     newSummaryJobs(),
+		forms:    newFormCache(),
+		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
 	s.routes()
 	return s
 }
@@ -76,7 +85,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
-				panic(v)
+				s.log.Warn("request aborted", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+				panic(v) // net/http ends the connection without a log of its own
 			}
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if !rec.wrote {

@@ -98,7 +98,6 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	write.SetMaxOpenConns(1)
-	write.SetConnMaxIdleTime(0)
 	read, err := sql.Open("sqlite3", path+"?"+params.Encode())
 	if err != nil {
 		write.Close()

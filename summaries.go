@@ -305,7 +305,10 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
 // pipeline run while the client waits, storing nothing.
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) {
-	text, err := s.summaryText(r.Context(), trackerPipeline, s.now())
+	// Answer before the server's write timeout (60 s) would swallow the answer.
+	ctx, cancel := context.WithTimeout(r.Context(), 50*time.Second)
+	defer cancel()
+	text, err := s.summaryText(ctx, trackerPipeline, s.now())
 	if err != nil {
 		s.fail(w, r, "generate summary", err)
 		return
