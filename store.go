@@ -103,8 +103,11 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		write.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	read.SetMaxOpenConns(max(4, runtime.NumCPU()*2))
-	read.SetMaxIdleConns(max(4, runtime.NumCPU()*2))
+	// The response list streams while it reads, so a slow client holds a read connection
+	// until the write timeout; a few more than the cores keep other reads moving.
+	readers := max(8, runtime.NumCPU()*2)
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, now: now}
 	if err := s.migrate(ctx); err != nil {
