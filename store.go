@@ -45,6 +45,12 @@ type Store struct {
 	read   *sql.DB
 	now    func() time.Time
 	fields fieldSets
+
+	// Submits are written in batches: see CreateResponse.
+	submits     chan *pendingSubmit
+	submitsDone chan struct{} // closed when the batch writer has ended
+	closeMu     sync.RWMutex  // held for writing only by Close, which ends submits
+	closed      bool
 }
 
 // fieldSets caches the field ids of each form for submits, which need them on every
@@ -111,7 +117,9 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, now: now}
+	s := &Store{write: write, read: read, now: now,
+		submits: make(chan *pendingSubmit), submitsDone: make(chan struct{})}
+	go s.writeSubmits()
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -136,6 +144,13 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.submits)
+	}
+	s.closeMu.Unlock()
+	<-s.submitsDone // every submit handed over is answered before the database closes
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -455,15 +470,135 @@ type SubmittedValue struct {
 	Value *string
 }
 
+// maxSubmitBatch bounds how many submits share one transaction.
+const maxSubmitBatch = 64
+
+// pendingSubmit is a submit waiting for the batch writer.
+type pendingSubmit struct {
+	formID int64
+	values []SubmittedValue
+	done   chan submitResult // buffered: the writer never waits for the caller
+}
+
+type submitResult struct {
+	id  int64
+	err error
+}
+
 // CreateResponse stores a response to a form with those values whose key names a field
 // of the form; other keys are skipped. Keys are parsed by the strict id rule.
+//
+// Submits are the service's hot write. Rather than one transaction each, a single
+// goroutine (writeSubmits) takes every submit that is waiting and writes them in one
+// transaction, each inside a savepoint, so that one failing submit (a missing form)
+// leaves the others untouched. A submit returns only after the transaction that holds
+// it has committed: nothing is acknowledged that is not in the database.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values []SubmittedValue) (int64, error) {
+	p := &pendingSubmit{formID: formID, values: values, done: make(chan submitResult, 1)}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return 0, errors.New("store closed")
+	}
+	select {
+	case s.submits <- p:
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return 0, ctx.Err()
+	}
+	s.closeMu.RUnlock()
+	// Once handed over, the submit is written or refused as a whole: wait for which.
+	r := <-p.done
+	return r.id, r.err
+}
+
+// writeSubmits writes submits in batches until Close, taking whatever is waiting when
+// the previous batch is done; under no load a batch is a single submit.
+func (s *Store) writeSubmits() {
+	defer close(s.submitsDone)
+	for p := range s.submits {
+		batch := []*pendingSubmit{p}
+	gather:
+		for len(batch) < maxSubmitBatch {
+			select {
+			case q, ok := <-s.submits:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, q)
+			default:
+				break gather
+			}
+		}
+		results := s.writeBatch(batch)
+		for i, p := range batch {
+			p.done <- results[i]
+		}
+	}
+}
+
+// writeBatch writes a batch of submits in one transaction and returns each one's result.
+// It runs on its own context: no one caller's cancellation may undo the others' work.
+func (s *Store) writeBatch(batch []*pendingSubmit) []submitResult {
+	ctx := context.Background()
+	results := make([]submitResult, len(batch))
+	// fail gives every submit not already refused the error that ends the transaction.
+	fail := func(err error) []submitResult {
+		for i := range results {
+			if results[i].err == nil {
+				results[i] = submitResult{err: err}
+			}
+		}
+		return results
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
+		return fail(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
+	if len(batch) == 1 {
+		// A lone submit needs no savepoint: its failure is the transaction's.
+		id, err := s.insertResponse(ctx, tx, batch[0].formID, batch[0].values)
+		if err != nil {
+			return fail(err)
+		}
+		results[0].id = id
+	} else {
+		for i, p := range batch {
+			if results[i], err = s.insertInSavepoint(ctx, tx, p); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(fmt.Errorf("commit: %w", err))
+	}
+	return results
+}
 
+// insertInSavepoint writes one submit of a batch so that its failure undoes only its own
+// rows. The error is one that ends the whole transaction; the submit's own failure is in
+// the result.
+func (s *Store) insertInSavepoint(ctx context.Context, tx *sql.Tx, p *pendingSubmit) (submitResult, error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT submit`); err != nil {
+		return submitResult{}, fmt.Errorf("savepoint: %w", err)
+	}
+	id, err := s.insertResponse(ctx, tx, p.formID, p.values)
+	if err != nil {
+		// After some errors (a full disk among them) SQLite has already rolled the whole
+		// transaction back; then the savepoint is gone, and this fails the batch.
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO submit`); rerr != nil {
+			return submitResult{}, fmt.Errorf("rollback to savepoint: %w (after %w)", rerr, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE submit`); err != nil {
+		return submitResult{}, fmt.Errorf("release savepoint: %w", err)
+	}
+	return submitResult{id: id, err: err}, nil
+}
+
+// insertResponse writes one response and its values inside tx.
+func (s *Store) insertResponse(ctx context.Context, tx *sql.Tx, formID int64, values []SubmittedValue) (int64, error) {
 	fieldIDs, err := s.formFieldIDs(ctx, tx, formID)
 	if err != nil {
 		return 0, err
@@ -483,9 +618,6 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values []Submi
 	}
 	if err := insertValues(ctx, tx, args); err != nil {
 		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
 	}
 	return responseID, nil
 }
