@@ -140,17 +140,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
-	if cfg.SummarySchedule != "" {
-		srv.scheduleSummaries(hour, minute)
-	}
 	httpServer := newHTTPServer(cfg, srv, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		srv.jobs.stop(cfg.JobGrace)
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
+	if cfg.SummarySchedule != "" {
+		srv.scheduleSummaries(hour, minute)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,9 +90,10 @@ func (s *server) summaryText(ctx context.Context, p summaryPipeline, now time.Ti
 }
 
 // fitJSON writes a slice (newest first) as a JSON array of at most maxChars characters,
-// dropping the oldest items first.
+// dropping the oldest items first. <, > and & stay as they are: the reader is a model,
+// not a browser, and escapes would only cost it tokens.
 func fitJSON(items any, maxChars int) ([]byte, error) {
-	raw, err := json.Marshal(items)
+	raw, err := marshalPlain(items)
 	if err != nil {
 		return nil, fmt.Errorf("prompt data: %w", err)
 	}
@@ -111,7 +113,18 @@ func fitJSON(items any, maxChars int) ([]byte, error) {
 		}
 		size += add
 	}
-	return json.Marshal(each)
+	return marshalPlain(each)
+}
+
+// marshalPlain is json.Marshal without the escaping of <, > and &.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // generate runs a pipeline for today and stores its text; failures are the caller's to log.

@@ -672,7 +672,7 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 }
 
 func TestFitJSON(t *testing.T) {
-	items := []string{strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("c", 50)}
+	items := []string{strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("<", 50)}
 	for _, tc := range []struct {
 		max  int
 		want int // items kept, newest (first) kept first
