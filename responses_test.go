@@ -49,6 +49,8 @@ func TestSubmitStoresJavaScriptStrings(t *testing.T) {
 		{`[null]`, ptr("")},
 		{`{"a": 1}`, ptr("[object Object]")},
 		{`null`, nil},
+		{`"'); DROP TABLE responses; --"`, ptr("'); DROP TABLE responses; --")},
+		{`"\u0000 %s ? $1 \\ \""`, ptr("\x00 %s ? $1 \\ \"")},
 	}
 	for _, tc := range cases {
 		body := `{"values": {"` + field + `": ` + tc.json + `}}`
