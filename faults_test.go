@@ -261,10 +261,10 @@ func TestDiskFull(t *testing.T) {
 	if _, err := e.store.write.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("x", 3000)
+	long := strings.Repeat("x", 3000)
 	acked, failed := 0, 0
 	for range 40 {
-		status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: big}})
+		status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: long}})
 		switch status {
 		case 201:
 			acked++
@@ -283,6 +283,19 @@ func TestDiskFull(t *testing.T) {
 	status, raw := e.do("PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)})
 	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to update setting 'k': `) {
 		t.Errorf("setting write on a full database = %d %s", status, raw)
+	}
+	big := map[string]any{"title": strings.Repeat("t", 20000), "description": strings.Repeat("d", 20000)}
+	before := e.snapshot()
+	status, raw = e.do("POST", "/api/forms", big)
+	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to create form: `) {
+		t.Errorf("create on a full database = %d %s", status, raw)
+	}
+	status, raw = e.do("PUT", "/api/forms/"+itoa(f.ID), big)
+	if want := `{"error":"Failed to update form ` + itoa(f.ID) + `: `; status != 500 || !strings.HasPrefix(string(raw), want) {
+		t.Errorf("update on a full database = %d %s", status, raw)
+	}
+	if e.snapshot() != before {
+		t.Errorf("failed writes on a full database changed it")
 	}
 	if status, _ := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
 		t.Errorf("read on a full database = %d", status)
