@@ -100,9 +100,8 @@ func FuzzContentDisposition(f *testing.F) {
 // FuzzParseEmail: any bytes either parse to valid UTF-8 fields within the body cap, or
 // give an error; never a panic.
 func FuzzParseEmail(f *testing.F) {
-	entries, _ := os.ReadDir("testdata/maildir/new")
 	for _, dir := range []string{"new", "cur"} {
-		entries, _ = os.ReadDir("testdata/maildir/" + dir)
+		entries, _ := os.ReadDir("testdata/maildir/" + dir)
 		for _, e := range entries {
 			if b, err := os.ReadFile("testdata/maildir/" + dir + "/" + e.Name()); err == nil {
 				f.Add(b)
