@@ -373,3 +373,41 @@ func TestOutboundFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseGone: with the database unusable, every endpoint answers SPEC.md's
+// 500 `Failed to <context>: <message>` as JSON, and healthz reports it.
+func TestDatabaseGone(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	e.submit(f.ID, map[string]any{"1": "x"})
+	e.store.read.Close()
+	e.store.write.Close()
+	id := itoa(f.ID)
+	cases := []struct{ method, path, body, context string }{
+		{"GET", "/api/forms", "", "fetch forms"},
+		{"POST", "/api/forms", `{"title": "t"}`, "create form"},
+		{"PUT", "/api/forms/" + id, `{"title": "t"}`, "update form " + id},
+		// After the update attempt, which drops the form's cached answer.
+		{"GET", "/api/forms/" + id, "", "fetch form " + id},
+		{"DELETE", "/api/forms/" + id, "", "delete form " + id},
+		{"POST", "/api/forms/" + id + "/responses", `{"values": {"1": "x"}}`, "submit response for form " + id},
+		{"GET", "/api/forms/" + id + "/responses", "", "fetch responses for form " + id},
+		{"GET", "/api/responses/1/export/pdf", "", "generate PDF for response 1"},
+		{"GET", "/api/tracker-summary/today", "", "fetch today's tracker summary"},
+		{"GET", "/api/tracker-summaries", "", "fetch paginated tracker summaries"},
+		{"GET", "/api/email-summaries", "", "fetch paginated Email summaries"},
+		{"GET", "/api/settings/k", "", "fetch setting 'k'"},
+		{"PUT", "/api/settings/k", `{"value": 1}`, "update setting 'k'"},
+	}
+	for _, tc := range cases {
+		status, raw := e.do(tc.method, tc.path, tc.body)
+		var got struct{ Error string }
+		json.Unmarshal(raw, &got)
+		if want := "Failed to " + tc.context + ": "; status != 500 || !strings.HasPrefix(got.Error, want) {
+			t.Errorf("%s %s = %d %s, want 500 %q…", tc.method, tc.path, status, raw, want)
+		}
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 503 || strings.TrimSpace(string(raw)) != `{"error":"Database unavailable"}` {
+		t.Errorf("healthz = %d %s, want 503", status, raw)
+	}
+}
