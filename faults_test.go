@@ -182,21 +182,38 @@ func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
 	t.Logf("%d acknowledged, %d listed", len(acked), len(listed))
 }
 
-// TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
-// after a restart on the same file every acknowledged response is listed.
-func TestKill9DuringWriteLoad(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "kill.db")
+// loadedChild is the service process on a fresh database, with 32 clients writing to
+// it and at least 300 responses already stored.
+type loadedChild struct {
+	*child
+	dbPath string
+	formID int64
+	stop   chan struct{}  // close to end the load
+	acked  func() []int64 // after stop: waits for the clients, returns what was acknowledged
+}
+
+func startLoadedChild(t *testing.T) loadedChild {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "load.db")
 	c := startChild(t, "DATABASE_PATH="+dbPath)
 	formID := createLoadForm(t, c.base)
 	stop := make(chan struct{})
-	wait := writeLoad(c.base, formID, stop)
+	acked := writeLoad(c.base, formID, stop)
 	waitRows(t, dbPath, 300)
+	return loadedChild{child: c, dbPath: dbPath, formID: formID, stop: stop, acked: acked}
+}
+
+// TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
+// after a restart on the same file every acknowledged response is listed.
+func TestKill9DuringWriteLoad(t *testing.T) {
+	c := startLoadedChild(t)
+	dbPath, formID := c.dbPath, c.formID
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-c.done
-	close(stop)
-	acked := wait()
+	close(c.stop)
+	acked := c.acked()
 
 	c2 := startChild(t, "DATABASE_PATH="+dbPath)
 	res, err := http.Get(fmt.Sprintf("%s/api/forms/%d/responses", c2.base, formID))
@@ -219,12 +236,7 @@ func TestKill9DuringWriteLoad(t *testing.T) {
 // TestSIGTERMDuringLoad: SIGTERM under load ends the process with status 0 within the
 // shutdown bound, and nothing acknowledged is lost.
 func TestSIGTERMDuringLoad(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "term.db")
-	c := startChild(t, "DATABASE_PATH="+dbPath)
-	formID := createLoadForm(t, c.base)
-	stop := make(chan struct{})
-	wait := writeLoad(c.base, formID, stop)
-	waitRows(t, dbPath, 300)
+	c := startLoadedChild(t)
 	start := time.Now()
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -240,8 +252,8 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the process did not exit within 20 s of SIGTERM")
 	}
-	close(stop)
-	checkDatabase(t, dbPath, formID, wait())
+	close(c.stop)
+	checkDatabase(t, c.dbPath, c.formID, c.acked())
 	if !strings.Contains(c.stderr.String(), "msg=stopped") {
 		t.Errorf("no orderly stop in the log:\n%s", c.stderr)
 	}

@@ -451,11 +451,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var changes []func(*config)
-			if tc.change != nil {
-				changes = append(changes, tc.change)
-			}
-			e := newSummaryEnv(t, now, changes...)
+			e := newSummaryEnv(t, now, tc.change)
 			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
 			if tc.setup != nil {
 				tc.setup(e)
@@ -653,11 +649,7 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var changes []func(*config)
-			if tc.change != nil {
-				changes = append(changes, tc.change)
-			}
-			e := newSummaryEnv(t, now, changes...)
+			e := newSummaryEnv(t, now, tc.change)
 			e.tracker.issues = tc.issues
 			e.tracker.failures = tc.fail
 			status, raw := e.do("GET", "/api/tracker-summary", nil)
