@@ -333,3 +333,41 @@ func TestFormCacheNeverStale(t *testing.T) {
 	}
 	e.wantError("GET", path, nil, 404, "Form not found")
 }
+
+func BenchmarkFormRead(b *testing.B) {
+	e, f := benchEnv(b, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, e.srv, "GET", "/api/forms/"+itoa(f.ID), "", 200)
+	}
+}
+
+// FuzzFormBody: any body for create and update answers JSON, never an unexpected 500,
+// and leaves the database consistent.
+func FuzzFormBody(f *testing.F) {
+	for _, s := range []string{
+		`{"title": "T"}`, `{"title": "T", "categories": [{"name": "c", "fields": [{"label": "l", "type": "text"}]}]}`,
+		`{"title": "T", "categories": [{"fields": [{"label": "l", "type": "bad"}]}]}`, `{"title": ""}`, `[]`, `null`, `{"title": 1}`,
+		`{"title": "T", "categories": [null, {"fields": [null]}]}`, `{"title": "T", "description": null, "categories": null}`, `{`, ``,
+		`{"title": "x", "categories": [{"fields": [{"label": "a", "type": ["text"]}]}]}`,
+	} {
+		f.Add(s)
+	}
+	e := newTestEnv(f)
+	existing := e.createForm(fullForm())
+	e.submit(existing.ID, map[string]any{itoa(existing.Categories[0].Fields[0].ID): "v"})
+	f.Fuzz(func(t *testing.T, body string) {
+		e.t = t
+		switch fuzzServe(t, e.srv, "POST", "/api/forms", body) {
+		case 201, 400, 413, 500:
+		default:
+			t.Fatalf("create %q: unexpected status", body)
+		}
+		switch fuzzServe(t, e.srv, "PUT", "/api/forms/"+itoa(existing.ID), body) {
+		case 200, 400, 413, 500:
+		default:
+			t.Fatalf("update %q: unexpected status", body)
+		}
+		e.wantNoOrphans()
+	})
+}

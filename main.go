@@ -4,7 +4,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +17,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path"
+	"reflect"
+	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -175,4 +184,296 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// maxBodyBytes bounds every request body (DESIGN.md: 413 above 1 MiB).
+const maxBodyBytes = 1 << 20
+
+// server holds the dependencies of every handler; tests build their own.
+type server struct {
+	cfg   config
+	store *Store
+	log   *slog.Logger
+	now   func() time.Time
+	mux   *http.ServeMux
+	// client makes the outbound calls to the tracker and the model.
+	client *http.Client
+	jobs   *summaryJobs
+	forms  *formCache
+	// pdfSlots bounds the PDF exports rendering at once to the number of cores.
+	pdfSlots chan struct{}
+}
+
+func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
+	s := &server{
+		cfg:      cfg,
+		store:    store,
+		log:      log,
+		now:      now,
+		mux:      http.NewServeMux(),
+		client:   client,
+		jobs:     newSummaryJobs(),
+		forms:    newFormCache(),
+		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	s.routes()
+	return s
+}
+
+// routes lists the whole API.
+func (s *server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+
+	s.mux.HandleFunc("GET /api/forms", s.handleListForms)
+	s.mux.HandleFunc("POST /api/forms", s.handleCreateForm)
+	s.mux.HandleFunc("GET /api/forms/{id}", s.handleGetForm)
+	s.mux.HandleFunc("PUT /api/forms/{id}", s.handleUpdateForm)
+	s.mux.HandleFunc("DELETE /api/forms/{id}", s.handleDeleteForm)
+
+	s.mux.HandleFunc("POST /api/forms/{id}/responses", s.handleSubmitResponse)
+	s.mux.HandleFunc("GET /api/forms/{id}/responses", s.handleListResponses)
+	s.mux.HandleFunc("GET /api/responses/{responseId}/export/pdf", s.handleExportPDF)
+
+	s.mux.HandleFunc("GET /api/tracker-summary/today", s.handleTodayTrackerSummary)
+	s.mux.HandleFunc("GET /api/tracker-summaries", s.handleListTrackerSummaries)
+	s.mux.HandleFunc("POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary)
+	s.mux.HandleFunc("GET /api/tracker-summary", s.handleTrackerSummaryNow)
+	s.mux.HandleFunc("GET /api/email-summaries", s.handleListEmailSummaries)
+	s.mux.HandleFunc("POST /api/email-summaries/generate", s.handleGenerateEmailSummary)
+
+	s.mux.HandleFunc("GET /api/settings/{key}", s.handleGetSetting)
+	s.mux.HandleFunc("PUT /api/settings/{key}", s.handlePutSetting)
+
+	s.mux.HandleFunc("/", s.handleNoRoute)
+}
+
+// ServeHTTP runs every request through logging, recovery and the token check.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				s.log.Warn("request aborted", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+				panic(v) // net/http ends the connection without a log of its own
+			}
+			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			if !rec.wrote {
+				writeError(rec, http.StatusInternalServerError, "Internal server error")
+			}
+		}
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration", time.Since(start).Round(time.Microsecond))
+	}()
+	if s.cfg.APIToken != "" && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) &&
+		!validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
+		writeError(rec, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	if !isCleanPath(r.URL.EscapedPath()) {
+		// The mux would redirect /api//forms or /api/x/../forms with an HTML body; no
+		// resource lives at a path that is not in its clean form.
+		writeError(rec, http.StatusNotFound, "Not found")
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// isCleanPath reports whether the escaped path p is already in the form path.Clean
+// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
+// slash (%2F) is data inside a segment, not a separator.
+func isCleanPath(p string) bool {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
+}
+
+// validToken checks an Authorization header against "Bearer <token>"; the scheme is
+// case-insensitive. The token is compared through its SHA-256 in constant time, so that
+// neither its content nor its length shows in the time an answer takes.
+func validToken(header, token string) bool {
+	scheme, given, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// statusRecorder remembers the status for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists under
+// another method, else 404. The mux would answer both in plain text; the API speaks JSON.
+func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
+		return
+	}
+	writeError(w, http.StatusNotFound, "Not found")
+}
+
+func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.store.Ping(r.Context()); err != nil {
+		s.log.Error("health check", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "Database unavailable")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// writeJSON encodes v before writing anything, so that an encoding failure is still a
+// clean 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := encodeJSON(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"Failed to encode answer"}` + "\n")
+	}
+	writeBody(w, status, body)
+}
+
+// encodeJSON is the body writeJSON sends for v.
+func encodeJSON(v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	return append(body, '\n'), err
+}
+
+// writeBody sends an encoded JSON body.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// requestError is a client error with its exact status and message.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &requestError{http.StatusBadRequest, msg} }
+
+// fail answers err for the operation named by context, one of SPEC.md §7's contexts. It is
+// the one place where errors become statuses.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, context string, err error) {
+	var re *requestError
+	var ve *validationError
+	var ce *configError
+	switch {
+	case errors.As(err, &re):
+		writeError(w, re.status, re.msg)
+	case errors.Is(err, errNotFound):
+		writeError(w, http.StatusNotFound, context+": Record not found")
+	case errors.As(err, &ce):
+		// The earlier variant's on-demand summary answers missing configuration bare.
+		writeError(w, http.StatusInternalServerError, ce.msg)
+	case errors.As(err, &ve):
+		writeError(w, http.StatusInternalServerError, "Failed to "+context+": "+ve.msg)
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "Failed to "+context+": "+err.Error())
+	}
+}
+
+// decodeJSON reads a JSON object body into dst. An empty body counts as {}, as the
+// original's body parser had it. Errors are *requestError: 413 over maxBodyBytes (refused
+// from Content-Length before reading when the client announces it), 400 otherwise.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	tooLarge := &requestError{http.StatusRequestEntityTooLarge, "Request body too large"}
+	if r.ContentLength > maxBodyBytes {
+		return tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return tooLarge
+	}
+	if err != nil {
+		return badRequest("Invalid JSON body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	err = json.Unmarshal(body, dst)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return badRequest("Invalid JSON body: expected an object")
+		}
+		return badRequest(fmt.Sprintf("Invalid JSON body: %s must be %s", typeErr.Field, jsonKind(typeErr.Type)))
+	case err != nil:
+		return badRequest("Invalid JSON body")
+	}
+	return nil
+}
+
+// jsonKind names the JSON kind a Go type decodes from, for error messages.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Bool:
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// parseID parses an id as DESIGN.md wants it: the whole text is base-10 digits that fit
+// an int64. Signs, spaces and fractions are not ids.
+func parseID(s string) (int64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }

@@ -1,12 +1,25 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -123,4 +136,972 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err == nil {
 		t.Errorf("run with arguments = nil, want a usage error")
 	}
+}
+
+// testEnv is one service under test: a real store on a temporary SQLite file and the real
+// handler behind an httptest server.
+type testEnv struct {
+	t     testing.TB
+	srv   *server
+	store *Store
+	http  *httptest.Server
+	logs  *syncBuffer
+}
+
+// newTestEnv builds a service; change edits its configuration before the server is
+// built (a nil change is skipped).
+func newTestEnv(t testing.TB, change ...func(*config)) *testEnv {
+	t.Helper()
+	return newTestEnvAt(t, time.Now, change...)
+}
+
+// newTestEnvAt builds a service whose clock is now.
+func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *testEnv {
+	t.Helper()
+	cfg := loadConfig(func(string) string { return "" })
+	cfg.DatabasePath = filepath.Join(t.TempDir(), "test.db")
+	cfg.OutboundRetryDelay = time.Millisecond
+	for _, c := range change {
+		if c != nil { // table tests pass their optional change as is
+			c(&cfg)
+		}
+	}
+	store, err := OpenStore(context.Background(), cfg.DatabasePath, now)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv := newServer(cfg, store, log, now, &http.Client{})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if !srv.jobs.stop(5 * time.Second) {
+			t.Errorf("background jobs did not stop")
+		}
+		store.Close()
+	})
+	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
+}
+
+// do sends a request with an optional JSON body (a string is sent as is) and returns the
+// status and the raw body.
+func (e *testEnv) do(method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatalf("marshal body: %v", err)
+		}
+		r = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, e.http.URL+path, r)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("read body: %v", err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" && ct != "application/pdf" {
+		e.t.Fatalf("%s %s: Content-Type = %q, want JSON", method, path, ct)
+	}
+	return res.StatusCode, out
+}
+
+// doJSON is do that also decodes the answer into out.
+func (e *testEnv) doJSON(method, path string, body, out any) int {
+	e.t.Helper()
+	status, raw := e.do(method, path, body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	return status
+}
+
+// wantError checks a JSON error answer byte for byte.
+func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantMsg string) {
+	e.t.Helper()
+	status, raw := e.do(method, path, body)
+	want, _ := json.Marshal(map[string]string{"error": wantMsg})
+	if status != wantStatus || strings.TrimSpace(string(raw)) != string(want) {
+		e.t.Errorf("%s %s = %d %s, want %d %s", method, path, status, raw, wantStatus, want)
+	}
+}
+
+// createForm creates a form through the API and returns its tree as read back.
+func (e *testEnv) createForm(body any) FormDetail {
+	e.t.Helper()
+	var created formAnswer
+	if status := e.doJSON("POST", "/api/forms", body, &created); status != http.StatusCreated {
+		e.t.Fatalf("create form: status %d", status)
+	}
+	var f FormDetail
+	if status := e.doJSON("GET", "/api/forms/"+itoa(created.ID), nil, &f); status != http.StatusOK {
+		e.t.Fatalf("read form: status %d", status)
+	}
+	return f
+}
+
+// submit posts values to a form and returns the new response id.
+func (e *testEnv) submit(formID int64, values map[string]any) int64 {
+	e.t.Helper()
+	var out struct{ ResponseID int64 }
+	if status := e.doJSON("POST", "/api/forms/"+itoa(formID)+"/responses", map[string]any{"values": values}, &out); status != http.StatusCreated {
+		e.t.Fatalf("submit: status %d", status)
+	}
+	return out.ResponseID
+}
+
+// count returns the number of rows of a table, read straight from the database.
+func (e *testEnv) count(table string) int {
+	e.t.Helper()
+	var n int
+	if err := e.store.read.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
+		e.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// snapshot returns the whole content of every form table, to prove that nothing changed.
+func (e *testEnv) snapshot() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		"SELECT id, title, ifnull(description, '<null>'), createdAt FROM forms ORDER BY id",
+		"SELECT id, formId, name, sortOrder FROM categories ORDER BY id",
+		"SELECT id, categoryId, label, type, ifnull(description, '<null>'), sortOrder FROM fields ORDER BY id",
+		"SELECT id, formId, submittedAt FROM responses ORDER BY id",
+		"SELECT responseId, fieldId, ifnull(value, '<null>') FROM response_values ORDER BY responseId, fieldId",
+		"SELECT key, value FROM settings ORDER BY key",
+		"SELECT * FROM sqlite_sequence ORDER BY name",
+	} {
+		rows, err := e.store.read.Query(q)
+		if err != nil {
+			e.t.Fatalf("snapshot: %v", err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				e.t.Fatalf("snapshot: %v", err)
+			}
+			for _, v := range vals {
+				b.WriteString(toString(v))
+				b.WriteString("|")
+			}
+			b.WriteString("\n")
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+func toString(v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// wantNoOrphans checks that no row refers to a row that does not exist.
+func (e *testEnv) wantNoOrphans() {
+	e.t.Helper()
+	for what, q := range map[string]string{
+		"categories without form": `SELECT count(*) FROM categories WHERE formId NOT IN (SELECT id FROM forms)`,
+		"fields without category": `SELECT count(*) FROM fields WHERE categoryId NOT IN (SELECT id FROM categories)`,
+		"responses without form":  `SELECT count(*) FROM responses WHERE formId NOT IN (SELECT id FROM forms)`,
+		"values without response": `SELECT count(*) FROM response_values WHERE responseId NOT IN (SELECT id FROM responses)`,
+		"values without field":    `SELECT count(*) FROM response_values WHERE fieldId NOT IN (SELECT id FROM fields)`,
+		"values of another form's field": `SELECT count(*) FROM response_values rv JOIN responses r ON r.id = rv.responseId
+			JOIN fields f ON f.id = rv.fieldId JOIN categories c ON c.id = f.categoryId WHERE c.formId != r.formId`,
+	} {
+		var n int
+		if err := e.store.read.QueryRow(q).Scan(&n); err != nil {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		if n != 0 {
+			e.t.Errorf("%d %s", n, what)
+		}
+	}
+}
+
+func TestRoutingErrors(t *testing.T) {
+	e := newTestEnv(t)
+	e.wantError("GET", "/api/nope", nil, 404, "Not found")
+	e.wantError("GET", "/nope", nil, 404, "Not found")
+	e.wantError("GET", "/api/forms/1/unknown", nil, 404, "Not found")
+	cases := []struct {
+		method, path, allow string
+	}{
+		{"PATCH", "/api/forms/1", "GET, HEAD, PUT, DELETE"},
+		{"POST", "/api/settings/k", "GET, HEAD, PUT"},
+		{"DELETE", "/api/forms", "GET, HEAD, POST"},
+		{"GET", "/api/forms/1/export", ""}, // not a path at all
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(tc.method, e.http.URL+tc.path, nil)
+		res, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		wantStatus, wantBody := 405, `{"error":"Method not allowed"}`
+		if tc.allow == "" {
+			wantStatus, wantBody = 404, `{"error":"Not found"}`
+		}
+		if res.StatusCode != wantStatus || strings.TrimSpace(string(body)) != wantBody || res.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s = %d %s Allow %q, want %d %s Allow %q", tc.method, tc.path, res.StatusCode, body, res.Header.Get("Allow"), wantStatus, wantBody, tc.allow)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	e := newTestEnv(t)
+	status, raw := e.do("GET", "/healthz", nil)
+	if status != 200 || strings.TrimSpace(string(raw)) != `{"status":"ok"}` {
+		t.Errorf("healthz = %d %s", status, raw)
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	e := newTestEnv(t)
+	big := `{"title": "` + strings.Repeat("x", maxBodyBytes) + `"}`
+	before := e.snapshot()
+	e.wantError("POST", "/api/forms", big, 413, "Request body too large")
+	// Without Content-Length the limit is enforced while reading.
+	req, _ := http.NewRequest("PUT", e.http.URL+"/api/settings/k", io.MultiReader(strings.NewReader(`{"value": "`), bytes.NewReader(bytes.Repeat([]byte("y"), 2*maxBodyBytes))))
+	req.ContentLength = -1
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 413 || strings.TrimSpace(string(body)) != `{"error":"Request body too large"}` {
+		t.Errorf("chunked oversized body = %d %s, want 413", res.StatusCode, body)
+	}
+	if e.snapshot() != before {
+		t.Errorf("oversized bodies changed the database")
+	}
+	// Just under the limit is accepted.
+	ok := `{"value": "` + strings.Repeat("z", maxBodyBytes-20) + `"}`
+	if status, _ := e.do("PUT", "/api/settings/k", ok); status != 200 {
+		t.Errorf("body just under 1 MiB = %d, want 200", status)
+	}
+}
+
+func TestAPIToken(t *testing.T) {
+	const token = "s3cret-token-value"
+	e := newTestEnv(t, func(c *config) { c.APIToken = token })
+	f := e.createFormWithToken(token)
+	paths := []struct{ method, path string }{
+		{"GET", "/api/forms"}, {"POST", "/api/forms"}, {"GET", "/api/forms/" + itoa(f)},
+		{"PUT", "/api/forms/" + itoa(f)}, {"DELETE", "/api/forms/" + itoa(f)},
+		{"POST", "/api/forms/" + itoa(f) + "/responses"}, {"GET", "/api/forms/" + itoa(f) + "/responses"},
+		{"GET", "/api/responses/1/export/pdf"},
+		{"GET", "/api/tracker-summary/today"}, {"GET", "/api/tracker-summaries"},
+		{"POST", "/api/tracker-summaries/generate"}, {"GET", "/api/tracker-summary"},
+		{"GET", "/api/email-summaries"}, {"POST", "/api/email-summaries/generate"},
+		{"GET", "/api/settings/k"}, {"PUT", "/api/settings/k"}, {"GET", "/api/unknown"}, {"GET", "/api"},
+	}
+	before := e.snapshot()
+	for _, p := range paths {
+		for _, header := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token, "Bearer"} {
+			status, raw := e.do(p.method, p.path, `{"title": "x", "value": "v", "values": {"1": 1}}`, "Authorization", header)
+			if status != 401 || strings.TrimSpace(string(raw)) != `{"error":"Unauthorized"}` {
+				t.Errorf("%s %s with %q = %d %s, want 401", p.method, p.path, header, status, raw)
+			}
+		}
+	}
+	if e.snapshot() != before {
+		t.Errorf("unauthorized requests changed the database")
+	}
+	for _, header := range []string{"Bearer " + token, "bearer " + token, "BEARER " + token} {
+		if status, _ := e.do("GET", "/api/forms", nil, "Authorization", header); status != 200 {
+			t.Errorf("GET /api/forms with %q = %d, want 200", header, status)
+		}
+	}
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz without token = %d, want 200", status)
+	}
+	if strings.Contains(e.logs.String(), token) {
+		t.Errorf("the token appears in the logs")
+	}
+}
+
+// createFormWithToken creates an empty form through the API with the token and returns its id.
+func (e *testEnv) createFormWithToken(token string) int64 {
+	e.t.Helper()
+	status, raw := e.do("POST", "/api/forms", `{"title": "t"}`, "Authorization", "Bearer "+token)
+	if status != 201 {
+		e.t.Fatalf("create with token = %d %s", status, raw)
+	}
+	var f formAnswer
+	if err := json.Unmarshal(raw, &f); err != nil {
+		e.t.Fatalf("decode %s: %v", raw, err)
+	}
+	return f.ID
+}
+
+// rawGET sends a request line as written, bypassing any client-side path cleaning, and
+// returns the status and body.
+func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", target)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, strings.TrimSpace(string(body)), res.Header
+}
+
+func TestPathAbuse(t *testing.T) {
+	e := newTestEnv(t)
+	addr := strings.TrimPrefix(e.http.URL, "http://")
+	long := strings.Repeat("k", 10*1024)
+	cases := []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/api//forms", 404, `{"error":"Not found"}`},
+		{"/api/settings/../forms", 404, `{"error":"Not found"}`},
+		{"/api/./forms", 404, `{"error":"Not found"}`},
+		{"/api/forms/1/../2", 404, `{"error":"Not found"}`},
+		{"/../../etc/passwd", 404, `{"error":"Not found"}`},
+		{"/api/settings/%00", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/a%0Ab", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/%FF", 400, `{"error":"Invalid setting key"}`},
+		{"/api/settings/" + long, 400, `{"error":"Setting key is too long"}`},
+		{"/api/settings/..%2F..%2Fetc", 200, `{"key":"../../etc","value":""}`}, // a key like any other
+		{"/api/forms/%00", 400, `{"error":"Invalid form ID"}`},
+		{"/api/forms/1%00", 400, `{"error":"Invalid form ID"}`},
+		{"/api/forms/" + strings.Repeat("9", 40), 400, `{"error":"Invalid form ID"}`},
+		{"/api/responses/" + strings.Repeat("1", 40) + "/export/pdf", 400, `{"error":"Invalid response ID"}`},
+		{"/api/forms/1%27%20OR%201=1", 400, `{"error":"Invalid form ID"}`},
+	}
+	for _, tc := range cases {
+		status, body, h := rawGET(t, addr, tc.target)
+		if status != tc.status || body != tc.body || h.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("GET %.60s = %d %s (%s), want %d %s", tc.target, status, body, h.Get("Content-Type"), tc.status, tc.body)
+		}
+	}
+}
+
+// TestSlowHeadersCutOff: a client that sends its headers byte by byte is disconnected
+// once the header timeout passes, however long it would go on.
+func TestSlowHeadersCutOff(t *testing.T) {
+	cfg := loadConfig(func(string) string { return "" })
+	cfg.HeaderTimeout = 300 * time.Millisecond
+	e := newTestEnv(t)
+	hs := newHTTPServer(cfg, e.srv, e.srv.log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	request := "GET /api/forms HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 200) + "\r\n\r\n"
+	var writeErr error
+	for i := 0; i < len(request) && writeErr == nil; i++ {
+		_, writeErr = conn.Write([]byte{request[i]})
+		time.Sleep(20 * time.Millisecond)
+		if time.Since(start) > 3*time.Second {
+			break
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 512)
+	n, readErr := conn.Read(buf)
+	if writeErr == nil && !(readErr == io.EOF || strings.Contains(string(buf[:n]), "408")) {
+		t.Errorf("slow client not cut off: wrote all, read %q, %v", buf[:n], readErr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cut off only after %s with a 300 ms header timeout", d)
+	}
+}
+
+// TestLargeBodyRefusedUnread: a request announcing a 100 MiB body gets its 413 at once,
+// while most of the body was never sent.
+func TestLargeBodyRefusedUnread(t *testing.T) {
+	e := newTestEnv(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/forms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"title\": \"", 100<<20)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 413 || strings.TrimSpace(string(body)) != `{"error":"Request body too large"}` {
+		t.Errorf("answer = %d %s, want 413", res.StatusCode, body)
+	}
+	if n := e.count("forms"); n != 0 {
+		t.Errorf("%d forms created", n)
+	}
+}
+
+// TestMain lets the test binary serve as the real program: with FORMSVC_TEST_SERVE=1 it
+// runs main, so that fault tests can kill a real process without building a second binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("FORMSVC_TEST_SERVE") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is the service running as a separate process.
+type child struct {
+	cmd    *exec.Cmd
+	base   string
+	stderr *syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // of Wait, once done is closed
+}
+
+// startChild starts the service process on a free port with the given environment.
+func startChild(t *testing.T, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), append([]string{"FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0"}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-c.done
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		c.base = "http://" + a
+	case <-c.done:
+		t.Fatalf("service exited during start-up: %v\n%s", c.err, c.stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("service did not start:\n%s", c.stderr)
+	}
+	waitHealthy(t, c.base)
+	return c
+}
+
+// writeLoad submits responses from 32 clients until stop is closed and returns the ids
+// of the acknowledged ones.
+func writeLoad(base string, formID int64, stop <-chan struct{}) func() []int64 {
+	var mu sync.Mutex
+	var acked []int64
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 32 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
+				res, err := client.Post(fmt.Sprintf("%s/api/forms/%d/responses", base, formID), "application/json", strings.NewReader(body))
+				if err != nil {
+					continue // the server is going away; nothing was acknowledged
+				}
+				var out struct{ ResponseID int64 }
+				err = json.NewDecoder(res.Body).Decode(&out)
+				res.Body.Close()
+				if res.StatusCode == http.StatusCreated && err == nil {
+					mu.Lock()
+					acked = append(acked, out.ResponseID)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() []int64 {
+		wg.Wait()
+		return acked
+	}
+}
+
+// createLoadForm makes the one-field form the load writes to.
+func createLoadForm(t *testing.T, base string) int64 {
+	t.Helper()
+	res, err := http.Post(base+"/api/forms", "application/json",
+		strings.NewReader(`{"title": "load", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var f formAnswer
+	if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != 201 {
+		t.Fatalf("create form: %d %v", res.StatusCode, err)
+	}
+	return f.ID
+}
+
+// waitRows waits until the database holds at least n responses.
+func waitRows(t *testing.T, dbPath string, n int) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dbPath+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	waitFor(t, func() bool {
+		var got int
+		return db.QueryRow(`SELECT count(*) FROM responses`).Scan(&got) == nil && got >= n
+	})
+}
+
+// checkDatabase reopens the file after the process is gone: every acknowledged response
+// is there with its value, and SQLite finds the file intact.
+func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
+	t.Helper()
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var integrity string
+	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Errorf("integrity_check = %q, %v", integrity, err)
+	}
+	listed := map[int64]int{}
+	err = store.EachResponse(context.Background(), formID, func(r Response) error {
+		listed[r.ID] = len(r.Values)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, id := range acked {
+		if n, ok := listed[id]; !ok || n != 1 {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Errorf("%d of %d acknowledged responses lost or incomplete (%d listed)", lost, len(acked), len(listed))
+	}
+	t.Logf("%d acknowledged, %d listed", len(acked), len(listed))
+}
+
+// loadedChild is the service process on a fresh database, with 32 clients writing to
+// it and at least 300 responses already stored.
+type loadedChild struct {
+	*child
+	dbPath string
+	formID int64
+	stop   chan struct{}  // close to end the load
+	acked  func() []int64 // after stop: waits for the clients, returns what was acknowledged
+}
+
+func startLoadedChild(t *testing.T) loadedChild {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "load.db")
+	c := startChild(t, "DATABASE_PATH="+dbPath)
+	formID := createLoadForm(t, c.base)
+	stop := make(chan struct{})
+	acked := writeLoad(c.base, formID, stop)
+	waitRows(t, dbPath, 300)
+	return loadedChild{child: c, dbPath: dbPath, formID: formID, stop: stop, acked: acked}
+}
+
+// TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
+// after a restart on the same file every acknowledged response is listed.
+func TestKill9DuringWriteLoad(t *testing.T) {
+	c := startLoadedChild(t)
+	dbPath, formID := c.dbPath, c.formID
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	close(c.stop)
+	acked := c.acked()
+
+	c2 := startChild(t, "DATABASE_PATH="+dbPath)
+	res, err := http.Get(fmt.Sprintf("%s/api/forms/%d/responses", c2.base, formID))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("list after restart: %v %v", res, err)
+	}
+	var list []listedResponse
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if len(list) < len(acked) {
+		t.Errorf("listed %d after restart, acknowledged %d", len(list), len(acked))
+	}
+	c2.cmd.Process.Signal(syscall.SIGTERM)
+	<-c2.done
+	checkDatabase(t, dbPath, formID, acked)
+}
+
+// TestSIGTERMDuringLoad: SIGTERM under load ends the process with status 0 within the
+// shutdown bound, and nothing acknowledged is lost.
+func TestSIGTERMDuringLoad(t *testing.T) {
+	c := startLoadedChild(t)
+	start := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+		if c.err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", c.err, c.stderr)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("shutdown took %s, want at most 15 s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the process did not exit within 20 s of SIGTERM")
+	}
+	close(c.stop)
+	checkDatabase(t, c.dbPath, c.formID, c.acked())
+	if !strings.Contains(c.stderr.String(), "msg=stopped") {
+		t.Errorf("no orderly stop in the log:\n%s", c.stderr)
+	}
+}
+
+// TestDiskFull: when the database cannot grow, writes answer a JSON 500, reads keep
+// working, and nothing is half-written. SQLite's page limit raises the same SQLITE_FULL
+// a full disk does, portably and without root.
+func TestDiskFull(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[1].Fields[0].ID)
+	var pages int
+	if err := e.store.write.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.write.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 3000)
+	acked, failed := 0, 0
+	for range 40 {
+		status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: long}})
+		switch status {
+		case 201:
+			acked++
+		case 500:
+			failed++
+			if !strings.HasPrefix(string(raw), `{"error":"Failed to submit response for form `+itoa(f.ID)+`: `) || !strings.Contains(string(raw), "full") {
+				t.Errorf("disk-full answer = %s", raw)
+			}
+		default:
+			t.Fatalf("submit = %d %s", status, raw)
+		}
+	}
+	if failed == 0 {
+		t.Fatal("the page limit never stopped a write")
+	}
+	status, raw := e.do("PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)})
+	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to update setting 'k': `) {
+		t.Errorf("setting write on a full database = %d %s", status, raw)
+	}
+	big := map[string]any{"title": strings.Repeat("t", 20000), "description": strings.Repeat("d", 20000)}
+	before := e.snapshot()
+	status, raw = e.do("POST", "/api/forms", big)
+	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to create form: `) {
+		t.Errorf("create on a full database = %d %s", status, raw)
+	}
+	status, raw = e.do("PUT", "/api/forms/"+itoa(f.ID), big)
+	if want := `{"error":"Failed to update form ` + itoa(f.ID) + `: `; status != 500 || !strings.HasPrefix(string(raw), want) {
+		t.Errorf("update on a full database = %d %s", status, raw)
+	}
+	if e.snapshot() != before {
+		t.Errorf("failed writes on a full database changed it")
+	}
+	if status, _ := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
+		t.Errorf("read on a full database = %d", status)
+	}
+	var list []listedResponse
+	if status := e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list); status != 200 || len(list) != acked {
+		t.Errorf("list on a full database = %d with %d responses, want 200 with the %d acknowledged", status, len(list), acked)
+	}
+	if n := e.count("response_values"); n != acked {
+		t.Errorf("%d values for %d acknowledged responses: a failed write left a part behind", n, acked)
+	}
+	e.wantNoOrphans()
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz on a full database = %d", status)
+	}
+}
+
+// TestOutboundFaults: a tracker or model that hangs, answers garbage or closes the
+// connection mid-answer ends the job with a log line within its timeout, while the API
+// keeps answering.
+func TestOutboundFaults(t *testing.T) {
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
+		<-r.Context().Done()
+	}
+	garbage := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"issues": [{"id": 1, "upd`+"\x00\xff")
+	}
+	cut := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, `{"issues": [`)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, side := range []string{"tracker", "model"} {
+		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "answers garbage": garbage, "closes mid-answer": cut} {
+			t.Run(side+" "+name, func(t *testing.T) {
+				bad := httptest.NewServer(h)
+				defer bad.Close()
+				e := newSummaryEnv(t, now, func(c *config) {
+					c.OutboundTimeout = 300 * time.Millisecond
+					if side == "tracker" {
+						c.TrackerEndpoint = bad.URL
+					} else {
+						c.GenAIBaseURL = bad.URL
+					}
+				})
+				e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+				start := time.Now()
+				if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
+					t.Fatal("generate not accepted")
+				}
+				for !strings.Contains(e.logs.String(), "summary job failed") {
+					if status, _ := e.do("GET", "/api/forms", nil); status != 200 {
+						t.Fatalf("API not answering during the job: %d", status)
+					}
+					if time.Since(start) > 10*time.Second {
+						t.Fatalf("job did not end:\n%s", e.logs)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				// Hangs and 5xx-free failures are not retried: one timeout, well inside 3 s.
+				if d := time.Since(start); d > 3*time.Second {
+					t.Errorf("job took %s with a 300 ms timeout", d)
+				}
+				if n := e.count("tracker_summaries"); n != 0 {
+					t.Errorf("a failed job stored %d summaries", n)
+				}
+			})
+		}
+	}
+}
+
+// TestDatabaseGone: with the database unusable, every endpoint answers SPEC.md's
+// 500 `Failed to <context>: <message>` as JSON, and healthz reports it.
+func TestDatabaseGone(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	e.submit(f.ID, map[string]any{"1": "x"})
+	e.store.read.Close()
+	e.store.write.Close()
+	id := itoa(f.ID)
+	cases := []struct{ method, path, body, context string }{
+		{"GET", "/api/forms", "", "fetch forms"},
+		{"POST", "/api/forms", `{"title": "t"}`, "create form"},
+		{"PUT", "/api/forms/" + id, `{"title": "t"}`, "update form " + id},
+		// After the update attempt, which drops the form's cached answer.
+		{"GET", "/api/forms/" + id, "", "fetch form " + id},
+		{"DELETE", "/api/forms/" + id, "", "delete form " + id},
+		{"POST", "/api/forms/" + id + "/responses", `{"values": {"1": "x"}}`, "submit response for form " + id},
+		{"GET", "/api/forms/" + id + "/responses", "", "fetch responses for form " + id},
+		{"GET", "/api/responses/1/export/pdf", "", "generate PDF for response 1"},
+		{"GET", "/api/tracker-summary/today", "", "fetch today's tracker summary"},
+		{"GET", "/api/tracker-summaries", "", "fetch paginated tracker summaries"},
+		{"GET", "/api/email-summaries", "", "fetch paginated Email summaries"},
+		{"GET", "/api/settings/k", "", "fetch setting 'k'"},
+		{"PUT", "/api/settings/k", `{"value": 1}`, "update setting 'k'"},
+	}
+	for _, tc := range cases {
+		status, raw := e.do(tc.method, tc.path, tc.body)
+		var got struct{ Error string }
+		json.Unmarshal(raw, &got)
+		if want := "Failed to " + tc.context + ": "; status != 500 || !strings.HasPrefix(got.Error, want) {
+			t.Errorf("%s %s = %d %s, want 500 %q…", tc.method, tc.path, status, raw, want)
+		}
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 503 || strings.TrimSpace(string(raw)) != `{"error":"Database unavailable"}` {
+		t.Errorf("healthz = %d %s, want 503", status, raw)
+	}
+}
+
+// benchEnv is a quiet service with the 50-field form of compare.sh and n responses.
+func benchEnv(b *testing.B, responses int) (*testEnv, FormDetail) {
+	b.Helper()
+	e := newTestEnv(b)
+	e.srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := e.createForm(seedFormBody())
+	body := submitBody(f)
+	for range responses {
+		if status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", body); status != 201 {
+			b.Fatalf("seed: %d %s", status, raw)
+		}
+	}
+	return e, f
+}
+
+// seedFormBody is seed.mjs's form: 5 categories of 10 fields, types cycling.
+func seedFormBody() map[string]any {
+	types := []string{"text", "number", "date", "textarea", "boolean"}
+	var cats []any
+	for c := range 5 {
+		var fields []any
+		for i := range 10 {
+			fd := map[string]any{"label": fmt.Sprintf("Question %d.%d", c+1, i+1), "type": types[(c*10+i)%5]}
+			if i%2 == 0 {
+				fd["description"] = fmt.Sprintf("Guidance for question %d.%d, shown in italics.", c+1, i+1)
+			}
+			fields = append(fields, fd)
+		}
+		cats = append(cats, map[string]any{"name": fmt.Sprintf("Section %d", c+1), "fields": fields})
+	}
+	return map[string]any{"title": "Site inspection report", "description": "Benchmark form", "categories": cats}
+}
+
+// submitBody answers every field of f, as seed.mjs does.
+func submitBody(f FormDetail) string {
+	var parts []string
+	for _, c := range f.Categories {
+		for _, fd := range c.Fields {
+			v := map[string]string{"text": `"Answer text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
+				"textarea": `"A longer answer, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
+			parts = append(parts, fmt.Sprintf(`"%d": %s`, fd.ID, v))
+		}
+	}
+	return `{"values": {` + strings.Join(parts, ", ") + `}}`
+}
+
+// serve runs one request through the handler and checks its status. The answer is
+// counted and dropped, so that allocations are the handler's own, not a recorder's.
+func serve(b *testing.B, h http.Handler, method, path, body string, want int) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	w := &discardWriter{header: http.Header{}, status: http.StatusOK}
+	h.ServeHTTP(w, req)
+	if w.status != want {
+		b.Errorf("%s %s = %d", method, path, w.status)
+	}
+}
+
+// discardWriter is an http.ResponseWriter that keeps only the status and the size.
+type discardWriter struct {
+	header http.Header
+	status int
+	n      int64
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+
+func (w *discardWriter) WriteHeader(status int) { w.status = status }
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// fuzzServe runs one request through the handler and checks the rules every answer
+// keeps: JSON, and a 500 only for SPEC.md's validation failures.
+func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {
+		t.Fatalf("%s %s %q: answer %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
+	}
+	if w.Code == 500 {
+		var e struct{ Error string }
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if !regexp.MustCompile(`^Failed to (create|update) form( \d+)?: (Invalid field type: |Field label is required$)`).MatchString(e.Error) {
+			t.Fatalf("%s %s %q: unexpected 500 %s", method, path, body, w.Body)
+		}
+	}
+	return w.Code
 }

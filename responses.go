@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) {
@@ -132,4 +135,147 @@ func appendResponse(b []byte, r Response) []byte {
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)
+}
+
+// The original service stored every submitted value with JavaScript's String(value).
+// These functions reproduce it for JSON input, so that data written by clients of the
+// original reads back the same here (DESIGN.md's table).
+
+// jsString returns String(value) for a JSON value, and nil for JSON null, which responses
+// store as SQL NULL.
+func jsString(raw json.RawMessage) (*string, error) {
+	// Fast paths for the common scalars; raw has been validated by the JSON decoder.
+	switch {
+	case len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
+		s := string(raw[1 : len(raw)-1])
+		return &s, nil
+	case string(raw) == "null":
+		return nil, nil
+	case string(raw) == "true" || string(raw) == "false":
+		s := string(raw)
+		return &s, nil
+	}
+	v, err := decodeAny(raw)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, nil
+	}
+	s := jsStringOf(v)
+	return &s, nil
+}
+
+// jsText returns String(value) for a JSON value, with null written as "null" as
+// settings store it.
+func jsText(raw json.RawMessage) (string, error) {
+	v, err := decodeAny(raw)
+	if err != nil {
+		return "", err
+	}
+	return jsStringOf(v), nil
+}
+
+// jsDisplay writes a possibly absent JSON value for an error message as JavaScript's
+// template string would: absent is "undefined".
+func jsDisplay(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "undefined"
+	}
+	s, err := jsText(raw)
+	if err != nil {
+		return string(raw)
+	}
+	return s
+}
+
+func decodeAny(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep numbers exact until jsNumber formats them
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode value: %w", err)
+	}
+	return v, nil
+}
+
+func jsStringOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return v
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil && !math.IsInf(f, 0) {
+			return string(v) // not reachable for numbers the JSON decoder accepted
+		}
+		return jsNumber(f)
+	case []any:
+		// Array.prototype.join: null and undefined elements become "".
+		parts := make([]string, len(v))
+		for i, e := range v {
+			if e != nil {
+				parts[i] = jsStringOf(e)
+			}
+		}
+		return strings.Join(parts, ",")
+	default:
+		return "[object Object]"
+	}
+}
+
+// jsNumber formats f as ECMAScript's Number::toString(10): the shortest digits that
+// round-trip, in plain notation for decimal exponents from -6 to 20 and in exponent
+// notation ("1e+21", "1.5e-7") outside.
+func jsNumber(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case f == 0:
+		return "0" // also -0
+	}
+	sign := ""
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	// 'e' with precision -1 gives the shortest round-trip digits: d.ddddde±XX.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	k, n := len(digits), x+1 // ECMAScript's k and n: value = digits × 10^(n−k)
+	var out string
+	switch {
+	case k <= n && n <= 21:
+		out = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		out = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		out = "0." + strings.Repeat("0", -n) + digits
+	default:
+		expSign := "+"
+		if n-1 < 0 {
+			expSign = "-"
+		}
+		out = digits[:1]
+		if k > 1 {
+			out += "." + digits[1:]
+		}
+		out += "e" + expSign + strconv.Itoa(abs(n-1))
+	}
+	return sign + out
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -296,4 +300,164 @@ func TestSubmitBatch(t *testing.T) {
 		t.Errorf("%d responses stored, want %d", n, 2+16*20)
 	}
 	e.wantNoOrphans()
+}
+
+// TestJSNumber compares with what node prints for String(x).
+func TestJSNumber(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0"}, {math.Copysign(0, -1), "0"}, {1, "1"}, {-1, "-1"}, {1.5, "1.5"}, {0.1, "0.1"},
+		{0.30000000000000004, "0.30000000000000004"}, {123456789012, "123456789012"},
+		{1e20, "100000000000000000000"}, {1e21, "1e+21"}, {1.5e21, "1.5e+21"}, {123e20, "1.23e+22"},
+		{1e-6, "0.000001"}, {1.5e-6, "0.0000015"}, {1e-7, "1e-7"}, {1.25e-7, "1.25e-7"},
+		{-2.5e-8, "-2.5e-8"}, {math.MaxFloat64, "1.7976931348623157e+308"}, {5e-324, "5e-324"},
+		{9007199254740993, "9007199254740992"}, {math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"},
+		{100, "100"}, {0.000123, "0.000123"}, {12345.6789, "12345.6789"},
+	}
+	for _, tc := range cases {
+		if got := jsNumber(tc.in); got != tc.want {
+			t.Errorf("jsNumber(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestJSStringOverflow(t *testing.T) {
+	// JSON numbers beyond float64 become Infinity in JavaScript.
+	got, err := jsText(json.RawMessage(`1e400`))
+	if err != nil || got != "Infinity" {
+		t.Errorf("String(1e400) = %q, %v; want Infinity", got, err)
+	}
+	got, err = jsText(json.RawMessage(`[[], [[]], {"a": []}, true]`))
+	if err != nil || got != ",,[object Object],true" {
+		t.Errorf("nested array = %q, %v", got, err)
+	}
+}
+
+// FuzzAppendJSONString: the hand-written string encoder writes what encoding/json writes.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", `"quoted" \ back`, "<a href='x'>&</a>", "\u2028\u2029", "\x00\x1f\x7f", "\xff\xfe bad", "Grüße 🙂", "\t\n\r\b\f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func BenchmarkSubmit(b *testing.B) {
+	e, f := benchEnv(b, 0)
+	body := submitBody(f)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, e.srv, "POST", "/api/forms/"+itoa(f.ID)+"/responses", body, 201)
+	}
+}
+
+// BenchmarkSubmitParallel submits from 32 goroutines at once, as compare.sh's 32
+// connections do, where submits share transactions.
+func BenchmarkSubmitParallel(b *testing.B) {
+	e, f := benchEnv(b, 0)
+	body := submitBody(f)
+	b.ReportAllocs()
+	b.SetParallelism(16) // × GOMAXPROCS 2 = 32 goroutines
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			serve(b, e.srv, "POST", "/api/forms/"+itoa(f.ID)+"/responses", body, 201)
+		}
+	})
+}
+
+// BenchmarkListResponses shows the list's cost per call growing linearly with the
+// number of responses (50 values each).
+func BenchmarkListResponses(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("responses=%d", n), func(b *testing.B) {
+			e, f := benchEnv(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(b, e.srv, "GET", "/api/forms/"+itoa(f.ID)+"/responses", "", 200)
+			}
+		})
+	}
+}
+
+// jsTable is testdata/js_strings.json: JSON inputs and node's String() of each.
+func jsTable(tb testing.TB) []struct{ Input, String string } {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/js_strings.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var table []struct{ Input, String string }
+	if err := json.Unmarshal(raw, &table); err != nil {
+		tb.Fatal(err)
+	}
+	return table
+}
+
+// TestJSStringTable compares jsText with JavaScript's own String() over node's table.
+func TestJSStringTable(t *testing.T) {
+	table := jsTable(t)
+	if len(table) < 1000 {
+		t.Fatalf("table has %d rows", len(table))
+	}
+	for _, row := range table {
+		if got, err := jsText(json.RawMessage(row.Input)); err != nil || got != row.String {
+			t.Errorf("String(%s) = %q, %v; JavaScript says %q", row.Input, got, err, row.String)
+		}
+	}
+}
+
+// jsNumberForm is the grammar of ECMAScript's Number::toString for finite numbers.
+var jsNumberForm = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$|^-?0\.0*[1-9][0-9]*$|^-?[1-9](\.[0-9]*[1-9])?e[+-][1-9][0-9]*$`)
+
+// FuzzJSString: every number's text reads back as the same number in JavaScript's
+// grammar, and the table's rows hold as seeds.
+func FuzzJSString(f *testing.F) {
+	for _, row := range jsTable(f)[:120] { // the rest are TestJSStringTable's
+		f.Add(row.Input)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		got, err := jsText(json.RawMessage(input))
+		if !json.Valid([]byte(input)) {
+			return // the handlers never pass invalid JSON on
+		}
+		if err != nil {
+			t.Fatalf("jsText(%s): %v", input, err)
+		}
+		v, _ := decodeAny(json.RawMessage(input))
+		num, isNumber := v.(json.Number)
+		n, _ := strconv.ParseFloat(string(num), 64)
+		if isNumber && !math.IsInf(n, 0) {
+			back, perr := strconv.ParseFloat(got, 64)
+			if perr != nil || back != n || !jsNumberForm.MatchString(got) {
+				t.Errorf("String(%s) = %q, which does not read back as %v in JavaScript's form", input, got, n)
+			}
+		}
+	})
+}
+
+// FuzzSubmitBody: any submit body answers JSON with 201 or 400 and stores only values
+// of the form's own fields.
+func FuzzSubmitBody(f *testing.F) {
+	for _, s := range []string{`{"values": {"1": "a"}}`, `{"values": {"1": null, "2": [1, {}], "x": 1}}`, `{"values": []}`,
+		`{"values": {}}`, `{}`, `{"values": {"1": 1e400}}`, `{"values": {"01": 1, "1": 2}}`, `{"values": "x"}`, `{"values": {"1": "\ud800"}}`} {
+		f.Add(s)
+	}
+	e := newTestEnv(f)
+	form := e.createForm(fullForm())
+	e.createForm(fullForm()) // another form, whose field ids must never be stored
+	f.Fuzz(func(t *testing.T, body string) {
+		e.t = t
+		switch fuzzServe(t, e.srv, "POST", "/api/forms/"+itoa(form.ID)+"/responses", body) {
+		case 201, 400, 413:
+		default:
+			t.Fatalf("submit %q: unexpected status", body)
+		}
+		e.wantNoOrphans()
+	})
 }

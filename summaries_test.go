@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -843,4 +845,31 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not return within 15 s")
 	}
+}
+
+// FuzzParseEmail: any bytes either parse to valid UTF-8 fields within the body cap, or
+// give an error; never a panic.
+func FuzzParseEmail(f *testing.F) {
+	for _, dir := range []string{"new", "cur"} {
+		entries, _ := os.ReadDir("testdata/maildir/" + dir)
+		for _, e := range entries {
+			if b, err := os.ReadFile("testdata/maildir/" + dir + "/" + e.Name()); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := parseEmail(bytes.NewReader(raw))
+		if err != nil {
+			return
+		}
+		for _, s := range []string{m.From, m.To, m.Subject, m.Date, m.Body} {
+			if !utf8.ValidString(s) {
+				t.Errorf("invalid UTF-8 in %+v", m)
+			}
+		}
+		if utf8.RuneCountInString(m.Body) > maxEmailBodyChars {
+			t.Errorf("body of %d characters", utf8.RuneCountInString(m.Body))
+		}
+	})
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -134,4 +136,159 @@ func windowStart(now time.Time) time.Time {
 func startOfDay(now time.Time) time.Time {
 	y, m, d := now.Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+}
+
+// Outbound calls to the tracker and the model share one discipline: bounded time,
+// bounded answers, retries on 429 and 5xx, and errors that name the status and the
+// provider's message but never a key.
+
+// maxAnswerBytes bounds what is read of an answer of the tracker or the model.
+const maxAnswerBytes = 32 << 20
+
+// callWithRetry sends the request newRequest builds and returns the body of a 2xx
+// answer. A 429 or 5xx answer is retried twice with a growing pause. Every attempt is
+// bounded by cfg.OutboundTimeout and by ctx, which shutdown cancels. Errors name the
+// service and the status with the start of the answer, never a key.
+func callWithRetry(ctx context.Context, client *http.Client, cfg config, service string, newRequest func(context.Context) (*http.Request, error)) ([]byte, error) {
+	delay := cfg.OutboundRetryDelay
+	for attempt := 0; ; attempt++ {
+		body, status, err := callOnce(ctx, client, cfg.OutboundTimeout, newRequest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", service, err)
+		}
+		if status >= 200 && status < 300 {
+			return body, nil
+		}
+		if (status == http.StatusTooManyRequests || status >= 500) && attempt < 2 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%s: %w", service, ctx.Err())
+			}
+			delay *= 2
+			continue
+		}
+		return nil, fmt.Errorf("%s answered %d: %s", service, status, providerMessage(body))
+	}
+}
+
+func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, newRequest func(context.Context) (*http.Request, error)) ([]byte, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := newRequest(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, 0, redactURLError(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read answer: %w", redactURLError(err))
+	}
+	return body, res.StatusCode, nil
+}
+
+// redactURLError strips user information from the URL inside a client error.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = u.Redacted()
+		}
+	}
+	return err
+}
+
+// providerMessage picks the message out of an error answer: OpenAI-style
+// {"error": {"message"}}, Gemini's list of those, MantisBT's {"message"}; else the start
+// of the body.
+func providerMessage(body []byte) string {
+	var one struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	var list []struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	switch {
+	case json.Unmarshal(body, &list) == nil && len(list) > 0 && list[0].Error.Message != "":
+		return list[0].Error.Message
+	case json.Unmarshal(body, &one) == nil:
+		var inner struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(one.Error, &inner) == nil && inner.Message != "" {
+			return inner.Message
+		}
+		var s string
+		if json.Unmarshal(one.Error, &s) == nil && s != "" {
+			return s
+		}
+		if one.Message != "" {
+			return one.Message
+		}
+	}
+	return cutText(strings.TrimSpace(string(body)), 200)
+}
+
+// cutText keeps the first n characters (runes) of s.
+func cutText(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// complete asks the model behind an OpenAI-compatible chat-completions API (Gemini's
+// compatibility endpoint, OpenAI, Ollama, vLLM) to answer one user message, and returns
+// choices[0].message.content.
+func complete(ctx context.Context, client *http.Client, cfg config, prompt string) (string, error) {
+	if cfg.GenAIKey == "" {
+		return "", errors.New("GENAI_API_KEY is not configured")
+	}
+	body, err := json.Marshal(map[string]any{
+		"model":    cfg.GenAIModel,
+		"messages": []map[string]string{{"role": "user", "content": prompt}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("model request: %w", err)
+	}
+	u := strings.TrimRight(cfg.GenAIBaseURL, "/") + "/chat/completions"
+	answer, err := callWithRetry(ctx, client, cfg, "model", func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+cfg.GenAIKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		return req, nil
+	})
+	if err != nil {
+		// A provider may quote the key it refused; it never leaves the process.
+		return "", errors.New(strings.ReplaceAll(err.Error(), cfg.GenAIKey, "[redacted]"))
+	}
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content *string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(answer, &out); err != nil {
+		return "", fmt.Errorf("model answer is not a chat completion: %w", err)
+	}
+	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
+		return "", errors.New("model answer has no choices[0].message.content")
+	}
+	return *out.Choices[0].Message.Content, nil
 }
