@@ -302,6 +302,10 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
+// statusClientGone is logged for a request whose client left before its answer, as
+// nginx logs it; it is never sent.
+const statusClientGone = 499
+
 // statusRecorder remembers the status for the request log.
 type statusRecorder struct {
 	http.ResponseWriter
@@ -379,35 +383,56 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// requestError is a client error with its exact status and message.
+// requestError is an error answered with its exact status and message. The message is
+// sent as {"error": msg}, or as {"message": msg} where member is "message" (only the 404 of
+// GET /api/tracker-summary/today, docs/SPEC.md §7).
 type requestError struct {
 	status int
 	msg    string
+	member string // "error" when empty
 }
 
 func (e *requestError) Error() string { return e.msg }
 
-func badRequest(msg string) error { return &requestError{http.StatusBadRequest, msg} }
+func badRequest(msg string) error { return &requestError{status: http.StatusBadRequest, msg: msg} }
 
-// fail answers err for the operation named by context, one of SPEC.md §7's contexts. It is
+// notFoundAs gives a missing record the answer of a read endpoint ("Form not found",
+// "Response not found"), where update, delete and submit answer "<context>: Record not found".
+func notFoundAs(msg string, err error) error {
+	if errors.Is(err, errNotFound) {
+		return &requestError{status: http.StatusNotFound, msg: msg}
+	}
+	return err
+}
+
+// fail answers err for the operation op, one of docs/SPEC.md §7's contexts. It is
 // the one place where errors become statuses.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, context string, err error) {
+func (s *server) fail(w http.ResponseWriter, r *http.Request, op string, err error) {
 	var re *requestError
 	var ve *validationError
 	var ce *configError
 	switch {
+	case errors.As(err, &re) && re.member != "":
+		writeJSON(w, re.status, map[string]string{re.member: re.msg})
 	case errors.As(err, &re):
 		writeError(w, re.status, re.msg)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client left (while waiting for a PDF slot, say): nobody reads an answer, and
+		// the log says so rather than showing a 200.
+		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path)
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.status = statusClientGone
+		}
 	case errors.Is(err, errNotFound):
-		writeError(w, http.StatusNotFound, context+": Record not found")
+		writeError(w, http.StatusNotFound, op+": Record not found")
 	case errors.As(err, &ce):
 		// The earlier variant's on-demand summary answers missing configuration bare.
 		writeError(w, http.StatusInternalServerError, ce.msg)
 	case errors.As(err, &ve):
-		writeError(w, http.StatusInternalServerError, "Failed to "+context+": "+ve.msg)
+		writeError(w, http.StatusInternalServerError, "Failed to "+op+": "+ve.msg)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "Failed to "+context+": "+err.Error())
+		writeError(w, http.StatusInternalServerError, "Failed to "+op+": "+err.Error())
 	}
 }
 
@@ -415,7 +440,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, context string, er
 // original's body parser had it. Errors are *requestError: 413 over maxBodyBytes (refused
 // from Content-Length before reading when the client announces it), 400 otherwise.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	tooLarge := &requestError{http.StatusRequestEntityTooLarge, "Request body too large"}
+	tooLarge := &requestError{status: http.StatusRequestEntityTooLarge, msg: "Request body too large"}
 	if r.ContentLength > maxBodyBytes {
 		return tooLarge
 	}
