@@ -20,9 +20,9 @@ import (
 	"path"
 	"reflect"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -102,21 +102,6 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// tuneGC trades memory the service does not need for collector time: a PDF export
-// allocates about 20 MB of short-lived garbage (fpdf re-reads its fonts for every
-// document), and with Go's default GOGC=100 the collector takes a quarter of the CPU of
-// an export. GOGC=400 under a 40 MiB soft limit collects a quarter as often while the
-// heap is small, and as often as it must near the limit. GOGC and GOMEMLIMIT in the
-// environment, read by the runtime itself, win over these defaults.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40 << 20)
-	}
-}
-
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
 // then shuts down: stop accepting, finish requests in flight, wait for background jobs,
 // close the database. Tests call it with their own ctx, environment and writers.
@@ -133,27 +118,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	tuneGC(getenv)
 
 	store, err := OpenStore(ctx, cfg.DatabasePath, time.Now)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
 	var hour, minute int
 	if cfg.SummarySchedule != "" {
 		if hour, minute, err = parseSchedule(cfg.SummarySchedule); err != nil {
+			store.Close()
 			return err
 		}
 	}
-
-	srv := newServer(cfg, store, log, time.Now, &http.Client{})
-	httpServer := newHTTPServer(cfg, srv, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		store.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	srv := newServer(cfg, store, log, time.Now, &http.Client{})
+	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
 	if cfg.SummarySchedule != "" {
@@ -162,28 +145,60 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
-
 	select {
-	case err := <-serveErr:
-		srv.jobs.stop(cfg.JobGrace)
-		return fmt.Errorf("serve: %w", err)
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+		log.Info("shutting down")
+		err = nil
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.RequestGrace)
+		defer cancel()
+		if httpServer.Shutdown(shutdownCtx) != nil {
+			// The grace ran out with requests in flight: closing their connections cancels
+			// their contexts, so that their handlers return soon.
+			log.Error("requests still running after the shutdown grace; closing their connections", "grace", cfg.RequestGrace)
+			httpServer.Close()
+		}
+		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve", "err", err)
+		}
 	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.RequestGrace)
-	defer cancel()
-	err = httpServer.Shutdown(shutdownCtx)
-	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serve", "err", err)
-	}
-	if err != nil {
-		log.Error("shutdown", "err", err)
-	}
-	if !srv.jobs.stop(cfg.JobGrace) {
+	jobsDone := srv.jobs.stop(cfg.JobGrace)
+	if !jobsDone {
 		log.Error("background jobs still running after the shutdown grace", "grace", cfg.JobGrace)
 	}
+	handlersDone := waitGroupWithin(&srv.handlers, cfg.JobGrace)
+	if !handlersDone {
+		log.Error("request handlers still running after their connections were closed", "grace", cfg.JobGrace)
+	}
+	if jobsDone && handlersDone {
+		if cerr := store.Close(); cerr != nil {
+			log.Error("close database", "err", cerr)
+		}
+	} else {
+		// Closing the database under work that still uses it would turn that work's last
+		// statements into errors. The process ends anyway, and the WAL keeps every commit.
+		log.Error("database left open for the work still running")
+	}
 	log.Info("stopped")
-	return nil
+	return err
+}
+
+// waitGroupWithin waits for wg up to d and reports whether it finished.
+func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 // maxBodyBytes bounds every request body (DESIGN.md: 413 above 1 MiB).
@@ -199,7 +214,9 @@ type server struct {
 	// client makes the outbound calls to the tracker and the model.
 	client *http.Client
 	jobs   *summaryJobs
-	forms  *formCache
+	// handlers counts the requests being served, so that shutdown closes the database
+	// only after the last one has returned.
+	handlers sync.WaitGroup
 	// pdfSlots bounds the PDF exports rendering at once to the number of cores.
 	pdfSlots chan struct{}
 }
@@ -213,7 +230,6 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		mux:      http.NewServeMux(),
 		client:   client,
 		jobs:     newSummaryJobs(),
-		forms:    newFormCache(),
 		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 	s.routes()
@@ -249,21 +265,27 @@ func (s *server) routes() {
 
 // ServeHTTP runs every request through logging, recovery and the token check.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handlers.Add(1)
+	defer s.handlers.Done()
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				s.log.Warn("request aborted", "method", r.Method, "path", r.URL.Path, "status", rec.status)
-				panic(v) // net/http ends the connection without a log of its own
-			}
+		v := recover()
+		if v != nil && v != http.ErrAbortHandler {
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if !rec.wrote {
 				writeError(rec, http.StatusInternalServerError, "Internal server error")
+				v = nil
 			}
 		}
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration", time.Since(start).Round(time.Microsecond))
+			"duration", time.Since(start).Round(time.Microsecond), "aborted", v != nil)
+		if v != nil {
+			// Part of the answer may be out: ending the connection is the only way to
+			// tell the client it is incomplete. net/http does so, without a log of its
+			// own, for this value.
+			panic(http.ErrAbortHandler)
+		}
 	}()
 	if s.cfg.APIToken != "" && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) &&
 		!validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
@@ -436,35 +458,73 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, op string, err err
 	}
 }
 
-// decodeJSON reads a JSON object body into dst. An empty body counts as {}, as the
-// original's body parser had it. Errors are *requestError: 413 over maxBodyBytes (refused
-// from Content-Length before reading when the client announces it), 400 otherwise.
-func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+// readJSON reads a request body of at most maxBodyBytes that must be JSON. An empty body
+// counts as {}, as the original's body parser had it. Errors are *requestError: 413 over
+// maxBodyBytes (refused from Content-Length before reading when the client announces
+// it), 400 otherwise; either way nothing has been changed.
+func readJSON(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
 	tooLarge := &requestError{status: http.StatusRequestEntityTooLarge, msg: "Request body too large"}
 	if r.ContentLength > maxBodyBytes {
-		return tooLarge
+		return nil, tooLarge
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var maxErr *http.MaxBytesError
 	if errors.As(err, &maxErr) {
-		return tooLarge
+		return nil, tooLarge
 	}
 	if err != nil {
-		return badRequest("Invalid JSON body")
+		return nil, badRequest("Invalid JSON body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		body = []byte("{}")
+		return json.RawMessage("{}"), nil
 	}
-	err = json.Unmarshal(body, dst)
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return badRequest("Invalid JSON body: expected an object")
+	if !json.Valid(body) {
+		return nil, badRequest("Invalid JSON body")
+	}
+	return body, nil
+}
+
+// jsonObject is a JSON object's members by exact name. The original read members as
+// JavaScript does (req.body.title): names match exactly, and of a name given twice the
+// last counts. Go's encoding/json would match struct fields regardless of case
+// ({"Title": …} as title), so request bodies are read through jsonObject instead.
+type jsonObject map[string]json.RawMessage
+
+// decodeObject reads raw, valid JSON, as an object; null is an object without members.
+// path names raw in error messages ("" for the whole body).
+func decodeObject(raw json.RawMessage, path string) (jsonObject, error) {
+	var o jsonObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		if path == "" {
+			return nil, badRequest("Invalid JSON body: expected an object")
 		}
-		return badRequest(fmt.Sprintf("Invalid JSON body: %s must be %s", typeErr.Field, jsonKind(typeErr.Type)))
-	case err != nil:
-		return badRequest("Invalid JSON body")
+		return nil, badRequest(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
+	}
+	return o, nil
+}
+
+// get decodes member name into dst, a pointer; an absent member leaves dst as it is, and
+// null leaves it at its zero value. A member of the wrong JSON kind is a 400 that names it.
+func (o jsonObject) get(name, path string, dst any) error {
+	raw, ok := o[name]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		if path != "" {
+			name = path + "." + name
+		}
+		return badRequest(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(reflect.TypeOf(dst))))
+	}
+	return nil
+}
+
+// firstError returns the first non-nil error.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

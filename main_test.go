@@ -109,17 +109,16 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	listed := 0
-	err = store.EachResponse(context.Background(), 1, func(r Response) error {
-		if len(r.Values) != 1 {
-			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
-		}
-		listed++
-		return nil
-	})
+	_, list, err := store.ListResponses(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range list {
+		if len(r.Values) != 1 {
+			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
+		}
+	}
+	listed := len(list)
 	if acked != 100 || listed != acked {
 		t.Errorf("acknowledged %d of 100, found %d after restart", acked, listed)
 	}
@@ -747,13 +746,13 @@ func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
 	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Errorf("integrity_check = %q, %v", integrity, err)
 	}
-	listed := map[int64]int{}
-	err = store.EachResponse(context.Background(), formID, func(r Response) error {
-		listed[r.ID] = len(r.Values)
-		return nil
-	})
+	_, list, err := store.ListResponses(context.Background(), formID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	listed := map[int64]int{}
+	for _, r := range list {
+		listed[r.ID] = len(r.Values)
 	}
 	lost := 0
 	for _, id := range acked {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -241,67 +240,6 @@ func TestConcurrentSubmits(t *testing.T) {
 	}
 }
 
-// TestSubmitBatch: submits written in one transaction keep their own outcomes; a missing
-// form refuses only its own submit.
-func TestSubmitBatch(t *testing.T) {
-	e := newTestEnv(t)
-	f := e.createForm(fullForm())
-	field := itoa(f.Categories[0].Fields[0].ID)
-	one := func(v string) []SubmittedValue { return []SubmittedValue{{Key: field, Value: &v}} }
-	batch := []*pendingSubmit{
-		{formID: f.ID, values: one("first")},
-		{formID: 999, values: one("lost")},
-		{formID: f.ID, values: one("third")},
-	}
-	results := e.store.writeBatch(batch)
-	if results[0].err != nil || results[2].err != nil || results[0].id == 0 || results[2].id <= results[0].id {
-		t.Errorf("good submits = %+v, %+v", results[0], results[2])
-	}
-	if !errors.Is(results[1].err, errNotFound) || results[1].id != 0 {
-		t.Errorf("submit to a missing form = %+v, want errNotFound", results[1])
-	}
-	var values string
-	if err := e.store.read.QueryRow(`SELECT group_concat(value, ',') FROM (SELECT value FROM response_values ORDER BY responseId)`).Scan(&values); err != nil || values != "first,third" {
-		t.Errorf("stored values %q (%v), want first,third", values, err)
-	}
-	if n := e.count("responses"); n != 2 {
-		t.Errorf("%d responses stored, want 2", n)
-	}
-
-	// Concurrently, through the API: good and bad submits interleave in batches.
-	var wg sync.WaitGroup
-	errs := make(chan string, 640)
-	for i := range 32 {
-		wg.Go(func() {
-			formID := f.ID
-			if i%2 == 1 {
-				formID = 999
-			}
-			for range 20 {
-				res, err := e.http.Client().Post(e.http.URL+"/api/forms/"+itoa(formID)+"/responses", "application/json",
-					strings.NewReader(`{"values": {"`+field+`": "x"}}`))
-				if err != nil {
-					errs <- err.Error()
-					continue
-				}
-				res.Body.Close()
-				if (formID == 999 && res.StatusCode != 404) || (formID != 999 && res.StatusCode != 201) {
-					errs <- fmt.Sprintf("form %d: status %d", formID, res.StatusCode)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if n := e.count("responses"); n != 2+16*20 {
-		t.Errorf("%d responses stored, want %d", n, 2+16*20)
-	}
-	e.wantNoOrphans()
-}
-
 // TestJSNumber compares with what node prints for String(x).
 func TestJSNumber(t *testing.T) {
 	cases := []struct {
@@ -333,19 +271,6 @@ func TestJSStringOverflow(t *testing.T) {
 	if err != nil || got != ",,[object Object],true" {
 		t.Errorf("nested array = %q, %v", got, err)
 	}
-}
-
-// FuzzAppendJSONString: the hand-written string encoder writes what encoding/json writes.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", `"quoted" \ back`, "<a href='x'>&</a>", "\u2028\u2029", "\x00\x1f\x7f", "\xff\xfe bad", "Grüße 🙂", "\t\n\r\b\f"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
 }
 
 func BenchmarkSubmit(b *testing.B) {

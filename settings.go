@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -51,26 +50,30 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "update setting", err)
 		return
 	}
-	context := fmt.Sprintf("update setting '%s'", key)
-	var in struct {
-		Value json.RawMessage `json:"value"`
+	op := fmt.Sprintf("update setting '%s'", key)
+	body, err := readJSON(w, r)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
 	}
-	if err := decodeJSON(w, r, &in); err != nil {
-		s.fail(w, r, context, err)
+	in, err := decodeObject(body, "")
+	if err != nil {
+		s.fail(w, r, op, err)
 		return
 	}
 	// An absent value is a 400; null arrives as the raw text null and is stored as "null".
-	if len(in.Value) == 0 {
-		writeError(w, http.StatusBadRequest, "Setting value is required in the request body")
+	raw, ok := in["value"]
+	if !ok {
+		s.fail(w, r, op, badRequest("Setting value is required in the request body"))
 		return
 	}
-	value, err := jsText(in.Value)
+	value, err := jsText(raw)
 	if err != nil {
-		s.fail(w, r, context, err)
+		s.fail(w, r, op, err)
 		return
 	}
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
-		s.fail(w, r, context, err)
+		s.fail(w, r, op, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, setting{key, value})

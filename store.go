@@ -1,37 +1,104 @@
 package main
 
 import (
-	_ "embed"
-
 	"context"
 	"database/sql"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	_ "github.com/mattn/go-sqlite3"
 	"net/url"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-)
 
-//go:embed schema.sql
-var schemaSQL string
+	_ "github.com/mattn/go-sqlite3"
+)
 
 // errNotFound is returned by store methods when the record they operate on does not exist.
 var errNotFound = errors.New("record not found")
 
-// validationError is a rule of the form model that the input broke. SPEC.md answers these
-// with 500 and the message, so it is a type of its own rather than a 400 request error.
-type validationError struct{ msg string }
+// migrations are the schema, one step per entry, applied in order at start: a database
+// at PRAGMA user_version n gets migrations[n:], each in its own transaction that also
+// records the new version. A released entry is never edited; a schema change is a new
+// entry at the end, so that every existing forms.db follows.
+//
+// Timestamps are TEXT in toISOString() form (UTC, millisecond precision), which sorts
+// lexicographically in time order.
+var migrations = []string{
+	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
+	// then (user_version 0, every table present) take this step unchanged.
+	`
+CREATE TABLE IF NOT EXISTS forms (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    title       TEXT NOT NULL,
+    description TEXT,
+    createdAt   TEXT NOT NULL
+);
 
-func (e *validationError) Error() string { return e.msg }
+CREATE TABLE IF NOT EXISTS categories (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    formId    INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
+    name      TEXT NOT NULL DEFAULT '',
+    sortOrder INTEGER NOT NULL
+);
 
-// fieldTypes are the five field types SPEC.md allows, mirrored by the CHECK in schema.sql.
-var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
+-- The CHECK repeats the field-type rule of forms.go, so that no code path can store an
+-- unknown type.
+CREATE TABLE IF NOT EXISTS fields (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    categoryId  INTEGER NOT NULL REFERENCES categories(id) ON DELETE CASCADE,
+    label       TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('text', 'number', 'date', 'textarea', 'boolean')),
+    description TEXT,
+    sortOrder   INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS responses (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    formId      INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
+    submittedAt TEXT NOT NULL
+);
+
+-- fieldId has no foreign key on purpose. A cascade from fields would need an index on
+-- fieldId, and that index costs every submit about fifty scattered page writes (one per
+-- answered field), where the primary key below only appends. The store keeps the rule
+-- itself, inside its transactions: a value is inserted only for a field of the
+-- response's form (CreateResponse), and an update, which replaces every field of a form,
+-- first deletes every value of the form's responses (UpdateForm).
+CREATE TABLE IF NOT EXISTS response_values (
+    responseId INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
+    fieldId    INTEGER NOT NULL,
+    value      TEXT,
+    PRIMARY KEY (responseId, fieldId)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One tracker summary per local day: summaryDate is that day's local midnight.
+CREATE TABLE IF NOT EXISTS tracker_summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    summaryDate TEXT NOT NULL UNIQUE,
+    summaryText TEXT NOT NULL,
+    generatedAt TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS email_summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    summaryDate TEXT NOT NULL,
+    summaryText TEXT NOT NULL,
+    generatedAt TEXT NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS categories_form ON categories(formId, sortOrder);
+CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
+CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
+CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
+`,
+}
 
 // Store is the SQLite database behind the service.
 //
@@ -39,22 +106,15 @@ var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "te
 // connection: SQLite allows one writer at a time anyway, and queueing writers in
 // database/sql's pool (first come, first served) instead of in SQLite's busy handler means a
 // writer never sees "database is locked" and never sleeps in a retry loop. Reads go through
-// read, with several connections: in WAL mode readers see the last commit and never wait for
-// the writer.
+// read, whose connections are query-only: in WAL mode they see the last commit and never
+// wait for the writer, and SQLite refuses any write on them.
 type Store struct {
-	write  *sql.DB
-	read   *sql.DB
-	now    func() time.Time
-	fields fieldSets
-
-	// Submits are written in batches: see CreateResponse.
-	submits     chan *pendingSubmit
-	submitsDone chan struct{} // closed when the batch writer has ended
-	closeMu     sync.RWMutex  // held for writing only by Close, which ends submits
-	closed      bool
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
 }
 
-// OpenStore opens (creating when absent) the SQLite file at path and applies the schema.
+// OpenStore opens (creating when absent) the SQLite file at path and migrates it.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open database: path %q must not contain '?' or '#'", path)
@@ -74,22 +134,20 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	write.SetMaxOpenConns(1)
-	// Each connection keeps its own page cache (2 MB by default); the readers get 1 MB
-	// each, as the operating system caches the file for them all anyway.
-	read, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_cache_size=-1024")
+	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
+	// SQLite itself refuse writes on the read pool.
+	read, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_query_only=on")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	// The response list streams while it reads, so a slow client holds a read connection
-	// until the write timeout; a few more than the cores keep other reads moving.
-	readers := max(8, runtime.NumCPU()*2)
+	// No answer holds a connection while its client reads, so a connection per core
+	// keeps every core busy.
+	readers := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, now: now,
-		submits: make(chan *pendingSubmit), submitsDone: make(chan struct{})}
-	go s.writeSubmits()
+	s := &Store{write: write, read: read, now: now}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -97,30 +155,41 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	return s, nil
 }
 
+// migrate applies the migrations the database has not had yet.
 func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("apply schema: %w", err)
+	var version int
+	if err := s.write.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
-		return fmt.Errorf("apply schema: %w", err)
+	if version > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("apply schema: %w", err)
+	for v := version; v < len(migrations); v++ {
+		if err := s.applyMigration(ctx, v+1, migrations[v]); err != nil {
+			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+		}
 	}
 	return nil
 }
 
+func (s *Store) applyMigration(ctx context.Context, version int, script string) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, script); err != nil {
+		return err
+	}
+	// PRAGMA takes no parameters; version is this program's own counter, never input.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // Close closes both pools.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.submits)
-	}
-	s.closeMu.Unlock()
-	<-s.submitsDone // every submit handed over is answered before the database closes
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -184,29 +253,6 @@ type Field struct {
 	SortOrder   int     `json:"sortOrder"`
 }
 
-// FormInput is the body of create and update. Title is checked by the handler; the
-// categories and fields are checked by the store while it inserts them, inside the
-// transaction, so that a bad last field undoes everything before it.
-type FormInput struct {
-	Title       *string         `json:"title"`
-	Description *string         `json:"description"`
-	Categories  []CategoryInput `json:"categories"`
-}
-
-// CategoryInput is one category of a FormInput; a missing name is "".
-type CategoryInput struct {
-	Name   string       `json:"name"`
-	Fields []FieldInput `json:"fields"`
-}
-
-// FieldInput is one field of a CategoryInput. Type stays raw JSON so that a wrong type of
-// any JSON kind is reported as SPEC.md's "Invalid field type: <type>".
-type FieldInput struct {
-	Label       *string         `json:"label"`
-	Type        json.RawMessage `json:"type"`
-	Description *string         `json:"description"`
-}
-
 // ListForms returns every form, newest first.
 func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
 	rows, err := s.read.QueryContext(ctx,
@@ -231,72 +277,65 @@ func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
 	return forms, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound.
-func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return FormDetail{}, fmt.Errorf("get form: %w", err)
-	}
-	defer tx.Rollback()
-	return getForm(ctx, tx, id)
+// querier is what getForm needs of a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// getForm reads a form and its tree with two queries, whatever the number of categories.
-func getForm(ctx context.Context, tx *sql.Tx, id int64) (FormDetail, error) {
-	var f FormDetail
-	var desc sql.NullString
-	err := tx.QueryRowContext(ctx,
-		`SELECT id, title, description, createdAt FROM forms WHERE id = ?`, id).
-		Scan(&f.ID, &f.Title, &desc, &f.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, errNotFound
-	}
+// GetForm returns the form with its categories and fields, or errNotFound.
+func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
+	return getForm(ctx, s.read, id)
+}
+
+// getForm reads a form and its tree with one query, one row per field (a category
+// without fields and a form without categories still give one row, of NULLs), in
+// category and field sortOrder. One statement reads one consistent snapshot.
+func getForm(ctx context.Context, q querier, id int64) (FormDetail, error) {
+	rows, err := q.QueryContext(ctx,
+		`SELECT f.title, f.description, f.createdAt,
+		        c.id, c.name, c.sortOrder,
+		        d.id, d.label, d.type, d.description, d.sortOrder
+		   FROM forms f
+		   LEFT JOIN categories c ON c.formId = f.id
+		   LEFT JOIN fields d ON d.categoryId = c.id
+		  WHERE f.id = ?
+		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, id)
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
-	f.Description = stringPtr(desc)
-
-	f.Categories = []Category{}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT id, name, sortOrder FROM categories WHERE formId = ? ORDER BY sortOrder, id`, id)
-	if err != nil {
-		return FormDetail{}, fmt.Errorf("get categories: %w", err)
-	}
 	defer rows.Close()
-	index := map[int64]int{}
+	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
+	found := false
 	for rows.Next() {
-		c := Category{FormID: id, Fields: []Field{}}
-		if err := rows.Scan(&c.ID, &c.Name, &c.SortOrder); err != nil {
-			return FormDetail{}, fmt.Errorf("get categories: %w", err)
+		var formDesc, catName, fieldLabel, fieldType, fieldDesc sql.NullString
+		var catID, catOrder, fieldID, fieldOrder sql.NullInt64
+		if err := rows.Scan(&f.Title, &formDesc, &f.CreatedAt,
+			&catID, &catName, &catOrder,
+			&fieldID, &fieldLabel, &fieldType, &fieldDesc, &fieldOrder); err != nil {
+			return FormDetail{}, fmt.Errorf("get form: %w", err)
 		}
-		index[c.ID] = len(f.Categories)
-		f.Categories = append(f.Categories, c)
+		found = true
+		f.Description = stringPtr(formDesc)
+		if !catID.Valid {
+			continue
+		}
+		if n := len(f.Categories); n == 0 || f.Categories[n-1].ID != catID.Int64 {
+			f.Categories = append(f.Categories, Category{ID: catID.Int64, FormID: id,
+				Name: catName.String, SortOrder: int(catOrder.Int64), Fields: []Field{}})
+		}
+		if !fieldID.Valid {
+			continue
+		}
+		c := &f.Categories[len(f.Categories)-1]
+		c.Fields = append(c.Fields, Field{ID: fieldID.Int64, CategoryID: catID.Int64,
+			Label: fieldLabel.String, Type: fieldType.String,
+			Description: stringPtr(fieldDesc), SortOrder: int(fieldOrder.Int64)})
 	}
 	if err := rows.Err(); err != nil {
-		return FormDetail{}, fmt.Errorf("get categories: %w", err)
+		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
-
-	frows, err := tx.QueryContext(ctx,
-		`SELECT f.id, f.categoryId, f.label, f.type, f.description, f.sortOrder
-		   FROM fields f JOIN categories c ON c.id = f.categoryId
-		  WHERE c.formId = ?
-		  ORDER BY f.categoryId, f.sortOrder, f.id`, id)
-	if err != nil {
-		return FormDetail{}, fmt.Errorf("get fields: %w", err)
-	}
-	defer frows.Close()
-	for frows.Next() {
-		var fd Field
-		var desc sql.NullString
-		if err := frows.Scan(&fd.ID, &fd.CategoryID, &fd.Label, &fd.Type, &desc, &fd.SortOrder); err != nil {
-			return FormDetail{}, fmt.Errorf("get fields: %w", err)
-		}
-		fd.Description = stringPtr(desc)
-		c := &f.Categories[index[fd.CategoryID]]
-		c.Fields = append(c.Fields, fd)
-	}
-	if err := frows.Err(); err != nil {
-		return FormDetail{}, fmt.Errorf("get fields: %w", err)
+	if !found {
+		return FormDetail{}, errNotFound
 	}
 	return f, nil
 }
@@ -309,7 +348,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 	}
 	defer tx.Rollback()
 
-	f := Form{Title: *in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
+	f := Form{Title: in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
 		f.Title, nullString(f.Description), f.CreatedAt).Scan(&f.ID)
@@ -335,8 +374,7 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	}
 	defer tx.Rollback()
 
-	s.fields.drop(id)
-	f := Form{ID: id, Title: *in.Title, Description: in.Description}
+	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err = tx.QueryRowContext(ctx,
 		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
 		f.Title, nullString(f.Description), id).Scan(&f.CreatedAt)
@@ -346,7 +384,7 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	if err != nil {
 		return Form{}, fmt.Errorf("update form: %w", err)
 	}
-	// Every field is replaced, so every stored value of the form goes (schema.sql says
+	// Every field is replaced, so every stored value of the form goes (the schema says
 	// why this is not a cascade); the categories take their fields with them.
 	if _, err := tx.ExecContext(ctx,
 		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id); err != nil {
@@ -365,7 +403,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 }
 
 // insertCategories checks and inserts categories and fields in array order, which is
-// their sortOrder. It stops at the first invalid field with a *validationError.
+// their sortOrder. It stops at the first invalid field with checkField's
+// *validationError, which the caller's rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	for ci, c := range cats {
 		var catID int64
@@ -395,27 +434,9 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 	return nil
 }
 
-// checkField applies DESIGN.md's field checks in order and returns the field's type.
-func checkField(fd FieldInput) (string, error) {
-	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
-		return "", &validationError{"Field label is required"}
-	}
-	var typ string
-	if json.Unmarshal(fd.Type, &typ) != nil || !fieldTypes[typ] {
-		return "", &validationError{"Invalid field type: " + jsDisplay(fd.Type)}
-	}
-	return typ, nil
-}
-
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	s.fields.drop(id)
-	res, err := tx.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
+	res, err := s.write.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("delete form: %w", err)
 	}
@@ -426,31 +447,63 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	if n == 0 {
 		return errNotFound
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
 	return nil
 }
 
-// formExists returns nil when the form exists and errNotFound when it does not.
-func formExists(ctx context.Context, tx *sql.Tx, formID int64) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&one)
+// CreateResponse stores a response to a form with the values whose key is the id of one
+// of the form's fields; values of other ids are skipped. values maps field ids to
+// String(value), nil for null. errNotFound when the form does not exist.
+//
+// Two statements do it all: the response row is inserted only when its form exists, and
+// SQLite itself joins the values (one JSON object parameter, read with json_each) with
+// the form's fields, so that no value of another form's field is ever stored.
+func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int64]*string) (int64, error) {
+	valuesJSON, err := json.Marshal(values)
+	if err != nil {
+		return 0, fmt.Errorf("encode values: %w", err)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	var responseID int64
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ? RETURNING id`,
+		timestamp(s.now()), formID).Scan(&responseID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound
+		return 0, errNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("find form: %w", err)
+		return 0, fmt.Errorf("insert response: %w", err)
 	}
-	return nil
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO response_values (responseId, fieldId, value)
+		 SELECT ?, d.id, v.value
+		   FROM json_each(?) v
+		   JOIN fields d ON d.id = CAST(v.key AS INTEGER)
+		   JOIN categories c ON c.id = d.categoryId
+		  WHERE c.formId = ?`,
+		responseID, string(valuesJSON), formID)
+	if err != nil {
+		return 0, fmt.Errorf("insert values: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	return responseID, nil
 }
 
 // Response is one listed response with its values in form order.
 type Response struct {
-	ID          int64
-	SubmittedAt string
-	Values      []ResponseValue
+	ID          int64          `json:"id"`
+	SubmittedAt string         `json:"submittedAt"`
+	Values      ResponseValues `json:"values"`
 }
+
+// ResponseValues are the answers of a response in form order (category sortOrder, then
+// field sortOrder). Their JSON is an object keyed by field id; see MarshalJSON.
+type ResponseValues []ResponseValue
 
 // ResponseValue is one answer of a listed response.
 type ResponseValue struct {
@@ -466,84 +519,88 @@ type ListedField struct {
 	position int // category sortOrder, then field sortOrder, as an index
 }
 
-// EachResponse calls fn for every response of a form, newest first, each with its values
-// in form order. It reads them with one query whatever their number, and hands them over
-// one at a time, so that a list of any length is never held in memory whole. fn must not
-// keep the Response: its Values are reused. errNotFound when the form does not exist,
-// before fn is ever called.
-func (s *Store) EachResponse(ctx context.Context, formID int64, fn func(Response) error) error {
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// ListResponses returns the fields of a form in form order and its responses, newest
+// first, each with its values in form order. It reads them with two queries whatever their
+// number, in one read transaction that ends before the caller writes a byte, so that no
+// client, however slow, holds a connection or a snapshot. errNotFound when the form does
+// not exist.
+func (s *Store) ListResponses(ctx context.Context, formID int64) ([]*ListedField, []Response, error) {
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
 
 	fields, err := listedFields(ctx, tx, formID)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	byID := make(map[int64]*ListedField, len(fields))
+	for _, f := range fields {
+		byID[f.ID] = f
 	}
 	rows, err := tx.QueryContext(ctx,
-		`SELECT r.id, r.submittedAt, rv.fieldId, rv.value
-		   FROM responses r LEFT JOIN response_values rv ON rv.responseId = r.id
+		`SELECT r.id, r.submittedAt, v.fieldId, v.value
+		   FROM responses r LEFT JOIN response_values v ON v.responseId = r.id
 		  WHERE r.formId = ?
 		  ORDER BY r.submittedAt DESC, r.id DESC`, formID)
 	if err != nil {
-		return fmt.Errorf("list responses: %w", err)
+		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
 	defer rows.Close()
-	var cur Response
-	flush := func() error {
-		if cur.ID == 0 {
-			return nil
-		}
-		slices.SortFunc(cur.Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
-		return fn(cur)
-	}
+	list := []Response{}
 	for rows.Next() {
 		var id int64
 		var submittedAt string
 		var fieldID sql.NullInt64
 		var value sql.NullString
 		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
-			return fmt.Errorf("list responses: %w", err)
+			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
-		if id != cur.ID {
-			if err := flush(); err != nil {
-				return err
-			}
-			cur = Response{ID: id, SubmittedAt: submittedAt, Values: cur.Values[:0]}
+		if n := len(list); n == 0 || list[n-1].ID != id {
+			list = append(list, Response{ID: id, SubmittedAt: submittedAt, Values: ResponseValues{}})
 		}
-		if f, ok := fields[fieldID.Int64]; fieldID.Valid && ok {
-			cur.Values = append(cur.Values, ResponseValue{Field: f, Value: stringPtr(value)})
+		if f, ok := byID[fieldID.Int64]; fieldID.Valid && ok {
+			r := &list[len(list)-1]
+			r.Values = append(r.Values, ResponseValue{Field: f, Value: stringPtr(value)})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list responses: %w", err)
+		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
-	return flush()
+	for i := range list {
+		slices.SortFunc(list[i].Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
+	}
+	return fields, list, nil
 }
 
-// listedFields returns the fields of a form by id, or errNotFound for a missing form.
-func listedFields(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]*ListedField, error) {
-	if err := formExists(ctx, tx, formID); err != nil {
-		return nil, err
+// listedFields returns the fields of a form in form order, or errNotFound for a missing
+// form.
+func listedFields(ctx context.Context, tx *sql.Tx, formID int64) ([]*ListedField, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM forms WHERE id = ?`, formID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find form: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx,
-		`SELECT f.id, f.label, f.type
-		   FROM fields f JOIN categories c ON c.id = f.categoryId
+		`SELECT d.id, d.label, d.type
+		   FROM fields d JOIN categories c ON c.id = d.categoryId
 		  WHERE c.formId = ?
-		  ORDER BY c.sortOrder, f.sortOrder, f.id`, formID)
+		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, formID)
 	if err != nil {
 		return nil, fmt.Errorf("list fields: %w", err)
 	}
 	defer rows.Close()
-	fields := map[int64]*ListedField{}
+	fields := []*ListedField{}
 	for rows.Next() {
 		f := &ListedField{position: len(fields)}
 		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
 			return nil, fmt.Errorf("list fields: %w", err)
 		}
-		fields[f.ID] = f
+		fields = append(fields, f)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list fields: %w", err)
@@ -554,7 +611,7 @@ func listedFields(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]*Lis
 // ResponseExport returns what the PDF of a response shows: the form and the response's
 // values by field id. errNotFound when the response does not exist.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return FormDetail{}, nil, fmt.Errorf("begin: %w", err)
 	}
@@ -680,7 +737,7 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 	if kind != trackerSummaries && kind != emailSummaries {
 		return nil, 0, fmt.Errorf("list summaries: unknown kind %q", kind)
 	}
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
@@ -708,246 +765,4 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
 	return list, total, nil
-}
-
-// Submits, the service's hot write: batched into shared transactions by one goroutine,
-// with each form's field ids cached for the checks.
-
-// fieldSets caches the field ids of each form for submits, which need them on every
-// call. It is used only inside write transactions, which the single write connection runs
-// one at a time, and every change of a form's fields (update, delete) drops the form's
-// entry inside its own transaction. An entry therefore always matches the committed
-// fields, and its presence means the form exists.
-type fieldSets struct {
-	mu   sync.Mutex
-	sets map[int64]map[int64]bool
-}
-
-func (c *fieldSets) get(formID int64) map[int64]bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sets[formID]
-}
-
-func (c *fieldSets) put(formID int64, set map[int64]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sets == nil || len(c.sets) >= maxCachedForms {
-		c.sets = map[int64]map[int64]bool{}
-	}
-	c.sets[formID] = set
-}
-
-func (c *fieldSets) drop(formID int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.sets, formID)
-}
-
-// SubmittedValue is one entry of a submitted `values` object: the key as sent and the
-// value as String(value) wrote it (nil for JSON null). A later entry for the same field
-// overwrites an earlier one.
-type SubmittedValue struct {
-	Key   string
-	Value *string
-}
-
-// maxSubmitBatch bounds how many submits share one transaction.
-const maxSubmitBatch = 64
-
-// pendingSubmit is a submit waiting for the batch writer.
-type pendingSubmit struct {
-	formID int64
-	values []SubmittedValue
-	done   chan submitResult // buffered: the writer never waits for the caller
-}
-
-type submitResult struct {
-	id  int64
-	err error
-}
-
-// CreateResponse stores a response to a form with those values whose key names a field
-// of the form; other keys are skipped. Keys are parsed by the strict id rule.
-//
-// Submits are the service's hot write. Rather than one transaction each, a single
-// goroutine (writeSubmits) takes every submit that is waiting and writes them in one
-// transaction, each inside a savepoint, so that one failing submit (a missing form)
-// leaves the others untouched. A submit returns only after the transaction that holds
-// it has committed: nothing is acknowledged that is not in the database.
-func (s *Store) CreateResponse(ctx context.Context, formID int64, values []SubmittedValue) (int64, error) {
-	p := &pendingSubmit{formID: formID, values: values, done: make(chan submitResult, 1)}
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return 0, errors.New("store closed")
-	}
-	select {
-	case s.submits <- p:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return 0, ctx.Err()
-	}
-	s.closeMu.RUnlock()
-	// Once handed over, the submit is written or refused as a whole: wait for which.
-	r := <-p.done
-	return r.id, r.err
-}
-
-// writeSubmits writes submits in batches until Close, taking whatever is waiting when
-// the previous batch is done; under no load a batch is a single submit.
-func (s *Store) writeSubmits() {
-	defer close(s.submitsDone)
-	for p := range s.submits {
-		batch := []*pendingSubmit{p}
-	gather:
-		for len(batch) < maxSubmitBatch {
-			select {
-			case q, ok := <-s.submits:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, q)
-			default:
-				break gather
-			}
-		}
-		results := s.writeBatch(batch)
-		for i, p := range batch {
-			p.done <- results[i]
-		}
-	}
-}
-
-// writeBatch writes a batch of submits in one transaction and returns each one's result.
-// It runs on its own context: no one caller's cancellation may undo the others' work.
-func (s *Store) writeBatch(batch []*pendingSubmit) []submitResult {
-	ctx := context.Background()
-	results := make([]submitResult, len(batch))
-	// fail gives every submit not already refused the error that ends the transaction.
-	fail := func(err error) []submitResult {
-		for i := range results {
-			if results[i].err == nil {
-				results[i] = submitResult{err: err}
-			}
-		}
-		return results
-	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(fmt.Errorf("begin: %w", err))
-	}
-	defer tx.Rollback()
-	if len(batch) == 1 {
-		// A lone submit needs no savepoint: its failure is the transaction's.
-		id, err := s.insertResponse(ctx, tx, batch[0].formID, batch[0].values)
-		if err != nil {
-			return fail(err)
-		}
-		results[0].id = id
-	} else {
-		for i, p := range batch {
-			if results[i], err = s.insertInSavepoint(ctx, tx, p); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fail(fmt.Errorf("commit: %w", err))
-	}
-	return results
-}
-
-// insertInSavepoint writes one submit of a batch so that its failure undoes only its own
-// rows. The error is one that ends the whole transaction; the submit's own failure is in
-// the result.
-func (s *Store) insertInSavepoint(ctx context.Context, tx *sql.Tx, p *pendingSubmit) (submitResult, error) {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT submit`); err != nil {
-		return submitResult{}, fmt.Errorf("savepoint: %w", err)
-	}
-	id, err := s.insertResponse(ctx, tx, p.formID, p.values)
-	if err != nil {
-		// After some errors (a full disk among them) SQLite has already rolled the whole
-		// transaction back; then the savepoint is gone, and this fails the batch.
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO submit`); rerr != nil {
-			return submitResult{}, fmt.Errorf("rollback to savepoint: %w (after %w)", rerr, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `RELEASE submit`); err != nil {
-		return submitResult{}, fmt.Errorf("release savepoint: %w", err)
-	}
-	return submitResult{id: id, err: err}, nil
-}
-
-// insertResponse writes one response and its values inside tx.
-func (s *Store) insertResponse(ctx context.Context, tx *sql.Tx, formID int64, values []SubmittedValue) (int64, error) {
-	fieldIDs, err := s.formFieldIDs(ctx, tx, formID)
-	if err != nil {
-		return 0, err
-	}
-	var responseID int64
-	err = tx.QueryRowContext(ctx,
-		`INSERT INTO responses (formId, submittedAt) VALUES (?, ?) RETURNING id`,
-		formID, timestamp(s.now())).Scan(&responseID)
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	args := make([]any, 0, 3*len(values))
-	for _, v := range values {
-		if fieldID, ok := parseID(v.Key); ok && fieldIDs[fieldID] {
-			args = append(args, responseID, fieldID, nullString(v.Value))
-		}
-	}
-	if err := insertValues(ctx, tx, args); err != nil {
-		return 0, err
-	}
-	return responseID, nil
-}
-
-// formFieldIDs returns the ids of a form's fields, or errNotFound when the form does not
-// exist. tx must be a write transaction (see fieldSets).
-func (s *Store) formFieldIDs(ctx context.Context, tx *sql.Tx, formID int64) (map[int64]bool, error) {
-	if set := s.fields.get(formID); set != nil {
-		return set, nil
-	}
-	if err := formExists(ctx, tx, formID); err != nil {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT f.id FROM fields f JOIN categories c ON c.id = f.categoryId WHERE c.formId = ?`, formID)
-	if err != nil {
-		return nil, fmt.Errorf("list fields: %w", err)
-	}
-	defer rows.Close()
-	set := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list fields: %w", err)
-		}
-		set[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list fields: %w", err)
-	}
-	s.fields.put(formID, set)
-	return set, nil
-}
-
-// insertValues inserts (responseId, fieldId, value) triples with one multi-row
-// statement per 500 rows, rather than one statement per value. Only the number of
-// placeholders varies; every value is a parameter.
-func insertValues(ctx context.Context, tx *sql.Tx, args []any) error {
-	const rowsPerStatement = 500
-	for len(args) > 0 {
-		n := min(len(args)/3, rowsPerStatement)
-		query := `INSERT INTO response_values (responseId, fieldId, value) VALUES (?, ?, ?)` +
-			strings.Repeat(`, (?, ?, ?)`, n-1) +
-			` ON CONFLICT (responseId, fieldId) DO UPDATE SET value = excluded.value`
-		if _, err := tx.ExecContext(ctx, query, args[:3*n]...); err != nil {
-			return fmt.Errorf("insert values: %w", err)
-		}
-		args = args[3*n:]
-	}
-	return nil
 }
