@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -326,4 +328,69 @@ func FuzzFormBody(f *testing.F) {
 		}
 		e.wantNoOrphans()
 	})
+}
+
+// TestReadsFollowSortOrder: the single read (and with it the PDF) and the response list
+// order categories and fields by sortOrder, not by id. The API assigns both in array
+// order, so the test reverses the sortOrders in the database to make them differ.
+func TestReadsFollowSortOrder(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "T", "categories": []any{
+		map[string]any{"name": "first", "fields": []any{
+			map[string]any{"label": "a", "type": "text"}, map[string]any{"label": "b", "type": "text"}}},
+		map[string]any{"name": "second", "fields": []any{
+			map[string]any{"label": "c", "type": "text"}, map[string]any{"label": "d", "type": "text"}}},
+	}})
+	values := map[string]any{}
+	for _, c := range f.Categories {
+		for _, fd := range c.Fields {
+			values[itoa(fd.ID)] = fd.Label
+		}
+	}
+	e.submit(f.ID, values)
+	for _, q := range []string{
+		`UPDATE categories SET sortOrder = 1 - sortOrder WHERE formId = ?`,
+		`UPDATE fields SET sortOrder = 1 - sortOrder WHERE categoryId IN (SELECT id FROM categories WHERE formId = ?)`,
+	} {
+		if _, err := e.store.write.Exec(q, f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var got FormDetail
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &got)
+	var order []string
+	for i, c := range got.Categories {
+		if c.SortOrder != i {
+			t.Errorf("category %q has sortOrder %d at index %d", c.Name, c.SortOrder, i)
+		}
+		order = append(order, c.Name)
+		for j, fd := range c.Fields {
+			if fd.SortOrder != j {
+				t.Errorf("field %q has sortOrder %d at index %d", fd.Label, fd.SortOrder, j)
+			}
+			order = append(order, fd.Label)
+		}
+	}
+	if want := "second d c first b a"; strings.Join(order, " ") != want {
+		t.Errorf("form read order = %q, want %q", strings.Join(order, " "), want)
+	}
+
+	status, raw := e.do("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil)
+	var labels []string
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if tok == "label" {
+			var l string
+			dec.Decode(&l)
+			labels = append(labels, l)
+		}
+	}
+	if want := "d c b a"; status != 200 || strings.Join(labels, " ") != want {
+		t.Errorf("response list values order = %q (%d), want %q", strings.Join(labels, " "), status, want)
+	}
 }

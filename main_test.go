@@ -428,11 +428,124 @@ func TestBodyTooLarge(t *testing.T) {
 	if e.snapshot() != before {
 		t.Errorf("oversized bodies changed the database")
 	}
-	// Just under the limit is accepted.
-	ok := `{"value": "` + strings.Repeat("z", maxBodyBytes-20) + `"}`
-	if status, _ := e.do("PUT", "/api/settings/k", ok); status != 200 {
-		t.Errorf("body just under 1 MiB = %d, want 200", status)
+}
+
+// TestBodyLimitBoundary pins the limit with literals: a body of exactly 1 MiB
+// (1,048,576 bytes) is read, one byte more is a 413, announced or streamed.
+func TestBodyLimitBoundary(t *testing.T) {
+	e := newTestEnv(t)
+	body := func(size int) string {
+		t.Helper()
+		const head, tail = `{"value": "`, `"}`
+		return head + strings.Repeat("z", size-len(head)-len(tail)) + tail
 	}
+	for _, tc := range []struct {
+		size    int
+		chunked bool
+		want    int
+	}{
+		{1048576, false, 200},
+		{1048576, true, 200},
+		{1048577, false, 413},
+		{1048577, true, 413},
+	} {
+		b := body(tc.size)
+		if len(b) != tc.size {
+			t.Fatalf("body is %d bytes, want %d", len(b), tc.size)
+		}
+		var r io.Reader = strings.NewReader(b)
+		if tc.chunked {
+			r = io.MultiReader(r) // hides the length: sent chunked
+		}
+		req, err := http.NewRequest("PUT", e.http.URL+"/api/settings/boundary", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.want {
+			t.Errorf("%d-byte body (chunked %v) = %d, want %d", tc.size, tc.chunked, res.StatusCode, tc.want)
+		}
+	}
+}
+
+// TestMemberNamesExact: members match by exact name at every level of every body, as
+// req.body.title did in the original; Go's case-insensitive matching would take "Title"
+// for "title". Of a member given twice, the last counts.
+func TestMemberNamesExact(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	formPath := "/api/forms/" + itoa(f.ID)
+
+	t.Run("refused", func(t *testing.T) {
+		before := e.snapshot()
+		for _, tc := range []struct {
+			method, path, body, want string
+		}{
+			{"POST", "/api/forms", `{"Title": "x"}`, "Form title is required"},
+			{"POST", "/api/forms", `{"TITLE": "x"}`, "Form title is required"},
+			{"PUT", formPath, `{"Title": "x"}`, "Form title is required"},
+			{"POST", formPath + "/responses", `{"Values": {"` + field + `": "x"}}`, "Response values are required"},
+			{"POST", formPath + "/responses", `{"VALUES": {"` + field + `": "x"}}`, "Response values are required"},
+			{"PUT", "/api/settings/k", `{"Value": "x"}`, "Setting value is required in the request body"},
+			{"POST", "/api/forms", `{"title": "t", "categories": [{"fields": [{"Label": "l", "type": "text"}]}]}`,
+				"Failed to create form: Field label is required"},
+			{"POST", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "l", "Type": "text"}]}]}`,
+				"Failed to create form: Invalid field type: undefined"},
+		} {
+			status, raw := e.do(tc.method, tc.path, tc.body)
+			var got struct{ Error string }
+			json.Unmarshal(raw, &got)
+			if got.Error != tc.want || (status != 400 && status != 500) {
+				t.Errorf("%s %s %s = %d %s, want %q", tc.method, tc.path, tc.body, status, raw, tc.want)
+			}
+		}
+		if e.snapshot() != before {
+			t.Error("refused bodies changed the database")
+		}
+	})
+
+	t.Run("ignored", func(t *testing.T) {
+		// Wrongly cased members beside the right ones are other members: ignored.
+		var created formAnswer
+		e.doJSON("POST", "/api/forms", `{"title": "a", "TITLE": "b", "Description": "d",
+			"categories": [{"name": "c", "Name": "C", "Fields": [{"label": "x", "type": "text"}],
+				"fields": [{"label": "l", "Label": "L", "type": "text", "TYPE": "number", "Description": "D"}]}]}`, &created)
+		var got FormDetail
+		e.doJSON("GET", "/api/forms/"+itoa(created.ID), nil, &got)
+		if got.Title != "a" || got.Description != nil || len(got.Categories) != 1 || got.Categories[0].Name != "c" ||
+			len(got.Categories[0].Fields) != 1 {
+			t.Fatalf("form = %+v, want title a, no description, one category c with one field", got)
+		}
+		if fd := got.Categories[0].Fields[0]; fd.Label != "l" || fd.Type != "text" || fd.Description != nil {
+			t.Errorf("field = %+v, want l, text, no description", fd)
+		}
+		e.doJSON("PUT", "/api/settings/k", `{"value": "a", "Value": "b"}`, nil)
+		var s setting
+		e.doJSON("GET", "/api/settings/k", nil, &s)
+		if s.Value != "a" {
+			t.Errorf("setting = %q, want a", s.Value)
+		}
+	})
+
+	t.Run("last of a repeated member", func(t *testing.T) {
+		var created formAnswer
+		e.doJSON("POST", "/api/forms", `{"title": "first", "title": "second"}`, &created)
+		if created.Title != "second" {
+			t.Errorf("title = %q, want second", created.Title)
+		}
+		e.doJSON("PUT", "/api/settings/k", `{"value": "first", "value": "second"}`, nil)
+		var s setting
+		e.doJSON("GET", "/api/settings/k", nil, &s)
+		if s.Value != "second" {
+			t.Errorf("setting = %q, want second", s.Value)
+		}
+	})
 }
 
 func TestAPIToken(t *testing.T) {
@@ -1089,7 +1202,11 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 // keeps: JSON, and a 500 only for SPEC.md's validation failures.
 func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	// A deadline turns a request that would wait forever (a transaction left open, the
+	// write connection never released) into a failure within seconds rather than a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {

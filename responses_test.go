@@ -120,7 +120,10 @@ func TestSubmitSkipsUnknownKeys(t *testing.T) {
 	other := e.createForm(fullForm())
 	own := itoa(f.Categories[0].Fields[0].ID)
 	foreign := itoa(other.Categories[0].Fields[0].ID)
-	id := e.submit(f.ID, map[string]any{"abc": "x", "12abc": "x", "": "x", foreign: "x", "999999": "x"})
+	// Junk around one of the form's own field ids is not that id: parseInt would read
+	// "<id>abc" as the id, the strict rule does not.
+	id := e.submit(f.ID, map[string]any{"abc": "x", "12abc": "x", "": "x", foreign: "x", "999999": "x",
+		own + "abc": "x", " " + own: "x", own + " ": "x", "+" + own: "x", "-" + own: "x", own + ".0": "x", "0x" + own: "x"})
 	if n := e.count("response_values"); n != 0 {
 		t.Errorf("skipped keys stored %d values", n)
 	}

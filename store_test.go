@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestMigrateKeepsExistingDatabase opens a forms.db written by the service before its
+// schema was versioned (testdata/forms-before-migrations.db: two forms, three responses,
+// two settings, a tracker and two e-mail summaries, written through that version's API and
+// store) and finds every row after the upgrade, at the current schema version.
+func TestMigrateKeepsExistingDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "forms.db")
+	copyFile(t, "testdata/forms-before-migrations.db", path)
+	store, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	e := &testEnv{t: t, store: store}
+	t.Cleanup(func() { store.Close() })
+
+	var version int
+	if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("user_version = %d (%v), want %d", version, err, len(migrations))
+	}
+	const want = `1|Site inspection|Yearly|2026-11-26T01:23:11.025Z|
+2|Empty form|<null>|2026-11-26T01:23:11.027Z|
+1|1|General|0|
+2|1||1|
+1|1|Inspector|text|Full name|0|
+2|1|Visited|date|<null>|1|
+3|1|Notes|textarea|<null>|2|
+4|2|Passed|boolean|<null>|0|
+5|2|Score|number|<null>|1|
+1|1|2026-11-26T01:23:11.029Z|
+2|1|2026-11-26T01:23:11.029Z|
+3|2|2026-11-26T01:23:11.029Z|
+1|1|Ada|
+1|2|2026-11-25|
+1|3|All fine
+really|
+1|4|true|
+1|5|1.5|
+2|1|Жанна|
+2|4|<null>|
+empty||
+theme|dark|
+categories|2|
+email_summaries|2|
+fields|5|
+forms|2|
+responses|3|
+tracker_summaries|1|
+`
+	if got := e.snapshot(); got != want {
+		t.Errorf("after the upgrade:\n%s\nwant:\n%s", got, want)
+	}
+	sum, err := store.TrackerSummary(context.Background(), time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC))
+	if err != nil || sum.SummaryText != "Tracker text" {
+		t.Errorf("tracker summary = %+v, %v", sum, err)
+	}
+	list, total, err := store.ListSummaries(context.Background(), emailSummaries, 10, 0)
+	if err != nil || total != 2 || len(list) != 2 || list[0].SummaryText != "Mail text 2" || list[1].SummaryText != "Mail text 1" {
+		t.Errorf("email summaries = %+v, total %d, %v", list, total, err)
+	}
+
+	// Opening again applies nothing twice.
+	store.Close()
+	again, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatalf("second OpenStore: %v", err)
+	}
+	again.Close()
+}
+
+// TestMigrateRefusesNewerSchema: a database from a later version of the service is not
+// opened by an older one, which would not know its tables.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "forms.db")
+	store, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.write.Exec(`PRAGMA user_version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
+		s.Close()
+		t.Fatal("OpenStore of a schema version 999 database succeeded")
+	}
+}
+
+// TestReadPoolIsReadOnly: the read pool cannot write, whatever a caller sends it.
+func TestReadPoolIsReadOnly(t *testing.T) {
+	e := newTestEnv(t)
+	if _, err := e.store.read.Exec(`INSERT INTO settings (key, value) VALUES ('k', 'v')`); err == nil {
+		t.Fatal("a write through the read pool succeeded")
+	}
+	if n := e.count("settings"); n != 0 {
+		t.Errorf("%d settings after the refused write", n)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFailedWritesReleaseTheWriter: every write that fails half-way ends its transaction.
+// The write pool has one connection, so a transaction left open would hold every later
+// write back until database/sql ends it with the caller's context, which here lasts
+// longer than the next write waits.
+func TestFailedWritesReleaseTheWriter(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	bad := []CategoryInput{{Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"nope"`)}}}}
+	// Each call gets a deadline only so that a leaked transaction fails the test rather
+	// than hanging it; it is far longer than any of these writes takes.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"create with a bad field", func() error {
+			_, err := e.store.CreateForm(ctx, FormInput{Title: "t", Categories: bad})
+			return err
+		}},
+		{"update with a bad field", func() error {
+			_, err := e.store.UpdateForm(ctx, f.ID, FormInput{Title: "t", Categories: bad})
+			return err
+		}},
+		{"update of a missing form", func() error {
+			_, err := e.store.UpdateForm(ctx, 999, FormInput{Title: "t"})
+			return err
+		}},
+		{"submit to a missing form", func() error {
+			_, err := e.store.CreateResponse(ctx, 999, map[int64]*string{1: ptr("x")})
+			return err
+		}},
+		{"delete of a missing form", func() error { return e.store.DeleteForm(ctx, 999) }},
+	} {
+		if err := tc.write(); err == nil {
+			t.Fatalf("%s succeeded", tc.name)
+		}
+		next, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := e.store.PutSetting(next, "after", tc.name)
+		cancel()
+		if err != nil {
+			t.Fatalf("a write after %s: %v (its transaction was left open)", tc.name, err)
+		}
+	}
+}
