@@ -20,6 +20,7 @@ import (
 	"path"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ type config struct {
 	EmailPromptFile    string
 	Maildir            string
 	SummarySchedule    string
+	CORSOrigins        []string      // origins allowed to call the API from a browser; "*" is any
 	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
 	JobGrace           time.Duration // how long cancelled background jobs get at shutdown
@@ -79,12 +81,24 @@ func loadConfig(getenv func(string) string) config {
 		EmailPromptFile:    get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
 		Maildir:            getenv("MAILDIR"),
 		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
 		HeaderTimeout:      5 * time.Second,
 		RequestGrace:       10 * time.Second,
 		JobGrace:           5 * time.Second,
 		OutboundTimeout:    60 * time.Second,
 		OutboundRetryDelay: 500 * time.Millisecond,
 	}
+}
+
+// splitList splits a configured list, dropping blanks around and between items.
+func splitList(s, sep string) []string {
+	var items []string
+	for _, item := range strings.Split(s, sep) {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }
 
 // newHTTPServer bounds every phase of a connection, so that a slow or stalled client
@@ -248,6 +262,7 @@ func (s *server) routes() {
 
 	s.mux.HandleFunc("POST /api/forms/{id}/responses", s.handleSubmitResponse)
 	s.mux.HandleFunc("GET /api/forms/{id}/responses", s.handleListResponses)
+	s.mux.HandleFunc("GET /api/forms/{id}/responses.csv", s.handleExportCSV)
 	s.mux.HandleFunc("GET /api/responses/{responseId}/export/pdf", s.handleExportPDF)
 
 	s.mux.HandleFunc("GET /api/tracker-summary/today", s.handleTodayTrackerSummary)
@@ -287,6 +302,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}()
+	if s.cors(rec, r) {
+		return // a preflight, answered
+	}
 	if s.cfg.APIToken != "" && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) &&
 		!validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
 		writeError(rec, http.StatusUnauthorized, "Unauthorized")
@@ -299,6 +317,42 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// corsMaxAge is how long a browser may reuse a preflight's answer, in seconds.
+const corsMaxAge = "600"
+
+// cors lets the browser front end of the original, served from another origin, call the
+// API: an answer to an allowed origin names it in Access-Control-Allow-Origin, and a
+// preflight (OPTIONS with Access-Control-Request-Method) of an allowed origin is
+// answered here with 204, the route's methods and the request headers the API reads,
+// before the token check, since browsers send preflights without credentials. A foreign
+// origin gets no CORS header, and with CORS_ORIGINS unset nothing changes. It reports
+// whether it answered the request.
+func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
+	if len(s.cfg.CORSOrigins) == 0 {
+		return false
+	}
+	w.Header().Add("Vary", "Origin") // the answer depends on it, for every cache between
+	origin := r.Header.Get("Origin")
+	if origin == "" || !(slices.Contains(s.cfg.CORSOrigins, "*") || slices.Contains(s.cfg.CORSOrigins, origin)) {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		h.Set("Access-Control-Expose-Headers", "Content-Disposition") // the download's file name
+		return false
+	}
+	methods := s.routeMethods(r)
+	if len(methods) == 0 || !isCleanPath(r.URL.EscapedPath()) {
+		return false // no such route: answered as any other request to it
+	}
+	h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // isCleanPath reports whether the escaped path p is already in the form path.Clean
@@ -349,18 +403,24 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists under
-// another method, else 404. The mux would answer both in plain text; the API speaks JSON.
-func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
-	var allow []string
+// routeMethods lists the methods the route of r's path answers; none when no route
+// serves the path.
+func (s *server) routeMethods(r *http.Request) []string {
+	var methods []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := *r
 		probe.Method = m
 		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
-			allow = append(allow, m)
+			methods = append(methods, m)
 		}
 	}
-	if len(allow) > 0 {
+	return methods
+}
+
+// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists under
+// another method, else 404. The mux would answer both in plain text; the API speaks JSON.
+func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
 		return
@@ -377,28 +437,30 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// writeJSON encodes v before writing anything, so that an encoding failure is still a
-// clean 500.
+// writeJSON sends v as the JSON answer. encoding/json's Encoder encodes the whole value
+// into its own buffer and writes it with one Write, so the header goes out only once the
+// encoding has succeeded, and an encoding failure is still a clean 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := encodeJSON(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":"Failed to encode answer"}` + "\n")
+	out := &headerOnWrite{w: w, status: status}
+	if err := json.NewEncoder(out).Encode(v); err != nil && !out.wrote {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Failed to encode answer"})
 	}
-	writeBody(w, status, body)
 }
 
-// encodeJSON is the body writeJSON sends for v.
-func encodeJSON(v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	return append(body, '\n'), err
+// headerOnWrite sends the JSON answer's header just before the first byte of its body.
+type headerOnWrite struct {
+	w      http.ResponseWriter
+	status int
+	wrote  bool
 }
 
-// writeBody sends an encoded JSON body.
-func writeBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(body)
+func (h *headerOnWrite) Write(p []byte) (int, error) {
+	if !h.wrote {
+		h.wrote = true
+		h.w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		h.w.WriteHeader(h.status)
+	}
+	return h.w.Write(p)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

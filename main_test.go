@@ -109,10 +109,11 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, list, err := store.ListResponses(context.Background(), 1)
+	rl, err := store.ListResponses(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	list := rl.Responses
 	for _, r := range list {
 		if len(r.Values) != 1 {
 			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
@@ -859,12 +860,12 @@ func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
 	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Errorf("integrity_check = %q, %v", integrity, err)
 	}
-	_, list, err := store.ListResponses(context.Background(), formID)
+	rl, err := store.ListResponses(context.Background(), formID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	listed := map[int64]int{}
-	for _, r := range list {
+	for _, r := range rl.Responses {
 		listed[r.ID] = len(r.Values)
 	}
 	lost := 0
