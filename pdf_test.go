@@ -315,6 +315,11 @@ func TestContentDisposition(t *testing.T) {
 		{"Café ü", `inline; filename="response_7_Caf___.pdf"; filename*=UTF-8''response_7_Caf%C3%A9_%C3%BC.pdf`, "response_7_Café_ü.pdf"},
 		{"a,b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%2Cb.pdf`, "response_7_a,b.pdf"},
 		{"x\x00y\x7f", `inline; filename="response_7_x_y_.pdf"; filename*=UTF-8''response_7_x%00y%7F.pdf`, "response_7_x\x00y\x7f.pdf"},
+		// %, ' and * are token characters but not RFC 8187 attr-chars: plain in filename,
+		// percent-encoded in filename*.
+		{`50% "off"`, `inline; filename="response_7_50%__off_.pdf"; filename*=UTF-8''response_7_50%25_%22off%22.pdf`, `response_7_50%_"off".pdf`},
+		{"it's*", "inline; filename=response_7_it's*.pdf", "response_7_it's*.pdf"},
+		{`50% "off" it's*`, `inline; filename="response_7_50%__off__it's*.pdf"; filename*=UTF-8''response_7_50%25_%22off%22_it%27s%2A.pdf`, `response_7_50%_"off"_it's*.pdf`},
 	}
 	for _, tc := range cases {
 		got := contentDisposition(7, tc.title)
@@ -430,10 +435,13 @@ func BenchmarkExportPDFEndpoint(b *testing.B) {
 	}
 }
 
-// FuzzContentDisposition: the header always parses, names the file inline and carries
-// the sanitised title exactly, and never holds a line break.
+// FuzzContentDisposition: the header always parses, names the file inline, never holds a
+// line break, and its filename decodes to exactly the name SPEC.md gives: the title with
+// white space, slashes and backslashes made underscores, "form" when empty. filename*
+// holds only RFC 8187 attr-chars and %XX escapes, so an unescaped %, ' or * fails (Go's
+// mime package would pass a ' or * through undecoded).
 func FuzzContentDisposition(f *testing.F) {
-	for _, s := range []string{"Report", `a/b\c d`, `"x";y`, "Café ü", "new\nline", "   ", "", "%41", "a*b'c", "\x00\x7f", "🙂", "\xff"} {
+	for _, s := range []string{"Report", `a/b\c d`, `"x";y`, "Café ü", "new\nline", "   ", "", "%41", "a*b'c", "\x00\x7f", "🙂", "\xff", `50% "off" it's*`} {
 		f.Add(int64(7), s)
 	}
 	f.Fuzz(func(t *testing.T, id int64, title string) {
@@ -448,10 +456,60 @@ func FuzzContentDisposition(f *testing.F) {
 		if err != nil || disp != "inline" {
 			t.Fatalf("ParseMediaType(%q) = %q, %v", h, disp, err)
 		}
-		if utf8.ValidString(title) && !strings.HasPrefix(params["filename"], "response_"+strconv.FormatInt(id, 10)+"_") {
-			t.Errorf("filename %q for title %q", params["filename"], title)
+		want := "response_" + strconv.FormatInt(id, 10) + "_" + sanitisedTitle(title) + ".pdf"
+		if params["filename"] != want {
+			t.Errorf("title %q: filename %q, want %q (header %s)", title, params["filename"], want, h)
+		}
+		if _, ext, ok := strings.Cut(h, "filename*=UTF-8''"); ok {
+			got, err := decodeExtValue(ext)
+			if err != nil || got != want {
+				t.Errorf("title %q: filename* %q decodes to %q, %v; want %q", title, ext, got, err, want)
+			}
 		}
 	})
+}
+
+// sanitisedTitle is SPEC.md's rule for the title in the file name, written out apart
+// from contentDisposition's own.
+func sanitisedTitle(title string) string {
+	var b strings.Builder
+	for _, r := range title {
+		if unicode.IsSpace(r) && r != '\u0085' || r == '\uFEFF' || r == '/' || r == '\\' {
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "form"
+	}
+	return b.String()
+}
+
+// decodeExtValue decodes an RFC 8187 value-chars string strictly: attr-chars
+// (ALPHA / DIGIT / "!#$&+-.^_`|~") stand for themselves and %XX for a byte; anything
+// else, % ' and * included, is an error.
+func decodeExtValue(s string) (string, error) {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%':
+			if i+3 > len(s) {
+				return "", fmt.Errorf("truncated escape at %d", i)
+			}
+			b, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", fmt.Errorf("bad escape %q", s[i:i+3])
+			}
+			out = append(out, byte(b))
+			i += 2
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("!#$&+-.^_`|~", c) >= 0:
+			out = append(out, c)
+		default:
+			return "", fmt.Errorf("%q at %d is not an attr-char", c, i)
+		}
+	}
+	return string(out), nil
 }
 
 // FuzzPDFText: whatever goes in, what reaches fpdf is valid UTF-8 of the Basic
