@@ -51,6 +51,7 @@ type config struct {
 	EmailPromptFile    string
 	Maildir            string
 	SummarySchedule    string
+	PDFFontDir         string        // folders (":"-separated) searched first for fallback fonts
 	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
 	JobGrace           time.Duration // how long cancelled background jobs get at shutdown
@@ -79,6 +80,7 @@ func loadConfig(getenv func(string) string) config {
 		EmailPromptFile:    get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
 		Maildir:            getenv("MAILDIR"),
 		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		PDFFontDir:         getenv("PDF_FONT_DIR"),
 		HeaderTimeout:      5 * time.Second,
 		RequestGrace:       10 * time.Second,
 		JobGrace:           5 * time.Second,
@@ -202,6 +204,8 @@ type server struct {
 	forms  *formCache
 	// pdfSlots bounds the PDF exports rendering at once to the number of cores.
 	pdfSlots chan struct{}
+	// fonts are the PDF's fallback fonts, found once here rather than per export.
+	fonts *fontIndex
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
@@ -215,6 +219,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		jobs:     newSummaryJobs(),
 		forms:    newFormCache(),
 		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		fonts:    newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	s.routes()
 	return s

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/zlib"
 	"fmt"
+	"golang.org/x/text/unicode/norm"
 	"io"
 	"math"
 	"mime"
@@ -228,7 +229,8 @@ func TestExportPDFHostileText(t *testing.T) {
 	})
 	pdf, _ := e.exportPDF(rid)
 	text := strings.Join(textLines(t, pdf), "\n")
-	for _, want := range []string{"Emoji \uFFFD title", "Cat \uFFFD", "Label \uFFFD tab:", "value \uFFFD", "end", "area \uFFFD", "next line"} {
+	for _, want := range []string{"Emoji [SLIGHTLY SMILING FACE] title", "Cat [ROCKET]", "Label [THUMBS UP SIGN] tab:",
+		"value [GRINNING FACE]", "end \uFFFD", "area [UPSIDE-DOWN FACE]", "next line"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
@@ -382,6 +384,7 @@ func benchmarkForm() (FormDetail, map[int64]*string) {
 func BenchmarkExportPDF(b *testing.B) {
 	form, values := benchmarkForm()
 	now := time.Now()
+	fonts := newFontIndex(fontDirs(""))
 	b.Run("baseline-fpdf-one-line", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -418,7 +421,7 @@ func BenchmarkExportPDF(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var buf bytes.Buffer
-			if err := writeResponsePDF(&buf, form, values, now); err != nil {
+			if err := writeResponsePDF(&buf, form, values, now, fonts); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -538,6 +541,7 @@ func FuzzPDF(f *testing.F) {
 	f.Add("Title", "Category", "Label", "Description", "value", "2026-11-25")
 	f.Add("🙂\x00", "", "\u2028\t", "ß Ж Ω ’", strings.Repeat("x", 400), "true")
 	f.Add("", "\xff\xfe", "a\r\nb", "", "line\n\n\nline", "2026-02-30")
+	fonts := newFontIndex(fontDirs(""))
 	f.Fuzz(func(t *testing.T, title, category, label, description, value, other string) {
 		form := FormDetail{Form: Form{ID: 1, Title: title}, Categories: []Category{{ID: 1, Name: category}}}
 		values := map[int64]*string{}
@@ -552,7 +556,7 @@ func FuzzPDF(f *testing.F) {
 			values[id] = &v
 		}
 		var buf bytes.Buffer
-		if err := writeResponsePDF(&buf, form, values, time.Now()); err != nil {
+		if err := writeResponsePDF(&buf, form, values, time.Now(), fonts); err != nil {
 			t.Fatalf("export failed: %v", err)
 		}
 		if !bytes.HasPrefix(buf.Bytes(), []byte("%PDF-")) {
@@ -584,6 +588,8 @@ type pdfPage struct {
 	Fonts []string
 	// Right is where the rightmost character other than a space ends.
 	Right float64
+	// Rects are the rectangles drawn (re), as x, y, width, height in PDF space.
+	Rects [][4]float64
 }
 
 // text is the page's lines joined with newlines.
@@ -1058,7 +1064,7 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 		}
 		res, _ := r.resolve(d["Resources"]).(pdfDict)
 		fontRes, _ := r.resolve(res["Font"]).(pdfDict)
-		glyphs, fonts, err := r.showText(content, fontRes)
+		glyphs, fonts, rects, err := r.showText(content, fontRes)
 		if err != nil {
 			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
 		}
@@ -1069,6 +1075,7 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 			}
 		}
 		page.Fonts = fonts
+		page.Rects = rects
 		doc.Pages = append(doc.Pages, page)
 		return nil
 	}
@@ -1254,10 +1261,11 @@ func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
 	}
 }
 
-// showText runs a content stream's text operators and returns the glyphs it shows and
-// the names of the fonts it shows them in.
-func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, error) {
+// showText runs a content stream's text operators and returns the glyphs it shows, the
+// names of the fonts it shows them in, and the rectangles it draws.
+func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, [][4]float64, error) {
 	var (
+		rects    [][4]float64
 		glyphs   []pdfGlyph
 		used     []string
 		stack    []any
@@ -1304,10 +1312,10 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 	for {
 		v, err := lx.value()
 		if err == errPDFEnd {
-			return glyphs, used, nil
+			return glyphs, used, rects, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		op, ok := v.(pdfKeyword)
 		if !ok {
@@ -1316,9 +1324,13 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 		}
 		need := map[pdfKeyword]int{"cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3}[op]
 		if len(stack) < need {
-			return nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
+			return nil, nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
 		}
 		switch op {
+		case "re":
+			if len(stack) >= 4 {
+				rects = append(rects, [4]float64{numberAt(len(stack) - 4), numberAt(len(stack) - 3), numberAt(len(stack) - 2), numberAt(len(stack) - 1)})
+			}
 		case "q":
 			saved = append(saved, ctm)
 		case "Q":
@@ -1356,7 +1368,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 		case "Tf":
 			name, _ := stack[len(stack)-2].(pdfName)
 			if font, err = r.font(fontRes, string(name)); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			size = numberAt(len(stack) - 1)
 		case "Tj", "'", "\"":
@@ -1365,7 +1377,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 			}
 			s, _ := stack[len(stack)-1].(pdfString)
 			if err := show(s); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		case "TJ":
 			a, _ := stack[len(stack)-1].([]any)
@@ -1373,7 +1385,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 				switch e := e.(type) {
 				case pdfString:
 					if err := show(e); err != nil {
-						return nil, nil, err
+						return nil, nil, nil, err
 					}
 				case float64:
 					tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * size * hScale, 0}.mul(tm)
@@ -1426,4 +1438,147 @@ func pdfLines(glyphs []pdfGlyph) []string {
 		}
 	}
 	return out
+}
+
+// needFallbackFonts skips the test when the machine lacks the fallback fonts it draws
+// with (.ci/run installs them), and returns the index otherwise.
+func needFallbackFonts(t *testing.T) *fontIndex {
+	t.Helper()
+	ix := newFontIndex(fontDirs(""))
+	for _, probe := range []rune{'中', 'あ', '한', 'ש', '\uFEDF', 'न'} {
+		if ix.fallbackFor(probe, nil) == nil {
+			t.Skipf("fallback fonts not installed: no font has %q %U (install fonts-noto-core, fonts-droid-fallback and fonts-nanum)", probe, probe)
+		}
+	}
+	return ix
+}
+
+// logicalRTL turns a right-to-left line as the Go reader gives it (visual order: the
+// characters as drawn from left to right, Arabic in its presentation forms) back into
+// the text as typed: reversed, and NFKC-normalised, which maps presentation forms and
+// the lam-alef ligatures to the plain letters.
+func logicalRTL(visual string) string {
+	rs := []rune(visual)
+	slices.Reverse(rs)
+	return norm.NFKC.String(string(rs))
+}
+
+// TestExportPDFScripts: every script prints as itself. Chinese, Japanese, Korean,
+// Devanagari, Hebrew and Arabic come from fallback fonts where the Go fonts end; Greek
+// and Cyrillic stay in the Go fonts; an emoji prints as its name. The text layer of
+// right-to-left lines is in visual order (the glyphs are drawn left to right after the
+// bidirectional algorithm reordered them), so the test reverses it; pdftotext instead
+// reorders it back to logical order itself, wrapped in bidi embedding controls.
+func TestExportPDFScripts(t *testing.T) {
+	needFallbackFonts(t)
+	fields := []struct{ label, value string }{
+		{"Chinese", "今天天气很好，我们去公园散步。北京是中国的首都。"},
+		{"Japanese", "東京は日本の首都です。ひらがなとカタカナも使います。"},
+		{"Korean", "대한민국의 수도는 서울입니다."},
+		{"Hebrew", "ירושלים היא בירת ישראל"},
+		{"Arabic", "السلام عليكم، مرحبا بالعالم"},
+		{"Devanagari", "भारत एक विशाल देश है।"},
+		{"Greek", "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας."},
+		{"Cyrillic", "Москва — столица России."},
+		{"Mixed", "Invoice 发票 number 42 for the 北京 office"},
+		{"Emoji", "Thanks 🙂 a lot"},
+	}
+	e := newTestEnv(t)
+	var defs []any
+	for _, f := range fields {
+		defs = append(defs, map[string]any{"label": f.label, "type": "text"})
+	}
+	form := e.createForm(map[string]any{"title": "Scripts", "categories": []any{map[string]any{"fields": defs}}})
+	values := map[string]any{}
+	for i, f := range fields {
+		values[itoa(form.Categories[0].Fields[i].ID)] = f.value
+	}
+	pdf, _ := e.exportPDF(e.submit(form.ID, values))
+	doc := readPDF(t, pdf)
+	lines := doc.lines()
+	want := map[string]string{
+		"Hebrew": "ירושלים היא בירת ישראל", "Arabic": "السلام عليكم، مرحبا بالعالم",
+		"Emoji": "Thanks [SLIGHTLY SMILING FACE] a lot",
+	}
+	for _, f := range fields {
+		i := slices.Index(lines, f.label+":")
+		if i < 0 || i+1 >= len(lines) {
+			t.Errorf("no label %q in:\n%s", f.label, strings.Join(lines, "\n"))
+			continue
+		}
+		got, wantText := lines[i+1], cmp.Or(want[f.label], f.value)
+		if f.label == "Hebrew" || f.label == "Arabic" {
+			got = logicalRTL(got)
+		}
+		if got != wantText {
+			t.Errorf("%s: text layer %q, want %q", f.label, got, wantText)
+		}
+	}
+	if strings.Contains(doc.text(), "\uFE8D") == false || strings.Contains(doc.text(), "\u0627") {
+		t.Errorf("Arabic is not in its presentation forms:\n%s", doc.text())
+	}
+	for _, font := range []string{"utf8droidsansfallbackfull", "utf8nanumgothic", "utf8notosanshebrewregular",
+		"utf8notosansarabicregular", "utf8notosansdevanagariregular", "utf8goregular"} {
+		if !slices.Contains(doc.Fonts, font) {
+			t.Errorf("font %s not embedded: %q", font, doc.Fonts)
+		}
+	}
+	t.Run("poppler", func(t *testing.T) {
+		text := strings.Map(func(r rune) rune {
+			if r >= '\u202A' && r <= '\u202E' {
+				return -1 // the embedding controls pdftotext adds around runs
+			}
+			return r
+		}, norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n")))
+		// Word by word: pdftotext's own reordering moves the Arabic comma.
+		for _, f := range fields {
+			for _, w := range strings.Fields(norm.NFKC.String(cmp.Or(want[f.label], f.value))) {
+				if w = strings.Trim(w, "،"); !strings.Contains(text, w) {
+					t.Errorf("pdftotext lacks %s %q:\n%s", f.label, w, text)
+				}
+			}
+		}
+	})
+}
+
+// TestExportPDFArabicTextarea: a long Arabic textarea breaks across pages in a frame on
+// each, every word kept in order, each line right-aligned inside its frame.
+func TestExportPDFArabicTextarea(t *testing.T) {
+	needFallbackFonts(t)
+	sentence := "اللغة العربية هي لغة رسمية في أكثر من عشرين دولة، ويتحدث بها الملايين."
+	var sentences []string
+	for range 90 {
+		sentences = append(sentences, sentence)
+	}
+	essay := strings.Join(sentences, " ")
+	e := newTestEnv(t)
+	form := e.createForm(map[string]any{"title": "مقال", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Essay", "type": "textarea"}, map[string]any{"label": "After", "type": "text"}}}}})
+	pdf, _ := e.exportPDF(e.submit(form.ID, map[string]any{
+		itoa(form.Categories[0].Fields[0].ID): essay, itoa(form.Categories[0].Fields[1].ID): "tail"}))
+	doc := readPDF(t, pdf)
+	if len(doc.Pages) != 2 {
+		t.Fatalf("%d pages, want the essay across two", len(doc.Pages))
+	}
+	var words []string
+	for i, p := range doc.Pages {
+		if n := len(p.Rects); n != 1 || p.Rects[0][2] != pdfContentWidth {
+			t.Errorf("page %d: frames %v, want one %v wide", i+1, p.Rects, pdfContentWidth)
+		}
+		for _, line := range p.Lines {
+			if line == "Essay:" || line == "After:" || line == "tail" || logicalRTL(line) == "مقال" {
+				continue
+			}
+			words = append(words, strings.Fields(logicalRTL(line))...)
+		}
+		if p.Right > pdfMargin+pdfContentWidth-pdfPadding+0.5 {
+			t.Errorf("page %d: text ends at x=%v, outside the frame", i+1, p.Right)
+		}
+	}
+	if got := strings.Join(words, " "); got != essay {
+		t.Errorf("essay lost or reordered words: got %d words, want %d:\n%.300s", len(words), len(strings.Fields(essay)), got)
+	}
+	if lines := doc.lines(); lines[len(lines)-1] != "tail" {
+		t.Errorf("the field after the textarea is missing: %q", lines[len(lines)-1])
+	}
 }
