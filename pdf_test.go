@@ -417,6 +417,7 @@ func BenchmarkExportPDF(b *testing.B) {
 			}
 		}
 	})
+	// The 50-field document is Latin only: it must cost what it did before fallback fonts.
 	b.Run("50-fields", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -426,6 +427,41 @@ func BenchmarkExportPDF(b *testing.B) {
 			}
 		}
 	})
+	// The same document in Chinese: every value and label from Droid Sans Fallback.
+	zhForm, zhValues := chineseBenchmarkForm()
+	if fonts.fallbackFor('中', nil) == nil {
+		return // no CJK font installed: nothing to measure
+	}
+	b.Run("50-fields-chinese", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var buf bytes.Buffer
+			if err := writeResponsePDF(&buf, zhForm, zhValues, now, fonts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// chineseBenchmarkForm is benchmarkForm in Chinese.
+func chineseBenchmarkForm() (FormDetail, map[int64]*string) {
+	form, values := benchmarkForm()
+	form.Title = "现场检查报告"
+	for c := range form.Categories {
+		form.Categories[c].Name = fmt.Sprintf("第%d部分", c+1)
+		for i := range form.Categories[c].Fields {
+			fd := &form.Categories[c].Fields[i]
+			fd.Label = fmt.Sprintf("问题 %d.%d", c+1, i+1)
+			if fd.Description != nil {
+				fd.Description = ptr("本问题的说明，以斜体显示。")
+			}
+			if fd.Type == "text" || fd.Type == "textarea" {
+				v := strings.Repeat("今天天气很好，我们去公园散步。", map[string]int{"text": 1, "textarea": 6}[fd.Type])
+				values[fd.ID] = &v
+			}
+		}
+	}
+	return form, values
 }
 
 func BenchmarkExportPDFEndpoint(b *testing.B) {
