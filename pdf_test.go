@@ -1481,7 +1481,7 @@ func pdfLines(glyphs []pdfGlyph) []string {
 func needFallbackFonts(t *testing.T) *fontIndex {
 	t.Helper()
 	ix := newFontIndex(fontDirs(""))
-	for _, probe := range []rune{'中', 'あ', '한', 'ש', '\uFEDF', 'न'} {
+	for _, probe := range []rune{'们', 'あ', '한', 'ש', '\uFEDF', 'न'} {
 		if ix.fallbackFor(probe, nil) == nil {
 			t.Skipf("fallback fonts not installed: no font has %q %U (install fonts-noto-core, fonts-droid-fallback and fonts-nanum)", probe, probe)
 		}
