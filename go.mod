@@ -7,3 +7,5 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.53
 	golang.org/x/image v0.48.0
 )
+
+require golang.org/x/text v0.44.0 // indirect

@@ -53,6 +53,7 @@ type config struct {
 	Maildir            string
 	SummarySchedule    string
 	CORSOrigins        []string      // origins allowed to call the API from a browser; "*" is any
+	PDFFontDir         string        // folders (":"-separated) searched first for fallback fonts
 	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
 	JobGrace           time.Duration // how long cancelled background jobs get at shutdown
@@ -82,6 +83,7 @@ func loadConfig(getenv func(string) string) config {
 		Maildir:            getenv("MAILDIR"),
 		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
 		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
+		PDFFontDir:         getenv("PDF_FONT_DIR"),
 		HeaderTimeout:      5 * time.Second,
 		RequestGrace:       10 * time.Second,
 		JobGrace:           5 * time.Second,
@@ -233,6 +235,8 @@ type server struct {
 	handlers sync.WaitGroup
 	// pdfSlots bounds the PDF exports rendering at once to the number of cores.
 	pdfSlots chan struct{}
+	// fonts are the PDF's fallback fonts, found once here rather than per export.
+	fonts *fontIndex
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
@@ -245,6 +249,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		client:   client,
 		jobs:     newSummaryJobs(),
 		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		fonts:    newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	s.routes()
 	return s

@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -15,6 +22,9 @@ import (
 	"golang.org/x/image/font/gofont/goitalic"
 	"golang.org/x/image/font/gofont/gomedium"
 	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/sfnt"
+	"golang.org/x/text/unicode/bidi"
+	"golang.org/x/text/unicode/runenames"
 )
 
 // Page geometry of SPEC.md, in points.
@@ -65,7 +75,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 	// The whole document is built in memory first, so that a failure is still a clean
 	// JSON error: nothing has been written yet.
 	var buf bytes.Buffer
-	if err := writeResponsePDF(&buf, form, values, s.now()); err != nil {
+	if err := writeResponsePDF(&buf, form, values, s.now(), s.fonts); err != nil {
 		s.fail(w, r, context, err)
 		return
 	}
@@ -80,8 +90,9 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeResponsePDF lays out the form with the response's values filled in (SPEC.md §4's
-// content rules) and writes the finished document to buf.
-func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time) (err error) {
+// content rules) and writes the finished document to buf. fonts supplies the fallback
+// fonts for characters the Go fonts lack; nil means the Go fonts alone.
+func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
 	// fpdf reports most failures through pdf.Err, but some inputs still panic inside it;
 	// the text is sanitised below so none should, and this turns any that remains into an
 	// error rather than a dead request.
@@ -109,7 +120,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	pdf.SetLineWidth(1)
 	pdf.AddPage()
 
-	l := pdfLayout{pdf}
+	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
 	l.text("GoBold", 18, form.Title, "C")
 	l.moveDown(18)
 	for _, c := range form.Categories {
@@ -141,7 +152,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	return nil
 }
 
-// usedFonts names the font families a form's document prints with.
+// usedFonts names the Go font families a form's document prints with.
 func usedFonts(form FormDetail) map[string]bool {
 	used := map[string]bool{"GoBold": true} // the title
 	for _, c := range form.Categories {
@@ -155,22 +166,89 @@ func usedFonts(form FormDetail) map[string]bool {
 	return used
 }
 
-// pdfLayout draws the pieces of a response document, flowing down the page.
-type pdfLayout struct{ pdf *fpdf.Fpdf }
+// pdfLayout draws the pieces of a response document, flowing down the page. It does its
+// own line breaking, because a line may mix fonts (fpdf's MultiCell and SplitText measure
+// with one font) and right-to-left text is reordered per line.
+type pdfLayout struct {
+	pdf   *fpdf.Fpdf
+	fonts *fontIndex
+	added map[*fallbackFont]bool // fallback fonts already in this document
+	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
+}
+
+// glyph is one character as laid out: the font family that draws it, its embedding level
+// of the bidirectional algorithm (odd is right to left) and its advance.
+type glyph struct {
+	r     rune
+	font  string
+	level int8
+	w     float64
+}
+
+// textLine is one line of glyphs in visual (left-to-right drawing) order.
+type textLine struct {
+	glyphs []glyph
+	width  float64
+	rtl    bool // of a right-to-left paragraph: aligned to the right
+}
 
 func lineHeight(size float64) float64 { return size * pdfLineSpacing }
 
-func (l pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
+func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
-// text prints wrapped text over the content width; fpdf breaks pages as needed.
-func (l pdfLayout) text(font string, size float64, s, align string) {
-	l.pdf.SetFont(font, "", size)
-	l.pdf.SetX(pdfMargin)
-	l.pdf.MultiCell(pdfContentWidth, lineHeight(size), pdfText(s, false), "", align, false)
+// text prints wrapped text over the content width, breaking pages as needed. Empty text
+// still takes a line, as fpdf's MultiCell did.
+func (l *pdfLayout) text(font string, size float64, s, align string) {
+	pdf := l.pdf
+	lh := lineHeight(size)
+	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth)
+	if len(lines) == 0 {
+		lines = []textLine{{}}
+	}
+	_, pageHeight := pdf.GetPageSize()
+	y := pdf.GetY()
+	for _, line := range lines {
+		if y+lh > pageHeight-pdfMargin {
+			pdf.AddPage()
+			y = pdf.GetY()
+		}
+		x := pdfMargin
+		switch {
+		case align == "C":
+			x += (pdfContentWidth - line.width) / 2
+		case line.rtl:
+			x += pdfContentWidth - line.width
+		}
+		l.drawLine(line, x, y, size)
+		y += lh
+	}
+	pdf.SetXY(pdfMargin, y)
+}
+
+// drawLine draws a line's glyphs from x, one cell per run of the same font.
+func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
+	gs := line.glyphs
+	for len(gs) > 0 {
+		n := 1
+		for n < len(gs) && gs[n].font == gs[0].font {
+			n++
+		}
+		var run strings.Builder
+		w := 0.0
+		for _, g := range gs[:n] {
+			run.WriteRune(g.r)
+			w += g.w
+		}
+		l.pdf.SetFont(gs[0].font, "", size)
+		l.pdf.SetXY(x, y)
+		l.pdf.CellFormat(w, lineHeight(size), run.String(), "", 0, "L", false, 0, "")
+		x += w
+		gs = gs[n:]
+	}
 }
 
 // underlined prints a value with a line under it the width of the content.
-func (l pdfLayout) underlined(s string) {
+func (l *pdfLayout) underlined(s string) {
 	if s == "" {
 		s = " " // keeps the line below an empty value a line lower than the label
 	}
@@ -181,21 +259,19 @@ func (l pdfLayout) underlined(s string) {
 
 // textarea prints s inside a frame the width of the content, at least pdfMinBoxHeight
 // high. Text that does not fit on the page continues on the next, in a frame of its own.
-func (l pdfLayout) textarea(s string) {
+func (l *pdfLayout) textarea(s string) {
 	pdf := l.pdf
 	const size = 11
 	lh := lineHeight(size)
-	pdf.SetFont("GoRegular", "", size)
-	var lines []string
-	for _, para := range strings.Split(pdfText(s, true), "\n") {
-		if para == "" {
-			lines = append(lines, "")
-			continue
+	var lines []textLine
+	if s != "" {
+		for _, para := range strings.Split(pdfText(s, true), "\n") {
+			pl := l.layout("GoRegular", size, para, pdfContentWidth-2*pdfPadding)
+			if len(pl) == 0 {
+				pl = []textLine{{}}
+			}
+			lines = append(lines, pl...)
 		}
-		lines = append(lines, pdf.SplitText(para, pdfContentWidth-2*pdfPadding)...)
-	}
-	if s == "" {
-		lines = nil
 	}
 	_, pageHeight := pdf.GetPageSize()
 	bottom := pageHeight - pdfMargin
@@ -212,8 +288,11 @@ func (l pdfLayout) textarea(s string) {
 		height := max(pdfMinBoxHeight, float64(n)*lh+2*pdfPadding)
 		pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
 		for i, line := range lines[:n] {
-			pdf.SetXY(pdfMargin+pdfPadding, y+pdfPadding+float64(i)*lh)
-			pdf.CellFormat(pdfContentWidth-2*pdfPadding, lh, line, "", 0, "L", false, 0, "")
+			x := pdfMargin + pdfPadding
+			if line.rtl {
+				x = pdfMargin + pdfContentWidth - pdfPadding - line.width
+			}
+			l.drawLine(line, x, y+pdfPadding+float64(i)*lh, size)
 		}
 		lines = lines[n:]
 		pdf.SetXY(pdfMargin, y+height)
@@ -222,6 +301,141 @@ func (l pdfLayout) textarea(s string) {
 		}
 		pdf.AddPage()
 	}
+}
+
+// layout breaks one paragraph (text without newlines, already through pdfText) into lines
+// at most width wide. Arabic letters take their joined forms; each character is drawn in
+// the Go font family where it has the glyph, else in the first fallback font that has it
+// (the previous character's fallback first, so that a run stays in one font), else as
+// its name in brackets. The bidirectional algorithm gives each glyph its level, and each
+// line is put in visual order.
+func (l *pdfLayout) layout(family string, size float64, para string, width float64) []textLine {
+	var gs []glyph
+	var prev *fallbackFont
+	for _, r := range shapeArabic([]rune(para)) {
+		if r < utf8.RuneSelf || l.fonts.goCovers(&l.sb, family, r) {
+			gs = append(gs, glyph{r: r, font: family})
+			continue
+		}
+		if invisible(r) {
+			continue
+		}
+		f := l.fonts.fallbackFor(r, prev)
+		if f == nil || !l.addFont(f) {
+			for _, c := range runeName(r) {
+				gs = append(gs, glyph{r: c, font: family})
+			}
+			continue
+		}
+		gs = append(gs, glyph{r: r, font: f.family})
+		prev = f
+	}
+	if len(gs) == 0 {
+		return nil
+	}
+	rs := make([]rune, len(gs))
+	for i, g := range gs {
+		rs[i] = g.r
+	}
+	levels, paraLevel := bidiLevels(rs)
+	for i := range gs {
+		gs[i].level = levels[i]
+	}
+	// Measure run by run, so that the font changes once per run.
+	for i := 0; i < len(gs); {
+		l.pdf.SetFont(gs[i].font, "", size)
+		j := i
+		for ; j < len(gs) && gs[j].font == gs[i].font; j++ {
+			gs[j].w = l.pdf.GetStringWidth(string(gs[j].r))
+		}
+		i = j
+	}
+	var lines []textLine
+	for _, line := range breakLines(gs, width) {
+		tl := textLine{glyphs: reorderLine(line), rtl: paraLevel == 1}
+		for _, g := range line {
+			tl.width += g.w
+		}
+		lines = append(lines, tl)
+	}
+	return lines
+}
+
+// addFont adds a fallback font to the document the first time a character needs it. A
+// font that can no longer be read (it was readable when its coverage was taken) reports
+// false, and the character is named instead: a character never fails a document.
+func (l *pdfLayout) addFont(f *fallbackFont) bool {
+	if l.added[f] {
+		return true
+	}
+	ttf, err := f.bytes()
+	if err != nil {
+		return false
+	}
+	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	l.added[f] = true
+	return true
+}
+
+// invisible reports a character that has no glyph of its own and only steers others.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
+		r == '\u200B' || r == '\u2060' || r == '\uFEFF'
+}
+
+// runeName is the text printed for a character no font can draw: its Unicode name in
+// brackets, or its code point when it has none.
+func runeName(r rune) string {
+	if name := runenames.Name(r); name != "" && !strings.HasPrefix(name, "<") {
+		return "[" + name + "]"
+	}
+	return fmt.Sprintf("[U+%04X]", r)
+}
+
+// breakLines breaks a paragraph's glyphs (in logical order) into lines no wider than
+// width: after a space, or between two characters of a script written without spaces
+// (Chinese, Japanese), or, for a word longer than the line, before the character that
+// would overflow. The spaces at a break are dropped.
+func breakLines(gs []glyph, width float64) [][]glyph {
+	var lines [][]glyph
+	for len(gs) > 0 {
+		w := 0.0
+		brk := 0 // the last break opportunity: the line may end before gs[brk]
+		n := 0
+		for n < len(gs) {
+			if n > 0 && (gs[n-1].r == ' ' || (gs[n].r != ' ' && (breaksAnywhere(gs[n-1].r) || breaksAnywhere(gs[n].r)))) {
+				brk = n
+			}
+			if w+gs[n].w > width && gs[n].r != ' ' && n > 0 {
+				break
+			}
+			w += gs[n].w
+			n++
+		}
+		end := n
+		if n < len(gs) && brk > 0 {
+			end = brk
+		}
+		line := gs[:end]
+		for len(line) > 0 && line[len(line)-1].r == ' ' {
+			line = line[:len(line)-1]
+		}
+		if len(line) > 0 {
+			lines = append(lines, line)
+		}
+		gs = gs[end:]
+		for len(gs) > 0 && gs[0].r == ' ' {
+			gs = gs[1:]
+		}
+	}
+	return lines
+}
+
+// breaksAnywhere reports a character of a script written without spaces between words,
+// where a line may break between any two characters.
+func breaksAnywhere(r rune) bool {
+	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
+		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF // CJK and full-width punctuation
 }
 
 // formatValue turns a stored value into the text printed for its field type.
@@ -247,8 +461,9 @@ func formatValue(fieldType, value string) string {
 
 // pdfText makes any string printable by fpdf's UTF-8 fonts, which cover only the Basic
 // Multilingual Plane: a rune above U+FFFF (an emoji) would make fpdf fail the document or
-// panic. Such runes and invalid UTF-8 become U+FFFD; control characters become a space,
-// except newlines where keepNewlines is set (textareas), with CRLF and CR read as one.
+// panic, so it becomes its Unicode name in brackets ([SLIGHTLY SMILING FACE]), and
+// invalid UTF-8 becomes U+FFFD. Control characters become a space, except newlines where
+// keepNewlines is set (textareas), with CRLF and CR read as one.
 func pdfText(s string, keepNewlines bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	var b strings.Builder
@@ -261,7 +476,9 @@ func pdfText(s string, keepNewlines bool) string {
 			} else {
 				b.WriteByte(' ')
 			}
-		case r > 0xFFFF || r == utf8.RuneError:
+		case r > 0xFFFF:
+			b.WriteString(runeName(r))
+		case r == utf8.RuneError:
 			b.WriteRune('\uFFFD')
 		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			b.WriteByte(' ')
@@ -321,4 +538,522 @@ func isTokenChar(r rune) bool {
 // isAttrChar reports an RFC 8187 attr-char, which may stand unencoded in filename*.
 func isAttrChar(r rune) bool {
 	return isTokenChar(r) && !strings.ContainsRune("%'*", r)
+}
+
+// fontIndex knows the fonts a document can draw with: the Go fonts' character maps, and
+// the fallback TrueType fonts found in the font folders, in the order they are tried. It
+// is built once, when the server is (newFontIndex), and shared by all exports; what it
+// learns later about a fallback font (its coverage, its bytes) is filled in under a lock
+// or a sync.Once, so it is safe for concurrent use.
+type fontIndex struct {
+	goFonts   map[string]*sfnt.Font // by family, for cmap look-ups
+	fallbacks []*fallbackFont       // in the order they are tried
+	byName    map[string]*fallbackFont
+}
+
+// fallbackFont is one candidate TrueType file. Its character map is read the first time
+// a character is looked up in it; its bytes are kept once a document has embedded it.
+type fallbackFont struct {
+	path   string
+	family string // the fpdf family name, unique in the index
+
+	coverOnce sync.Once
+	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
+
+	mu  sync.Mutex
+	ttf []byte
+}
+
+// systemFontDirs are the usual font folders of Linux and BSD systems, searched after
+// PDF_FONT_DIR's; ~ is the home folder.
+var systemFontDirs = []string{"/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts"}
+
+// fontDirs is the list of folders to search: PDF_FONT_DIR's (":"-separated), then the
+// system's.
+func fontDirs(pdfFontDir string) []string {
+	var dirs []string
+	for _, d := range strings.Split(pdfFontDir, ":") {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	for _, d := range systemFontDirs {
+		if rest, ok := strings.CutPrefix(d, "~/"); ok {
+			if home == "" {
+				continue
+			}
+			d = filepath.Join(home, rest)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// newFontIndex parses the Go fonts' character maps and lists the TrueType files under
+// dirs (recursively; a missing folder is skipped). Only names are read here: a file's
+// contents are read when a character is first looked up in it. The files of each folder
+// are tried in a sensible order (fallbackRank); folders in the order given.
+func newFontIndex(dirs []string) *fontIndex {
+	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}}
+	for _, f := range pdfFonts {
+		// The Go fonts are compiled in and parse (TestFontIndex); were one not to, its
+		// family would draw ASCII only and take the rest from the fallbacks.
+		if sf, err := sfnt.Parse(f.ttf); err == nil {
+			ix.goFonts[f.family] = sf
+		}
+	}
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		var paths []string
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // an unreadable or missing folder is no error: it has no fonts
+			}
+			// .otf files are nearly always CFF, which fpdf cannot embed; those that are
+			// TrueType inside are kept by the check on load.
+			if ext := strings.ToLower(filepath.Ext(path)); !d.IsDir() && (ext == ".ttf" || ext == ".otf") {
+				paths = append(paths, path)
+			}
+			return nil
+		})
+		slices.SortStableFunc(paths, func(a, b string) int {
+			return cmp.Or(cmp.Compare(fallbackRank(a), fallbackRank(b)), strings.Compare(a, b))
+		})
+		for _, p := range paths {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil || seen[real] {
+				continue
+			}
+			seen[real] = true
+			family := fontFamilyName(p)
+			for i := 2; ix.byName[family] != nil; i++ {
+				family = fmt.Sprintf("%s%d", fontFamilyName(p), i)
+			}
+			f := &fallbackFont{path: p, family: family}
+			ix.fallbacks = append(ix.fallbacks, f)
+			ix.byName[family] = f
+		}
+	}
+	return ix
+}
+
+// fallbackRank orders the fonts of a folder: regular weights of Noto Sans (one font per
+// script, drawn like the Go fonts' sans serif) first; then the CJK fonts, Droid Sans
+// Fallback (Chinese and Japanese) before Nanum Gothic (Korean, with fewer ideographs);
+// then other regular faces; bold, italic, light and the like last, as a fallback font is
+// drawn in every style.
+func fallbackRank(path string) int {
+	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	styled := false
+	for _, w := range []string{"bold", "italic", "oblique", "light", "thin", "black", "medium", "semi", "extra", "condensed", "narrow", "mono", "coding", "display"} {
+		styled = styled || strings.Contains(name, w)
+	}
+	switch {
+	case styled:
+		return 5
+	case strings.HasPrefix(name, "notosans"):
+		return 0
+	case name == "droidsansfallbackfull" || name == "droidsansfallback":
+		return 1
+	case strings.HasPrefix(name, "nanumgothic"):
+		return 2
+	case strings.HasPrefix(name, "noto"), strings.HasPrefix(name, "dejavusans"):
+		return 3
+	}
+	return 4
+}
+
+// fontFamilyName makes an fpdf family name of a file name: its letters and digits.
+func fontFamilyName(path string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return -1
+	}, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+}
+
+// goCovers reports whether the Go font family has a glyph for r.
+func (ix *fontIndex) goCovers(sb *sfnt.Buffer, family string, r rune) bool {
+	f := ix.goFonts[family]
+	if f == nil {
+		return false
+	}
+	g, err := f.GlyphIndex(sb, r)
+	return err == nil && g != 0
+}
+
+// fallbackFor returns the fallback font that draws r: prefer when it has the glyph, else
+// the first in the index's order that has it, else nil. Only characters of the Basic
+// Multilingual Plane are looked for (fpdf draws no others), and never private-use ones.
+func (ix *fontIndex) fallbackFor(r rune, prefer *fallbackFont) *fallbackFont {
+	if r > 0xFFFF || !unicode.IsGraphic(r) || unicode.Is(unicode.Co, r) {
+		return nil
+	}
+	if prefer != nil && prefer.covers(r) {
+		return prefer
+	}
+	for _, f := range ix.fallbacks {
+		if f.covers(r) {
+			return f
+		}
+	}
+	return nil
+}
+
+// covers reports whether the font has a glyph for r, reading its character map with
+// sfnt the first time. A file fpdf cannot embed covers nothing.
+func (f *fallbackFont) covers(r rune) bool {
+	f.coverOnce.Do(func() {
+		ttf, err := os.ReadFile(f.path)
+		if err != nil || !embeddableTrueType(ttf) {
+			return
+		}
+		sf, err := sfnt.Parse(ttf)
+		if err != nil {
+			return
+		}
+		var sb sfnt.Buffer
+		cover := make([]uint64, 0x10000/64)
+		for c := rune(0x20); c <= 0xFFFF; c++ {
+			if g, err := sf.GlyphIndex(&sb, c); err == nil && g != 0 {
+				cover[c/64] |= 1 << (c % 64)
+			}
+		}
+		f.cover = cover
+	})
+	return f.cover != nil && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
+}
+
+// bytes returns the font file, read on first use and kept, for a document to embed.
+func (f *fallbackFont) bytes() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ttf == nil {
+		ttf, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		f.ttf = ttf
+	}
+	return f.ttf, nil
+}
+
+// embeddableTrueType reports whether fpdf's AddUTF8FontFromBytes can embed a font file:
+// a single TrueType font (not a collection, not CFF outlines) with the tables fpdf reads
+// and a format 4 Unicode character map, the one fpdf looks for.
+func embeddableTrueType(b []byte) bool {
+	if len(b) < 12 {
+		return false
+	}
+	if v := binary.BigEndian.Uint32(b); v != 0x00010000 && v != 0x74727565 { // 'true'
+		return false
+	}
+	tables := map[string][]byte{}
+	n := int(binary.BigEndian.Uint16(b[4:]))
+	for i := range n {
+		rec := 12 + 16*i
+		if rec+16 > len(b) {
+			return false
+		}
+		off, size := int(binary.BigEndian.Uint32(b[rec+8:])), int(binary.BigEndian.Uint32(b[rec+12:]))
+		if off < 0 || size < 0 || off+size > len(b) {
+			return false
+		}
+		tables[string(b[rec:rec+4])] = b[off : off+size]
+	}
+	for _, t := range []string{"head", "hhea", "hmtx", "maxp", "name", "OS/2", "post", "cmap", "glyf", "loca"} {
+		if tables[t] == nil {
+			return false
+		}
+	}
+	cmap := tables["cmap"]
+	if len(cmap) < 4 {
+		return false
+	}
+	for i := range int(binary.BigEndian.Uint16(cmap[2:])) {
+		rec := 4 + 8*i
+		if rec+8 > len(cmap) {
+			return false
+		}
+		platform, encoding := binary.BigEndian.Uint16(cmap[rec:]), binary.BigEndian.Uint16(cmap[rec+2:])
+		off := int(binary.BigEndian.Uint32(cmap[rec+4:]))
+		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && binary.BigEndian.Uint16(cmap[off:]) == 4 {
+			return true
+		}
+	}
+	return false
+}
+
+// bidiLevels resolves the embedding levels of one paragraph by the Unicode bidirectional
+// algorithm (UAX #9), the part plain text needs: the paragraph level from the first
+// strong character (P2, P3), the weak types (W1–W7), the neutrals (N1, N2) and the
+// implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
+// bracket pairs (N0) are not applied: their control characters are dropped as invisible,
+// and brackets resolve as other neutrals. golang.org/x/text/unicode/bidi supplies the
+// character classes; its Paragraph/Ordering API is not used, as it reports runs without
+// their levels (so numbers inside right-to-left text cannot be placed), pairs brackets
+// wrongly and panics on an empty paragraph (x/text v0.44.0).
+func bidiLevels(rs []rune) (levels []int8, paraLevel int8) {
+	types := make([]bidi.Class, len(rs))
+	for i, r := range rs {
+		p, _ := bidi.LookupRune(r)
+		types[i] = p.Class()
+		switch types[i] {
+		case bidi.L, bidi.R, bidi.AL, bidi.EN, bidi.ES, bidi.ET, bidi.AN, bidi.CS, bidi.NSM, bidi.B, bidi.S, bidi.WS:
+		default:
+			types[i] = bidi.ON // explicit formatting characters and BN are treated as neutrals
+		}
+	}
+	for _, t := range types {
+		if t == bidi.L {
+			break
+		}
+		if t == bidi.R || t == bidi.AL {
+			paraLevel = 1
+			break
+		}
+	}
+	sos := bidi.L
+	if paraLevel == 1 {
+		sos = bidi.R
+	}
+	// W1: a non-spacing mark takes the type of the character before it.
+	for i, t := range types {
+		if t == bidi.NSM {
+			types[i] = sos
+			if i > 0 {
+				types[i] = types[i-1]
+			}
+		}
+	}
+	// W2, W3: European numbers after Arabic letters are Arabic numbers; AL is R.
+	lastStrong := sos
+	for i, t := range types {
+		switch t {
+		case bidi.L, bidi.R, bidi.AL:
+			lastStrong = t
+		case bidi.EN:
+			if lastStrong == bidi.AL {
+				types[i] = bidi.AN
+			}
+		}
+	}
+	for i, t := range types {
+		if t == bidi.AL {
+			types[i] = bidi.R
+		}
+	}
+	// W4: one separator between two numbers of the same kind joins them.
+	for i := 1; i+1 < len(types); i++ {
+		prev, next := types[i-1], types[i+1]
+		switch {
+		case types[i] == bidi.ES && prev == bidi.EN && next == bidi.EN:
+			types[i] = bidi.EN
+		case types[i] == bidi.CS && prev == next && (prev == bidi.EN || prev == bidi.AN):
+			types[i] = prev
+		}
+	}
+	// W5: terminators (%, $, °) next to European numbers are numbers.
+	for i := 0; i < len(types); i++ {
+		if types[i] != bidi.ET {
+			continue
+		}
+		j := i
+		for j < len(types) && types[j] == bidi.ET {
+			j++
+		}
+		if (i > 0 && types[i-1] == bidi.EN) || (j < len(types) && types[j] == bidi.EN) {
+			for k := i; k < j; k++ {
+				types[k] = bidi.EN
+			}
+		}
+		i = j - 1
+	}
+	// W6: other separators and terminators are neutral. W7: European numbers after
+	// left-to-right text are left to right.
+	lastStrong = sos
+	for i, t := range types {
+		switch t {
+		case bidi.ES, bidi.ET, bidi.CS:
+			types[i] = bidi.ON
+		case bidi.L, bidi.R:
+			lastStrong = t
+		case bidi.EN:
+			if lastStrong == bidi.L {
+				types[i] = bidi.L
+			}
+		}
+	}
+	// N1, N2: a run of neutrals between two strong types of the same direction takes it
+	// (numbers count as R); otherwise it takes the paragraph's direction.
+	strongDir := func(t bidi.Class) (bidi.Class, bool) {
+		switch t {
+		case bidi.L:
+			return bidi.L, true
+		case bidi.R, bidi.EN, bidi.AN:
+			return bidi.R, true
+		}
+		return 0, false
+	}
+	for i := 0; i < len(types); i++ {
+		if _, strong := strongDir(types[i]); strong {
+			continue
+		}
+		j := i
+		for j < len(types) {
+			if _, strong := strongDir(types[j]); strong {
+				break
+			}
+			j++
+		}
+		before, after := sos, sos
+		if i > 0 {
+			before, _ = strongDir(types[i-1])
+		}
+		if j < len(types) {
+			after, _ = strongDir(types[j])
+		}
+		dir := sos
+		if before == after {
+			dir = before
+		}
+		for k := i; k < j; k++ {
+			types[k] = dir
+		}
+		i = j - 1
+	}
+	// I1, I2.
+	levels = make([]int8, len(types))
+	for i, t := range types {
+		switch {
+		case paraLevel == 0 && t == bidi.R:
+			levels[i] = 1
+		case paraLevel == 0 && (t == bidi.AN || t == bidi.EN):
+			levels[i] = 2
+		case paraLevel == 1 && (t == bidi.L || t == bidi.EN || t == bidi.AN):
+			levels[i] = 2
+		default:
+			levels[i] = paraLevel
+		}
+	}
+	return levels, paraLevel
+}
+
+// reorderLine puts one line's glyphs (logical order) in visual order, rule L2: from the
+// highest level down to the lowest odd one, every run at that level or higher is
+// reversed. Brackets at odd levels are mirrored (L4).
+func reorderLine(line []glyph) []glyph {
+	out := slices.Clone(line)
+	var highest, lowestOdd int8 = 0, 127
+	for _, g := range out {
+		highest = max(highest, g.level)
+		if g.level%2 == 1 {
+			lowestOdd = min(lowestOdd, g.level)
+		}
+	}
+	for level := highest; level >= lowestOdd && level > 0; level-- {
+		for i := 0; i < len(out); i++ {
+			if out[i].level < level {
+				continue
+			}
+			j := i
+			for j < len(out) && out[j].level >= level {
+				j++
+			}
+			slices.Reverse(out[i:j])
+			i = j
+		}
+	}
+	for i, g := range out {
+		if m, ok := mirrored[g.r]; ok && g.level%2 == 1 {
+			out[i].r = m
+		}
+	}
+	return out
+}
+
+// mirrored pairs the brackets drawn mirrored in right-to-left text.
+var mirrored = map[rune]rune{'(': ')', ')': '(', '[': ']', ']': '[', '{': '}', '}': '{', '<': '>', '>': '<', '«': '»', '»': '«'}
+
+// arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
+// is the isolated form, then come final, initial and medial; n is 2 for a letter that
+// joins only to the letter before it (alef, dal, reh, waw ...) and 4 for one that joins
+// on both sides, 1 for hamza, which joins to none.
+type arabicForm struct {
+	first rune
+	n     int
+}
+
+// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A).
+var arabicForms = map[rune]arabicForm{
+	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
+	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
+	0x0629: {0xFE93, 2}, 0x062A: {0xFE95, 4}, 0x062B: {0xFE99, 4}, 0x062C: {0xFE9D, 4},
+	0x062D: {0xFEA1, 4}, 0x062E: {0xFEA5, 4}, 0x062F: {0xFEA9, 2}, 0x0630: {0xFEAB, 2},
+	0x0631: {0xFEAD, 2}, 0x0632: {0xFEAF, 2}, 0x0633: {0xFEB1, 4}, 0x0634: {0xFEB5, 4},
+	0x0635: {0xFEB9, 4}, 0x0636: {0xFEBD, 4}, 0x0637: {0xFEC1, 4}, 0x0638: {0xFEC5, 4},
+	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
+	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
+	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
+}
+
+// lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
+// form follows it.
+var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x0627: 0xFEFB}
+
+const tatweel = 0x0640 // joins on both sides and has no forms of its own
+
+// shapeArabic replaces the Arabic letters of a paragraph (logical order) by the
+// presentation form their neighbours call for (isolated, final, initial, medial) and lam
+// followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
+// Marks (harakat) are skipped over when finding neighbours. Letters outside the basic
+// table (Persian, Urdu additions) keep their plain form.
+func shapeArabic(rs []rune) []rune {
+	if !slices.ContainsFunc(rs, func(r rune) bool { return r >= 0x0621 && r <= 0x064A }) {
+		return rs
+	}
+	joinsBefore := func(r rune) bool { return r == tatweel || arabicForms[r].n >= 2 } // links to the letter before
+	joinsAfter := func(r rune) bool { return r == tatweel || arabicForms[r].n == 4 }  // links to the letter after
+	neighbour := func(i, step int) rune {
+		for i += step; i >= 0 && i < len(rs); i += step {
+			if !unicode.Is(unicode.Mn, rs[i]) {
+				return rs[i]
+			}
+		}
+		return 0
+	}
+	out := make([]rune, 0, len(rs))
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		f, ok := arabicForms[r]
+		if !ok {
+			out = append(out, r)
+			continue
+		}
+		linkBefore := f.n >= 2 && joinsAfter(neighbour(i, -1))
+		if r == 0x0644 && i+1 < len(rs) {
+			if lig, ok := lamAlef[rs[i+1]]; ok {
+				if linkBefore {
+					lig++ // the final form
+				}
+				out = append(out, lig)
+				i++
+				continue
+			}
+		}
+		linkAfter := f.n == 4 && joinsBefore(neighbour(i, 1))
+		switch {
+		case linkBefore && linkAfter:
+			out = append(out, f.first+3)
+		case linkAfter:
+			out = append(out, f.first+2)
+		case linkBefore:
+			out = append(out, f.first+1)
+		default:
+			out = append(out, f.first)
+		}
+	}
+	return out
 }
