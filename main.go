@@ -1,6 +1,6 @@
 // Command formsvc is a JSON HTTP service for forms, their responses (with a PDF export),
 // daily generated summaries of issue-tracker activity and e-mail, and string settings.
-// SPEC.md is its contract and DESIGN.md its decisions; README.md says how to run it.
+// docs/SPEC.md is its contract and docs/DESIGN.md its decisions; README.md says how to run it.
 package main
 
 import (
@@ -37,7 +37,7 @@ func main() {
 	}
 }
 
-// config is the service's configuration, read from the environment (DESIGN.md's table).
+// config is the service's configuration, read from the environment (docs/DESIGN.md's table).
 type config struct {
 	Addr               string
 	DatabasePath       string
@@ -217,7 +217,7 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// maxBodyBytes bounds every request body (DESIGN.md: 413 above 1 MiB).
+// maxBodyBytes bounds every request body (docs/DESIGN.md: 413 above 1 MiB).
 const maxBodyBytes = 1 << 20
 
 // server holds the dependencies of every handler; tests build their own.
@@ -615,7 +615,7 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
-// parseID parses an id as DESIGN.md wants it: the whole text is base-10 digits that fit
+// parseID parses an id as docs/DESIGN.md wants it: the whole text is base-10 digits that fit
 // an int64. Signs, spaces and fractions are not ids.
 func parseID(s string) (int64, bool) {
 	if s == "" {

@@ -1084,7 +1084,7 @@ func TestOutboundFaults(t *testing.T) {
 	}
 }
 
-// TestDatabaseGone: with the database unusable, every endpoint answers SPEC.md's
+// TestDatabaseGone: with the database unusable, every endpoint answers docs/SPEC.md's
 // 500 `Failed to <context>: <message>` as JSON, and healthz reports it.
 func TestDatabaseGone(t *testing.T) {
 	e := newTestEnv(t)
@@ -1200,7 +1200,7 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 }
 
 // fuzzServe runs one request through the handler and checks the rules every answer
-// keeps: JSON, and a 500 only for SPEC.md's validation failures.
+// keeps: JSON, and a 500 only for docs/SPEC.md's validation failures.
 func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	t.Helper()
 	// A deadline turns a request that would wait forever (a transaction left open, the

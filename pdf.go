@@ -27,7 +27,7 @@ import (
 	"golang.org/x/text/unicode/runenames"
 )
 
-// Page geometry of SPEC.md, in points.
+// Page geometry of docs/SPEC.md, in points.
 const (
 	pdfMargin       = 50.0
 	pdfContentWidth = 500.0
@@ -36,7 +36,7 @@ const (
 	pdfLineSpacing  = 1.2  // line height as a multiple of the font size
 )
 
-// The four Go fonts (DESIGN.md): title and categories bold, labels medium as the
+// The four Go fonts (docs/DESIGN.md): title and categories bold, labels medium as the
 // semi-bold, descriptions italic, values regular.
 var pdfFonts = []struct {
 	family string
@@ -84,12 +84,12 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(buf.Bytes()); err != nil {
-		// Bytes are out: SPEC.md ends the stream without a JSON error.
+		// Bytes are out: docs/SPEC.md ends the stream without a JSON error.
 		s.log.Warn("write PDF", "response", responseID, "err", err)
 	}
 }
 
-// writeResponsePDF lays out the form with the response's values filled in (SPEC.md §4's
+// writeResponsePDF lays out the form with the response's values filled in (docs/SPEC.md §4's
 // content rules) and writes the finished document to buf. fonts supplies the fallback
 // fonts for characters the Go fonts lack; nil means the Go fonts alone.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
@@ -489,39 +489,10 @@ func pdfText(s string, keepNewlines bool) string {
 	return b.String()
 }
 
-// contentDisposition writes SPEC.md's header, inline; filename=response_<id>_<title>.pdf,
-// with white space and slashes of the title made underscores. When the name still holds
-// a character that is not an HTTP token character (quotes, semicolons, non-ASCII), it
-// uses RFC 6266's form instead: an ASCII fallback and the exact name percent-encoded.
+// contentDisposition names a response's PDF response_<id>_<title>.pdf, shown inline
+// (docs/SPEC.md §4), with dispositionHeader's rules for names that are not plain tokens.
 func contentDisposition(responseID int64, title string) string {
-	safe := strings.Map(func(r rune) rune {
-		if isJSSpace(r) || r == '/' || r == '\\' {
-			return '_'
-		}
-		return r
-	}, title)
-	if safe == "" {
-		safe = "form"
-	}
-	name := fmt.Sprintf("response_%d_%s.pdf", responseID, safe)
-	if strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) < 0 {
-		return "inline; filename=" + name
-	}
-	fallback := strings.Map(func(r rune) rune {
-		if isTokenChar(r) {
-			return r
-		}
-		return '_'
-	}, name)
-	var enc strings.Builder
-	for _, c := range []byte(name) {
-		if c < utf8.RuneSelf && isAttrChar(rune(c)) {
-			enc.WriteByte(c)
-		} else {
-			fmt.Fprintf(&enc, "%%%02X", c)
-		}
-	}
-	return `inline; filename="` + fallback + `"; filename*=UTF-8''` + enc.String()
+	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
 }
 
 // isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.

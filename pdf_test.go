@@ -475,7 +475,7 @@ func BenchmarkExportPDFEndpoint(b *testing.B) {
 }
 
 // FuzzContentDisposition: the header always parses, names the file inline, never holds a
-// line break, and its filename decodes to exactly the name SPEC.md gives: the title with
+// line break, and its filename decodes to exactly the name docs/SPEC.md gives: the title with
 // white space, slashes and backslashes made underscores, "form" when empty. filename*
 // holds only RFC 8187 attr-chars and %XX escapes, so an unescaped %, ' or * fails (Go's
 // mime package would pass a ' or * through undecoded).
@@ -508,7 +508,7 @@ func FuzzContentDisposition(f *testing.F) {
 	})
 }
 
-// sanitisedTitle is SPEC.md's rule for the title in the file name, written out apart
+// sanitisedTitle is docs/SPEC.md's rule for the title in the file name, written out apart
 // from contentDisposition's own.
 func sanitisedTitle(title string) string {
 	var b strings.Builder

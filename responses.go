@@ -227,7 +227,7 @@ func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 
 // The original service stored every submitted value with JavaScript's String(value).
 // These functions reproduce it for JSON input, so that data written by clients of the
-// original reads back the same here (DESIGN.md's table).
+// original reads back the same here (docs/DESIGN.md's table).
 
 // jsString returns String(value) for a JSON value, and nil for JSON null, which responses
 // store as SQL NULL.

@@ -31,7 +31,7 @@ func TestSubmitStoresJavaScriptStrings(t *testing.T) {
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{
 		map[string]any{"fields": []any{map[string]any{"label": "v", "type": "text"}}}}})
 	field := itoa(f.Categories[0].Fields[0].ID)
-	// Each row of DESIGN.md's String(value) table, sent as raw JSON.
+	// Each row of docs/DESIGN.md's String(value) table, sent as raw JSON.
 	cases := []struct {
 		json string
 		want *string
