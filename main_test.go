@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1221,4 +1222,105 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 		}
 	}
 	return w.Code
+}
+
+// TestCORS: with CORS_ORIGINS set, an allowed origin is named on answers and its
+// preflights are answered with the route's methods, without the token; a foreign origin
+// gets no CORS header; unset, nothing changes.
+func TestCORS(t *testing.T) {
+	const token = "cors-token"
+	const allowed = "https://forms.example.com"
+	e := newTestEnv(t, func(c *config) {
+		c.CORSOrigins = []string{allowed, "https://other.example.com"}
+		c.APIToken = token
+	})
+	preflight := func(e *testEnv, origin, path, method string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("OPTIONS", e.http.URL+path, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", method)
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		res, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	corsHeaders := func(h http.Header) []string {
+		var names []string
+		for name := range h {
+			if strings.HasPrefix(name, "Access-Control-") {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+
+	res := preflight(e, allowed, "/api/forms/7", "PUT")
+	if res.StatusCode != 204 {
+		t.Fatalf("preflight = %d, want 204", res.StatusCode)
+	}
+	for name, want := range map[string]string{
+		"Access-Control-Allow-Origin":  allowed,
+		"Access-Control-Allow-Methods": "GET, HEAD, PUT, DELETE",
+		"Access-Control-Allow-Headers": "Content-Type, Authorization",
+		"Access-Control-Max-Age":       "600",
+		"Vary":                         "Origin",
+	} {
+		if got := res.Header.Get(name); got != want {
+			t.Errorf("preflight %s = %q, want %q", name, got, want)
+		}
+	}
+	if res := preflight(e, allowed, "/api/forms", "POST"); res.Header.Get("Access-Control-Allow-Methods") != "GET, HEAD, POST" {
+		t.Errorf("preflight of /api/forms allows %q", res.Header.Get("Access-Control-Allow-Methods"))
+	}
+
+	// An allowed origin's real request carries the headers and still needs the token.
+	res, body := e.getRaw("/api/forms", "Origin", allowed, "Authorization", "Bearer "+token)
+	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != allowed || res.Header.Get("Vary") != "Origin" {
+		t.Errorf("GET from %s = %d, Allow-Origin %q, Vary %q", allowed, res.StatusCode,
+			res.Header.Get("Access-Control-Allow-Origin"), res.Header.Get("Vary"))
+	}
+	res, body = e.getRaw("/api/forms", "Origin", allowed)
+	if res.StatusCode != 401 || res.Header.Get("Access-Control-Allow-Origin") != allowed {
+		t.Errorf("GET without token from %s = %d %s, want 401 with Allow-Origin (so the page can read the error)", allowed, res.StatusCode, body)
+	}
+
+	// A foreign origin gets no CORS header at all, preflight or not.
+	const foreign = "https://evil.example.net"
+	if res := preflight(e, foreign, "/api/forms/7", "PUT"); res.StatusCode == 204 || len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("foreign preflight = %d with %v", res.StatusCode, corsHeaders(res.Header))
+	}
+	if res, _ := e.getRaw("/api/forms", "Origin", foreign, "Authorization", "Bearer "+token); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("foreign GET carries %v", corsHeaders(res.Header))
+	}
+	// A preflight of a path no route serves is answered as any request to it.
+	if res := preflight(e, allowed, "/api/nothing", "GET"); res.StatusCode == 204 {
+		t.Errorf("preflight of an unknown path = 204")
+	}
+
+	// CORS_ORIGINS unset: no CORS at all.
+	plain := newTestEnv(t)
+	if res := preflight(plain, allowed, "/api/forms", "POST"); res.StatusCode == 204 || len(corsHeaders(res.Header)) > 0 || res.Header.Get("Vary") != "" {
+		t.Errorf("without CORS_ORIGINS, preflight = %d with %v", res.StatusCode, corsHeaders(res.Header))
+	}
+	if res, _ := plain.getRaw("/api/forms", "Origin", allowed); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("without CORS_ORIGINS, GET carries %v", corsHeaders(res.Header))
+	}
+
+	// "*" allows any origin.
+	star := newTestEnv(t, func(c *config) { c.CORSOrigins = []string{"*"} })
+	if res := preflight(star, foreign, "/api/settings/x", "PUT"); res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != foreign {
+		t.Errorf("with *, preflight = %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+func TestCORSOriginsConfig(t *testing.T) {
+	cfg := loadConfig(func(k string) string {
+		return map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "}[k]
+	})
+	if want := []string{"https://a.example", "https://b.example:8443"}; !slices.Equal(cfg.CORSOrigins, want) {
+		t.Errorf("CORSOrigins = %q, want %q", cfg.CORSOrigins, want)
+	}
 }

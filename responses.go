@@ -86,8 +86,8 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list.Responses)
 }
 
-// handleExportCSV answers a form's responses as a spreadsheet reads them: RFC 4180 CSV
-// (CRLF, quotes where needed), UTF-8 with a byte-order mark so that spreadsheet programs
+// handleExportCSV answers a form's responses as a spreadsheet reads them: CSV quoted as
+// RFC 4180 says, UTF-8 with a byte-order mark so that spreadsheet programs
 // do not guess another charset, a header of id, submittedAt and the field labels in form
 // order, newest response first, null as an empty cell. The list is read whole before the
 // first byte goes out, so a slow client holds no connection or snapshot of the database.
@@ -107,8 +107,10 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) {
 		dispositionHeader("attachment", fmt.Sprintf("responses_%d_%s.csv", formID, fileTitle(list.Title))))
 	bw := bufio.NewWriter(w)
 	bw.WriteString("\uFEFF")
+	// Records end with LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv drops every
+	// carriage return inside a value, and a value must read back as it is stored.
+	// Spreadsheet programs read either.
 	cw := csv.NewWriter(bw)
-	cw.UseCRLF = true
 	column := make(map[int64]int, len(list.Fields)) // field id → index in a row
 	row := []string{"id", "submittedAt"}
 	for _, f := range list.Fields {

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"mime"
+	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -388,4 +396,164 @@ func FuzzSubmitBody(f *testing.F) {
 		}
 		e.wantNoOrphans()
 	})
+}
+
+// getRaw sends a GET with optional header pairs and returns the answer with its body read.
+func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.http.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res, body
+}
+
+// TestExportCSV reads the export back through encoding/csv, as a spreadsheet would: RFC
+// 4180 quoting of commas, quotes and newlines, UTF-8 behind a byte-order mark, newest
+// response first, labels in form order, null as an empty cell, formulas disarmed and
+// plain numbers kept.
+func TestExportCSV(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "Q3 survey", "categories": []any{
+		map[string]any{"name": "b", "fields": []any{
+			map[string]any{"label": "Name", "type": "text"},
+			map[string]any{"label": "=1+1", "type": "text"}}},
+		map[string]any{"name": "a", "fields": []any{
+			map[string]any{"label": "Notes", "type": "textarea"},
+			map[string]any{"label": "Amount", "type": "number"}}},
+	}})
+	id := func(c, i int) string { return itoa(f.Categories[c].Fields[i].ID) }
+	first := e.submit(f.ID, map[string]any{id(0, 0): `Smith, "Jo"`, id(0, 1): "=HYPERLINK(\"http://x\")",
+		id(1, 0): "line one\nline two\r\nЖанна, привет", id(1, 1): -5})
+	second := e.submit(f.ID, map[string]any{id(0, 0): "@SUM(A1)", id(0, 1): "\tx", id(1, 0): nil, id(1, 1): "+1.5"})
+	third := e.submit(f.ID, map[string]any{id(0, 0): "-2e3", id(0, 1): "-x", id(1, 0): "+", id(1, 1): "\rcmd"})
+	empty := e.submit(f.ID, map[string]any{"none": 1})
+
+	res, body := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/csv; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if cd, want := res.Header.Get("Content-Disposition"), "attachment; filename=responses_"+itoa(f.ID)+"_Q3_survey.csv"; cd != want {
+		t.Errorf("Content-Disposition = %q, want %q", cd, want)
+	}
+	if !bytes.HasPrefix(body, []byte("\uFEFF")) {
+		t.Fatalf("no byte-order mark: %q", body[:min(10, len(body))])
+	}
+	rows, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(body, []byte("\uFEFF")))).ReadAll()
+	if err != nil {
+		t.Fatalf("read CSV: %v\n%s", err, body)
+	}
+	var list []listedResponse
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list)
+	at := map[int64]string{}
+	for _, r := range list {
+		at[r.ID] = r.SubmittedAt
+	}
+	want := [][]string{
+		{"id", "submittedAt", "Name", "'=1+1", "Notes", "Amount"},
+		{itoa(empty), at[empty], "", "", "", ""},
+		{itoa(third), at[third], "-2e3", "'-x", "'+", "'\rcmd"},
+		{itoa(second), at[second], "'@SUM(A1)", "'\tx", "", "+1.5"},
+		// encoding/csv's reader reads a CRLF inside a quoted field as LF; the bytes are
+		// checked below.
+		{itoa(first), at[first], `Smith, "Jo"`, `'=HYPERLINK("http://x")`, "line one\nline two\nЖанна, привет", "-5"},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("CSV rows:\n%q\nwant:\n%q", rows, want)
+	}
+	if !bytes.Contains(body, []byte("\"'\rcmd\"\n")) || !bytes.Contains(body, []byte("\"line one\nline two\r\nЖанна")) {
+		t.Errorf("carriage returns in values not written as stored: %q", body)
+	}
+
+	for _, tc := range []struct {
+		path, want string
+		status     int
+	}{
+		{"/api/forms/999/responses.csv", `{"error":"Form not found"}`, 404},
+		{"/api/forms/abc/responses.csv", `{"error":"Invalid form ID"}`, 400},
+	} {
+		res, body := e.getRaw(tc.path)
+		if res.StatusCode != tc.status || strings.TrimSpace(string(body)) != tc.want {
+			t.Errorf("GET %s = %d %s, want %d %s", tc.path, res.StatusCode, body, tc.status, tc.want)
+		}
+	}
+}
+
+// TestExportCSVFileName: a title that is not an HTTP token downloads under its exact
+// name through RFC 6266's filename*.
+func TestExportCSVFileName(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": `Отчёт 50% "final"`})
+	res, _ := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
+	disposition, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition"))
+	if err != nil || disposition != "attachment" {
+		t.Fatalf("Content-Disposition %q: %v", res.Header.Get("Content-Disposition"), err)
+	}
+	if want := "responses_" + itoa(f.ID) + `_Отчёт_50%_"final".csv`; params["filename"] != want {
+		t.Errorf("file name = %q, want %q", params["filename"], want)
+	}
+}
+
+// TestSlowReadersHoldNoDatabase: clients that stop reading a long answer (more of them
+// than the read pool has connections) hold no connection and no snapshot: reads, writes
+// and a full WAL checkpoint go on while they stall.
+func TestSlowReadersHoldNoDatabase(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	values := map[int64]*string{}
+	long := strings.Repeat("a long answer ", 20)
+	for _, c := range f.Categories {
+		for _, fd := range c.Fields {
+			values[fd.ID] = &long
+		}
+	}
+	for range 600 { // about 8 MB of JSON, more than loopback buffers hold
+		if _, err := e.store.CreateResponse(context.Background(), f.ID, values); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := strings.TrimPrefix(e.http.URL, "http://")
+	for _, path := range []string{"/responses", "/responses.csv"} {
+		for range 6 {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			fmt.Fprintf(conn, "GET /api/forms/%d%s HTTP/1.1\r\nHost: x\r\n\r\n", f.ID, path)
+			// Read the status line and stop: the server is left writing into a full socket.
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			if err != nil || !strings.Contains(line, "200") {
+				t.Fatalf("slow reader: %q, %v", line, err)
+			}
+		}
+	}
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz = %d while readers stall", status)
+	}
+	if status, _ := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
+		t.Errorf("form read = %d while readers stall", status)
+	}
+	if status, _ := e.do("PUT", "/api/settings/k", `{"value": 1}`); status != 200 {
+		t.Errorf("setting write = %d while readers stall", status)
+	}
+	var busy, logFrames, checkpointed int
+	if err := e.store.write.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil || busy != 0 {
+		t.Errorf("wal_checkpoint(TRUNCATE) = busy %d (%v): a reader still holds a snapshot", busy, err)
+	}
 }
