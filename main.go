@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,36 +252,44 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		pdfSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		fonts:    newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
-	s.routes()
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.pattern, rt.handler)
+	}
+	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
+	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
 
-// routes lists the whole API.
-func (s *server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+// route is one entry of the API: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
 
-	s.mux.HandleFunc("GET /api/forms", s.handleListForms)
-	s.mux.HandleFunc("POST /api/forms", s.handleCreateForm)
-	s.mux.HandleFunc("GET /api/forms/{id}", s.handleGetForm)
-	s.mux.HandleFunc("PUT /api/forms/{id}", s.handleUpdateForm)
-	s.mux.HandleFunc("DELETE /api/forms/{id}", s.handleDeleteForm)
-
-	s.mux.HandleFunc("POST /api/forms/{id}/responses", s.handleSubmitResponse)
-	s.mux.HandleFunc("GET /api/forms/{id}/responses", s.handleListResponses)
-	s.mux.HandleFunc("GET /api/forms/{id}/responses.csv", s.handleExportCSV)
-	s.mux.HandleFunc("GET /api/responses/{responseId}/export/pdf", s.handleExportPDF)
-
-	s.mux.HandleFunc("GET /api/tracker-summary/today", s.handleTodayTrackerSummary)
-	s.mux.HandleFunc("GET /api/tracker-summaries", s.handleListTrackerSummaries)
-	s.mux.HandleFunc("POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary)
-	s.mux.HandleFunc("GET /api/tracker-summary", s.handleTrackerSummaryNow)
-	s.mux.HandleFunc("GET /api/email-summaries", s.handleListEmailSummaries)
-	s.mux.HandleFunc("POST /api/email-summaries/generate", s.handleGenerateEmailSummary)
-
-	s.mux.HandleFunc("GET /api/settings/{key}", s.handleGetSetting)
-	s.mux.HandleFunc("PUT /api/settings/{key}", s.handlePutSetting)
-
-	s.mux.HandleFunc("/", s.handleNoRoute)
+// routes lists the whole API. docs/openapi.json documents exactly these routes
+// (TestOpenAPIDocumentsEveryRoute).
+func (s *server) routes() []route {
+	return []route{
+		{"GET /healthz", s.handleHealth},
+		{"GET /api/openapi.json", s.handleOpenAPI},
+		{"GET /api/forms", s.handleListForms},
+		{"POST /api/forms", s.handleCreateForm},
+		{"GET /api/forms/{id}", s.handleGetForm},
+		{"PUT /api/forms/{id}", s.handleUpdateForm},
+		{"DELETE /api/forms/{id}", s.handleDeleteForm},
+		{"POST /api/forms/{id}/responses", s.handleSubmitResponse},
+		{"GET /api/forms/{id}/responses", s.handleListResponses},
+		{"GET /api/forms/{id}/responses.csv", s.handleExportCSV},
+		{"GET /api/responses/{responseId}/export/pdf", s.handleExportPDF},
+		{"GET /api/tracker-summary/today", s.handleTodayTrackerSummary},
+		{"GET /api/tracker-summaries", s.handleListTrackerSummaries},
+		{"POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary},
+		{"GET /api/tracker-summary", s.handleTrackerSummaryNow},
+		{"GET /api/email-summaries", s.handleListEmailSummaries},
+		{"POST /api/email-summaries/generate", s.handleGenerateEmailSummary},
+		{"GET /api/settings/{key}", s.handleGetSetting},
+		{"PUT /api/settings/{key}", s.handlePutSetting},
+	}
 }
 
 // ServeHTTP runs every request through logging, recovery and the token check.
@@ -431,6 +440,17 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, http.StatusNotFound, "Not found")
+}
+
+// openAPI is docs/openapi.json, the API's description, written by hand so that it reads
+// as documentation, and kept true by tests against the route table and real answers.
+//
+//go:embed docs/openapi.json
+var openAPI []byte
+
+func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Write(openAPI)
 }
 
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
