@@ -3,6 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -163,6 +168,86 @@ func TestOutboundRetries(t *testing.T) {
 			}
 			if n := e.count("tracker_summaries"); n != 0 {
 				t.Errorf("a failed job stored %d summaries", n)
+			}
+		})
+	}
+}
+
+// TestModelErrorKeepsChain: the model client's errors hide the key but keep what
+// caused them, so that a shutdown (context.Canceled) and a timeout
+// (context.DeadlineExceeded) can be told from a refusal.
+func TestModelErrorKeepsChain(t *testing.T) {
+	cases := []struct {
+		name    string
+		answer  int           // status the model answers; 0: never answers
+		timeout time.Duration // of each outbound call
+		cancel  bool          // cancel the caller's ctx once the request arrived
+		wantIs  error         // nil: neither context error
+		wantMsg string
+	}{
+		{"cancelled during the call", 0, time.Minute, true, context.Canceled, "context canceled"},
+		{"cancelled with a 503 to retry", 503, time.Minute, true, context.Canceled, "context canceled"},
+		{"call timed out", 0, 50 * time.Millisecond, false, context.DeadlineExceeded, "deadline exceeded"},
+		{"provider quotes the key", 400, time.Minute, false, nil, "model answered 400: no such key [redacted]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			entered := make(chan struct{}, 10)
+			done := make(chan struct{})
+			ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Read the body: only then does the server notice a client that left.
+				io.Copy(io.Discard, r.Body)
+				entered <- struct{}{}
+				if tc.answer == 0 {
+					select {
+					case <-r.Context().Done():
+					case <-done:
+					}
+					return
+				}
+				w.WriteHeader(tc.answer)
+				fmt.Fprintf(w, `{"error": {"message": "no such key %s"}}`, testModelKey)
+			}))
+			defer ms.Close()
+			defer close(done) // before Close, which waits for the handlers
+			cfg := loadConfig(func(string) string { return "" })
+			cfg.GenAIKey = testModelKey
+			// Some gateways carry the key in the path, so that it appears in the client's
+			// own error messages too.
+			cfg.GenAIBaseURL = ms.URL + "/" + testModelKey + "/v1"
+			cfg.OutboundTimeout = tc.timeout
+			cfg.OutboundRetryDelay = time.Hour // a retry waits until the cancel
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := complete(ctx, ms.Client(), cfg, "prompt")
+				errc <- err
+			}()
+			if tc.cancel {
+				<-entered
+				cancel()
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(10 * time.Second):
+				t.Fatal("complete did not return within 10 s")
+			}
+			if err == nil {
+				t.Fatal("complete succeeded, want an error")
+			}
+			for _, target := range []error{context.Canceled, context.DeadlineExceeded} {
+				if got, want := errors.Is(err, target), target == tc.wantIs; got != want {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, got, want)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q, want it to contain %q", err, tc.wantMsg)
+			}
+			if strings.Contains(err.Error(), testModelKey) {
+				t.Errorf("error shows the key: %v", err)
 			}
 		})
 	}
