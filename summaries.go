@@ -35,7 +35,7 @@ const (
 )
 
 // configError is a missing model key or prompt template, which the earlier variant's
-// GET /tracker-summary answers with its bare message (SPEC.md §4, earlier variant, 1).
+// GET /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
 type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// MantisBT's REST API, as DESIGN.md describes it: GET {endpoint}/issues, newest-updated
+// MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
 // first, `notes` omitted when an issue has none, times with the server's own offset.
 const (
 	trackerPageSize = 50
