@@ -241,15 +241,21 @@ func (s *server) scheduleSummaries(hour, minute int) {
 		now := s.now()
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
-			if _, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now)); errors.Is(err, errNotFound) {
+			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
+			switch {
+			case errors.Is(err, errNotFound):
 				s.log.Info("summary schedule: catching up on today's run")
 				s.startJob(trackerPipeline)
 				s.startJob(emailPipeline)
+			case err != nil:
+				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
 			}
 		}
 		for {
-			wait := nextRun(s.now(), hour, minute).Sub(s.now())
-			timer := time.NewTimer(wait)
+			// Logged after the start-up decision, so that a test knows it was made.
+			next := nextRun(s.now(), hour, minute)
+			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
+			timer := time.NewTimer(next.Sub(s.now()))
 			select {
 			case <-s.jobs.ctx.Done():
 				timer.Stop()

@@ -624,26 +624,75 @@ func TestSchedule(t *testing.T) {
 }
 
 // TestScheduleCatchesUp: started after today's run time without today's tracker
-// summary, the schedule runs both jobs at once.
+// summary, the schedule runs both jobs at once; otherwise it only waits for the next run.
+// The schedule logs that wait after its start-up decision, so a test that sees the line
+// knows that any catch-up job has been started: it is still running or has logged its end.
 func TestScheduleCatchesUp(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
-	e.srv.scheduleSummaries(6, 30)
-	waitFor(t, func() bool { return e.count("tracker_summaries") == 1 && e.count("email_summaries") == 1 })
+	cases := []struct {
+		name     string
+		hour     int      // of the 06:30-style run time, minute 30
+		existing []string // summaries stored before the start: "tracker today", "email today", "tracker yesterday"
+		catchUp  bool
+	}{
+		{"after the run time, today's summary missing", 6, nil, true},
+		{"after the run time, only yesterday's summary", 6, []string{"tracker yesterday"}, true},
+		{"after the run time, only today's e-mail summary", 6, []string{"email today"}, true},
+		{"after the run time, today's summary exists", 6, []string{"tracker today"}, false},
+		{"before the run time", 11, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			ctx := context.Background()
+			for _, what := range tc.existing {
+				var err error
+				switch what {
+				case "tracker today":
+					err = e.store.SaveTrackerSummary(ctx, startOfDay(now), "done")
+				case "email today":
+					err = e.store.AddEmailSummary(ctx, startOfDay(now), "done")
+				case "tracker yesterday":
+					err = e.store.SaveTrackerSummary(ctx, startOfDay(now.AddDate(0, 0, -1)), "done")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			trackerBefore, emailBefore := e.count("tracker_summaries"), e.count("email_summaries")
 
-	// With today's summary present, a restart does not run again.
-	e2 := newSummaryEnv(t, now)
-	if err := e2.store.SaveTrackerSummary(context.Background(), startOfDay(now), "done"); err != nil {
-		t.Fatal(err)
+			e.srv.scheduleSummaries(tc.hour, 30)
+			waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run") })
+			if tc.catchUp {
+				waitFor(t, func() bool { return strings.Count(e.logs.String(), "summary job done") == 2 })
+				var today Summary
+				e.doJSON("GET", "/api/tracker-summary/today", nil, &today)
+				if today.SummaryText != "The summary." || e.count("email_summaries") != emailBefore+1 {
+					t.Errorf("after the catch-up: today's tracker summary %q, %d e-mail summaries; want the model's text and %d",
+						today.SummaryText, e.count("email_summaries"), emailBefore+1)
+				}
+				return
+			}
+			if names := runningJobs(e.srv.jobs); len(names) > 0 || strings.Contains(e.logs.String(), "summary job") {
+				t.Errorf("schedule started %v at start-up, want no catch-up:\n%s", names, e.logs)
+			}
+			if n := len(e.model.calls()); n != 0 || e.count("tracker_summaries") != trackerBefore || e.count("email_summaries") != emailBefore {
+				t.Errorf("model called %d times, summaries changed", n)
+			}
+		})
 	}
-	e2.srv.scheduleSummaries(6, 30)
-	if !e2.srv.jobs.stop(5 * time.Second) {
-		t.Fatal("scheduler did not stop")
+}
+
+// runningJobs names the background jobs running now.
+func runningJobs(j *summaryJobs) []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var names []string
+	for name := range j.running {
+		names = append(names, name)
 	}
-	if n := len(e2.model.calls()) + e2.count("email_summaries"); n != 0 {
-		t.Errorf("schedule ran although today's summary exists")
-	}
+	return names
 }
 
 // TestShutdownDuringSlowModel: the real server, a model that never answers, SIGTERM (a
