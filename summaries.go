@@ -373,7 +373,11 @@ func recentEmails(dir string, start time.Time, log *slog.Logger) ([]email, error
 	if dir == "" {
 		return nil, errors.New("MAILDIR is not configured")
 	}
-	return readMaildir(os.DirFS(dir), start, log)
+	emails, err := readMaildir(os.DirFS(dir), start, log)
+	if err != nil {
+		return nil, fmt.Errorf("MAILDIR %s: %w", dir, err) // the fs.FS names only new/ or cur/
+	}
+	return emails, nil
 }
 
 // readMaildir reads the messages in new/ and cur/ of the Maildir fsys dated at or after

@@ -289,7 +289,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"no tracker endpoint", func(c *config) { c.TrackerEndpoint = "" }, nil, "TRACKER_API_ENDPOINT is not configured", 0, 1},
 		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/t.txt"; c.EmailPromptFile = "/nonexistent/e.txt" }, nil, "Prompt template not readable", 0, 0},
 		{"no Maildir", func(c *config) { c.Maildir = "" }, nil, "MAILDIR is not configured", 1, 0},
-		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "read Maildir", 1, 0},
+		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "MAILDIR /nonexistent/mail: read Maildir: open new", 1, 0},
 		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "tracker answered 403", 0, 1},
 		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
 		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
