@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"io/fs"
 	"log/slog"
 	"mime"
 	"mime/multipart"
@@ -16,13 +17,18 @@ import (
 	"net/http"
 	"net/mail"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/ianaindex"
 )
 
 // Texts stored without asking the model when there is nothing to summarise.
@@ -35,7 +41,7 @@ const (
 )
 
 // configError is a missing model key or prompt template, which the earlier variant's
-// GET /tracker-summary answers with its bare message (SPEC.md §4, earlier variant, 1).
+// GET /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
 type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
@@ -241,15 +247,21 @@ func (s *server) scheduleSummaries(hour, minute int) {
 		now := s.now()
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
-			if _, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now)); errors.Is(err, errNotFound) {
+			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
+			switch {
+			case errors.Is(err, errNotFound):
 				s.log.Info("summary schedule: catching up on today's run")
 				s.startJob(trackerPipeline)
 				s.startJob(emailPipeline)
+			case err != nil:
+				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
 			}
 		}
 		for {
-			wait := nextRun(s.now(), hour, minute).Sub(s.now())
-			timer := time.NewTimer(wait)
+			// Logged after the start-up decision, so that a test knows it was made.
+			next := nextRun(s.now(), hour, minute)
+			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
+			timer := time.NewTimer(next.Sub(s.now()))
 			select {
 			case <-s.jobs.ctx.Done():
 				timer.Stop()
@@ -355,15 +367,28 @@ type email struct {
 	when    time.Time // Date, for the window and the order
 }
 
-// recentEmails reads the messages in dir's new/ and cur/ dated at or after start, newest
-// first. A message that cannot be parsed is skipped with a log line.
+// recentEmails reads the messages of the Maildir dir delivered and dated at or after
+// start, newest first (see readMaildir).
 func recentEmails(dir string, start time.Time, log *slog.Logger) ([]email, error) {
 	if dir == "" {
 		return nil, errors.New("MAILDIR is not configured")
 	}
+	emails, err := readMaildir(os.DirFS(dir), start, log)
+	if err != nil {
+		return nil, fmt.Errorf("MAILDIR %s: %w", dir, err) // the fs.FS names only new/ or cur/
+	}
+	return emails, nil
+}
+
+// readMaildir reads the messages in new/ and cur/ of the Maildir fsys dated at or after
+// start, newest first. A file delivered before start is passed over without being
+// opened, so that a job over a Maildir of years costs only the messages of its window;
+// a file delivered later is opened and kept when its Date is in the window. A message
+// that cannot be parsed is skipped with a log line.
+func readMaildir(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error) {
 	var emails []email
 	for _, sub := range []string{"new", "cur"} {
-		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		entries, err := fs.ReadDir(fsys, sub)
 		if err != nil {
 			return nil, fmt.Errorf("read Maildir: %w", err)
 		}
@@ -371,10 +396,14 @@ func recentEmails(dir string, start time.Time, log *slog.Logger) ([]email, error
 			if !entry.Type().IsRegular() || strings.HasPrefix(entry.Name(), ".") {
 				continue
 			}
-			path := filepath.Join(dir, sub, entry.Name())
-			e, err := readEmailFile(path)
+			if deliveredBefore(entry, start) {
+				continue
+			}
+			name := path.Join(sub, entry.Name())
+			flog := log.With("file", name)
+			e, err := readEmailFile(fsys, name, flog)
 			if err != nil {
-				log.Warn("skip e-mail message", "file", filepath.Join(sub, entry.Name()), "err", err)
+				flog.Warn("skip e-mail message", "err", err)
 				continue
 			}
 			if !e.when.Before(start) {
@@ -386,27 +415,49 @@ func recentEmails(dir string, start time.Time, log *slog.Logger) ([]email, error
 	return emails, nil
 }
 
-func readEmailFile(path string) (email, error) {
-	f, err := os.Open(path)
+// deliveredBefore reports whether a Maildir file arrived before start, without opening
+// it: by the delivery time that starts a standard Maildir name (seconds since the epoch,
+// as in 1732590000.M123P456.host,S=123:2,S), else by the modification time the directory
+// entry carries. When neither can be read the file is not passed over.
+func deliveredBefore(entry fs.DirEntry, start time.Time) bool {
+	if secs, ok := deliverySeconds(entry.Name()); ok {
+		return time.Unix(secs, 0).Before(start)
+	}
+	info, err := entry.Info()
+	if err != nil {
+		return false
+	}
+	return info.ModTime().Before(start)
+}
+
+// deliverySeconds reads the leading seconds-since-epoch of a standard Maildir file name:
+// digits up to the first dot.
+func deliverySeconds(name string) (int64, bool) {
+	digits, _, found := strings.Cut(name, ".")
+	if !found || digits == "" {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	secs, err := strconv.ParseInt(digits, 10, 64)
+	return secs, err == nil
+}
+
+func readEmailFile(fsys fs.FS, name string, log *slog.Logger) (email, error) {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return email{}, err
 	}
 	defer f.Close()
-	return parseEmail(io.LimitReader(f, maxEmailFileBytes))
+	return parseEmail(io.LimitReader(f, maxEmailFileBytes), log)
 }
 
-// headerDecoder decodes RFC 2047 words; it knows UTF-8, US-ASCII and ISO-8859-1 itself
-// and reads Windows-1252 as ISO-8859-1, which differs only in rarely used punctuation.
-var headerDecoder = mime.WordDecoder{CharsetReader: func(charset string, r io.Reader) (io.Reader, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return strings.NewReader(decodeCharset(charset, b)), nil
-}}
-
-// parseEmail reads one RFC 5322 message: decoded headers and the text of its body.
-func parseEmail(r io.Reader) (email, error) {
+// parseEmail reads one RFC 5322 message: decoded headers and the text of its body, in
+// UTF-8 whatever charsets the sender used; log hears of a charset that is not known.
+func parseEmail(r io.Reader, log *slog.Logger) (email, error) {
 	msg, err := mail.ReadMessage(r)
 	if err != nil {
 		return email{}, fmt.Errorf("parse message: %w", err)
@@ -415,14 +466,24 @@ func parseEmail(r io.Reader) (email, error) {
 	if err != nil {
 		return email{}, fmt.Errorf("parse Date: %w", err)
 	}
+	words := mime.WordDecoder{CharsetReader: func(charset string, r io.Reader) (io.Reader, error) {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, err
+		}
+		return strings.NewReader(decodeCharset(charset, b, log)), nil
+	}}
 	header := func(name string) string {
-		v := msg.Header.Get(name)
-		if d, err := headerDecoder.DecodeHeader(v); err == nil {
+		// Bytes outside RFC 2047 words carry no charset; the words themselves are ASCII,
+		// so converting the raw bytes first leaves them intact.
+		v := decodeCharset("", []byte(msg.Header.Get(name)), log)
+		if d, err := words.DecodeHeader(v); err == nil {
 			v = d
 		}
-		return strings.TrimSpace(strings.ToValidUTF8(v, "\uFFFD"))
+		// The decoder passes UTF-8 words through unchecked.
+		return strings.TrimSpace(validUTF8([]byte(v)))
 	}
-	plain, htmlText, err := bodyText(msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body)
+	plain, htmlText, err := bodyText(msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body, log)
 	if err != nil {
 		return email{}, err
 	}
@@ -442,7 +503,7 @@ func parseEmail(r io.Reader) (email, error) {
 
 // bodyText returns the first text/plain and the first text/html text of a body, walking
 // nested multiparts, transfer-decoded and converted to UTF-8.
-func bodyText(contentType, encoding string, body io.Reader) (plain, htmlText string, err error) {
+func bodyText(contentType, transferEncoding string, body io.Reader, log *slog.Logger) (plain, htmlText string, err error) {
 	mediaType, params, err := mime.ParseMediaType(contentType)
 	if err != nil || contentType == "" {
 		mediaType, params = "text/plain", map[string]string{"charset": "us-ascii"}
@@ -459,7 +520,7 @@ func bodyText(contentType, encoding string, body io.Reader) (plain, htmlText str
 				return "", "", fmt.Errorf("read multipart: %w", err)
 			}
 			// NextPart already undoes quoted-printable and hides that header.
-			p, h, err := bodyText(part.Header.Get("Content-Type"), part.Header.Get("Content-Transfer-Encoding"), part)
+			p, h, err := bodyText(part.Header.Get("Content-Type"), part.Header.Get("Content-Transfer-Encoding"), part, log)
 			if err != nil {
 				return "", "", err
 			}
@@ -472,7 +533,7 @@ func bodyText(contentType, encoding string, body io.Reader) (plain, htmlText str
 		}
 	case mediaType == "text/plain" || mediaType == "text/html":
 		var r io.Reader = body
-		switch strings.ToLower(strings.TrimSpace(encoding)) {
+		switch strings.ToLower(strings.TrimSpace(transferEncoding)) {
 		case "base64":
 			r = base64.NewDecoder(base64.StdEncoding, body)
 		case "quoted-printable":
@@ -480,9 +541,9 @@ func bodyText(contentType, encoding string, body io.Reader) (plain, htmlText str
 		}
 		b, err := io.ReadAll(r)
 		if err != nil {
-			return "", "", fmt.Errorf("decode %s body: %w", encoding, err)
+			return "", "", fmt.Errorf("decode %s body: %w", transferEncoding, err)
 		}
-		text := decodeCharset(params["charset"], b)
+		text := decodeCharset(params["charset"], b, log)
 		if mediaType == "text/html" {
 			return "", text, nil
 		}
@@ -492,23 +553,62 @@ func bodyText(contentType, encoding string, body io.Reader) (plain, htmlText str
 	}
 }
 
-// decodeCharset turns text in charset into UTF-8. ISO-8859-1 bytes are their code
-// points; UTF-8, US-ASCII and unknown charsets are kept, with invalid bytes replaced.
-func decodeCharset(charset string, b []byte) string {
-	switch strings.ToLower(strings.TrimSpace(charset)) {
-	case "iso-8859-1", "latin1", "iso_8859-1", "windows-1252", "cp1252":
-		var sb strings.Builder
-		sb.Grow(len(b))
-		for _, c := range b {
-			sb.WriteRune(rune(c))
-		}
-		return sb.String()
-	default:
+// decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
+// and bodies alike.
+//
+// Labels are looked up as browsers do (the WHATWG Encoding Standard, which also knows
+// what mail programs write: Outlook's ks_c_5601-1987 is EUC-KR, gb2312 is read as its
+// superset GBK, iso-8859-1 as its superset windows-1252), then in the IANA registry.
+// Text without a charset, or labelled US-ASCII while it has 8-bit bytes, is kept when it
+// is valid UTF-8 (what such mislabelled mail nearly always is) and read as windows-1252
+// otherwise, so that every byte stays a character. A charset that is not known keeps the
+// text, valid UTF-8 as it is and every other byte as U+FFFD, and is logged: no character
+// is lost unnoticed.
+func decodeCharset(charset string, b []byte, log *slog.Logger) string {
+	label := strings.ToLower(strings.TrimSpace(charset))
+	if label == "" || label == "us-ascii" || label == "ascii" {
 		if utf8.Valid(b) {
 			return string(b)
 		}
-		return strings.ToValidUTF8(string(b), "\uFFFD")
+		label = "windows-1252"
 	}
+	enc := lookupCharset(label)
+	if enc == nil {
+		log.Warn("e-mail charset not known, text kept as written", "charset", charset)
+		return validUTF8(b)
+	}
+	text, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		log.Warn("e-mail text not decodable, kept as written", "charset", charset, "err", err)
+		return validUTF8(b)
+	}
+	return string(text)
+}
+
+// lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
+// encoding (its answer to ISO-2022-KR and HZ) would turn the whole text into a single
+// U+FFFD, so it counts as not known.
+func lookupCharset(label string) encoding.Encoding {
+	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
+		return enc
+	}
+	if enc, err := ianaindex.IANA.Encoding(label); err == nil && enc != nil {
+		return enc
+	}
+	return nil
+}
+
+// validUTF8 keeps the valid UTF-8 of b and turns each other byte into U+FFFD, so that a
+// reader sees how many characters were lost.
+func validUTF8(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		sb.WriteRune(r) // utf8.RuneError for an invalid byte, size 1
+		b = b[size:]
+	}
+	return sb.String()
 }
 
 var (

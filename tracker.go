@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// MantisBT's REST API, as DESIGN.md describes it: GET {endpoint}/issues, newest-updated
+// MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
 // first, `notes` omitted when an issue has none, times with the server's own offset.
 const (
 	trackerPageSize = 50
@@ -275,7 +275,7 @@ func complete(ctx context.Context, client *http.Client, cfg config, prompt strin
 	})
 	if err != nil {
 		// A provider may quote the key it refused; it never leaves the process.
-		return "", errors.New(strings.ReplaceAll(err.Error(), cfg.GenAIKey, "[redacted]"))
+		return "", &redactedError{err: err, secret: cfg.GenAIKey}
 	}
 	var out struct {
 		Choices []struct {
@@ -292,3 +292,19 @@ func complete(ctx context.Context, client *http.Client, cfg config, prompt strin
 	}
 	return *out.Choices[0].Message.Content, nil
 }
+
+// redactedError hides a secret in an error's message but keeps the error in the chain,
+// so that errors.Is(err, context.Canceled) still tells a shutdown from a failure.
+type redactedError struct {
+	err    error
+	secret string
+}
+
+func (e *redactedError) Error() string {
+	if e.secret == "" {
+		return e.err.Error() // ReplaceAll with an empty old text would insert everywhere
+	}
+	return strings.ReplaceAll(e.err.Error(), e.secret, "[redacted]")
+}
+
+func (e *redactedError) Unwrap() error { return e.err }

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWindowStart(t *testing.T) {
+	loc := berlin(t)
+	// 2026-11-23 is a Monday.
+	cases := []struct {
+		now, want string
+	}{
+		{"2026-11-23 10:00", "2026-11-19 00:00"}, // Monday: four days, back to Thursday
+		{"2026-11-24 00:00", "2026-11-22 00:00"},
+		{"2026-11-25 23:59", "2026-11-23 00:00"},
+		{"2026-11-26 12:00", "2026-11-24 00:00"},
+		{"2026-11-27 12:00", "2026-11-25 00:00"},
+		{"2026-11-28 12:00", "2026-11-26 00:00"},
+		{"2026-11-29 12:00", "2026-11-27 00:00"},
+		{"2026-12-01 08:00", "2026-11-29 00:00"}, // across a month end
+		{"2026-03-30 09:00", "2026-03-26 00:00"}, // Monday after the spring change: CET window start
+		{"2026-03-31 09:00", "2026-03-29 00:00"}, // the change day itself starts at CET midnight
+		{"2026-10-27 09:00", "2026-10-25 00:00"}, // autumn change day
+	}
+	for _, tc := range cases {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
+		want, _ := time.ParseInLocation("2006-01-02 15:04", tc.want, loc)
+		got := windowStart(now)
+		if !got.Equal(want) || got.Hour() != 0 {
+			t.Errorf("windowStart(%s %s) = %s, want %s", tc.now, now.Weekday(), got, want)
+		}
+	}
+	// startOfDay on a short day: local midnight, 23 hours before the next one.
+	now, _ := time.ParseInLocation("2006-01-02 15:04", "2026-03-29 18:00", loc)
+	if got := startOfDay(now); timestamp(got) != "2026-03-28T23:00:00.000Z" {
+		t.Errorf("startOfDay(%s) = %s", now, timestamp(got))
+	}
+}
+
+// TestTrackerWindowEveryWeekday runs the tracker pipeline on each day of a week and
+// checks which tickets and notes reach the model.
+func TestTrackerWindowEveryWeekday(t *testing.T) {
+	loc := berlin(t)
+	for day := 23; day <= 29; day++ {
+		now := time.Date(2026, 11, day, 15, 0, 0, 0, loc)
+		t.Run(now.Weekday().String(), func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			start := windowStart(now)
+			var issues []map[string]any
+			var want []int
+			// One ticket per hour going back six days, newest first; times in UTC+02:00.
+			for i := 0; i < 6*24; i++ {
+				updated := now.Add(-time.Duration(i) * time.Hour)
+				issues = append(issues, issue(i+1, updated.In(time.FixedZone("", 2*3600)).Format(time.RFC3339)))
+				if !updated.Before(start) {
+					want = append(want, i+1)
+				}
+			}
+			e.tracker.issues = issues
+			if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+				t.Fatal(err)
+			}
+			calls := e.model.calls()
+			if len(calls) != 1 {
+				t.Fatalf("model calls = %d, want 1", len(calls))
+			}
+			var got []ticket
+			data := strings.TrimSuffix(strings.SplitN(calls[0], "\n", 2)[1], "\nEnd.")
+			if err := json.Unmarshal([]byte(data), &got); err != nil {
+				t.Fatalf("prompt data: %v\n%s", err, calls[0])
+			}
+			var ids []int
+			for _, tk := range got {
+				ids = append(ids, int(tk.ID))
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("tickets sent = %v, want %v (window from %s)", ids, want, start)
+			}
+			if pages := e.tracker.requestedPages(); pages[len(pages)-1] != (len(want))/50+1 {
+				t.Errorf("pages read = %v for %d tickets in the window", pages, len(want))
+			}
+		})
+	}
+}
+
+func TestTrackerPaging(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	inside := now.Add(-time.Hour).Format(time.RFC3339)
+	outside := now.Add(-72 * time.Hour).Format(time.RFC3339)
+	many := func(n int, updated string) []map[string]any {
+		var out []map[string]any
+		for i := range n {
+			out = append(out, issue(i, updated))
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		issues []map[string]any
+		pages  []int
+		kept   int
+	}{
+		{"empty", nil, []int{1}, 0},
+		{"one short page", many(10, inside), []int{1}, 10},
+		{"exactly one full page", many(50, inside), []int{1, 2}, 50},
+		{"window ends on page 2", append(many(60, inside), many(100, outside)...), []int{1, 2}, 60},
+		{"window ends at a page edge", append(many(50, inside), many(100, outside)...), []int{1, 2}, 50},
+		{"cap at 20 pages", many(1500, inside), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, 1000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			e.tracker.issues = tc.issues
+			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages := e.tracker.requestedPages(); !slices.Equal(pages, tc.pages) || len(tickets) != tc.kept {
+				t.Errorf("pages %v kept %d, want pages %v kept %d", pages, len(tickets), tc.pages, tc.kept)
+			}
+		})
+	}
+}
+
+func TestOutboundRetries(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name           string
+		tracker, model []int
+		wantErr        string // empty: success
+	}{
+		{"tracker 503 twice", []int{503, 503}, nil, ""},
+		{"tracker 429 then ok", []int{429}, nil, ""},
+		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500: failure 500"},
+		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401: failure 401"},
+		{"model 429 twice", nil, []int{429, 429}, ""},
+		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]"},
+		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now)
+			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			e.tracker.failures = tc.tracker
+			e.model.failures = tc.model
+			err := e.srv.generate(context.Background(), trackerPipeline)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("generate = %v, want success after retries", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("generate = %v, want %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), testModelKey) || strings.Contains(err.Error(), testTrackerKey) {
+				t.Errorf("error shows a key: %v", err)
+			}
+			if n := e.count("tracker_summaries"); n != 0 {
+				t.Errorf("a failed job stored %d summaries", n)
+			}
+		})
+	}
+}
+
+// TestModelErrorKeepsChain: the model client's errors hide the key but keep what
+// caused them, so that a shutdown (context.Canceled) and a timeout
+// (context.DeadlineExceeded) can be told from a refusal.
+func TestModelErrorKeepsChain(t *testing.T) {
+	cases := []struct {
+		name    string
+		answer  int           // status the model answers; 0: never answers
+		timeout time.Duration // of each outbound call
+		cancel  bool          // cancel the caller's ctx once the request arrived
+		wantIs  error         // nil: neither context error
+		wantMsg string
+	}{
+		{"cancelled during the call", 0, time.Minute, true, context.Canceled, "context canceled"},
+		{"cancelled with a 503 to retry", 503, time.Minute, true, context.Canceled, "context canceled"},
+		{"call timed out", 0, 50 * time.Millisecond, false, context.DeadlineExceeded, "deadline exceeded"},
+		{"provider quotes the key", 400, time.Minute, false, nil, "model answered 400: no such key [redacted]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			entered := make(chan struct{}, 10)
+			done := make(chan struct{})
+			ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Read the body: only then does the server notice a client that left.
+				io.Copy(io.Discard, r.Body)
+				entered <- struct{}{}
+				if tc.answer == 0 {
+					select {
+					case <-r.Context().Done():
+					case <-done:
+					}
+					return
+				}
+				w.WriteHeader(tc.answer)
+				fmt.Fprintf(w, `{"error": {"message": "no such key %s"}}`, testModelKey)
+			}))
+			defer ms.Close()
+			defer close(done) // before Close, which waits for the handlers
+			cfg := loadConfig(func(string) string { return "" })
+			cfg.GenAIKey = testModelKey
+			// Some gateways carry the key in the path, so that it appears in the client's
+			// own error messages too.
+			cfg.GenAIBaseURL = ms.URL + "/" + testModelKey + "/v1"
+			cfg.OutboundTimeout = tc.timeout
+			cfg.OutboundRetryDelay = time.Hour // a retry waits until the cancel
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := complete(ctx, ms.Client(), cfg, "prompt")
+				errc <- err
+			}()
+			if tc.cancel {
+				<-entered
+				cancel()
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(10 * time.Second):
+				t.Fatal("complete did not return within 10 s")
+			}
+			if err == nil {
+				t.Fatal("complete succeeded, want an error")
+			}
+			for _, target := range []error{context.Canceled, context.DeadlineExceeded} {
+				if got, want := errors.Is(err, target), target == tc.wantIs; got != want {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, got, want)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q, want it to contain %q", err, tc.wantMsg)
+			}
+			if strings.Contains(err.Error(), testModelKey) {
+				t.Errorf("error shows the key: %v", err)
+			}
+		})
+	}
+}
