@@ -8,4 +8,4 @@ require (
 	golang.org/x/image v0.48.0
 )
 
-require golang.org/x/text v0.44.0 // indirect
+require golang.org/x/text v0.44.0
