@@ -1667,3 +1667,75 @@ func jsonTypeOf(v any) string {
 		return "object"
 	}
 }
+
+// TestPanicEndsTheAnswer: a panic before anything is written is a JSON 500; a panic
+// after part of the answer is out ends the connection, so the client sees an error and
+// never a short answer that parses.
+func TestPanicEndsTheAnswer(t *testing.T) {
+	e := newTestEnv(t)
+	e.srv.mux.HandleFunc("GET /test/panic-before", func(w http.ResponseWriter, r *http.Request) {
+		panic("before")
+	})
+	e.srv.mux.HandleFunc("GET /test/panic-after", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`[{"id":1},`))
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		panic("after")
+	})
+	e.wantError("GET", "/test/panic-before", nil, 500, "Internal server error")
+
+	res, err := e.http.Client().Get(e.http.URL + "/test/panic-after")
+	if err != nil {
+		t.Fatalf("the status line and the first bytes were flushed, yet: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err == nil {
+		t.Errorf("a panic after the first bytes gave a complete answer: %d %q", res.StatusCode, body)
+	}
+	if !strings.Contains(e.logs.String(), `panic=after`) {
+		t.Errorf("the panic was not logged:\n%s", e.logs)
+	}
+}
+
+// TestClientGoneWhileWaiting: a client that leaves while its PDF waits for a slot is
+// logged as gone (499), not as a 200.
+func TestClientGoneWhileWaiting(t *testing.T) {
+	e := newTestEnv(t)
+	for range cap(e.srv.heavySlots) {
+		e.srv.heavySlots <- struct{}{} // every slot busy
+	}
+	arrived := make(chan struct{}, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		e.srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/responses/1/export/pdf", nil)
+	done := make(chan error, 1)
+	go func() {
+		res, err := hs.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the request finished although every slot was busy")
+	}
+	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "client gone") })
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "msg=request") && strings.Contains(line, "/export/pdf") && !strings.Contains(line, "status=499") {
+			t.Errorf("logged as %s", line)
+		}
+	}
+	for range cap(e.srv.heavySlots) {
+		<-e.srv.heavySlots
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -51,32 +50,26 @@ var pdfFonts = []struct {
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 	responseID, ok := parseID(r.PathValue("responseId"))
 	if !ok {
-		writeError(w, http.StatusBadRequest, "Invalid response ID")
+		s.fail(w, r, "generate PDF", badRequest("Invalid response ID"))
 		return
 	}
-	context := fmt.Sprintf("generate PDF for response %d", responseID)
-	// Rendering is CPU-bound and allocates about 20 MB: more documents at once than
-	// cores only adds memory, not speed.
-	select {
-	case s.pdfSlots <- struct{}{}:
-		defer func() { <-s.pdfSlots }()
-	case <-r.Context().Done():
-		return // the client is gone
+	op := fmt.Sprintf("generate PDF for response %d", responseID)
+	// Rendering is CPU-bound and allocates about 20 MB.
+	release, err := s.acquireHeavy(r.Context())
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
 	}
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
-	if errors.Is(err, errNotFound) {
-		writeError(w, http.StatusNotFound, "Response not found")
-		return
-	}
-	if err != nil {
-		s.fail(w, r, context, err)
-		return
-	}
 	// The whole document is built in memory first, so that a failure is still a clean
 	// JSON error: nothing has been written yet.
 	var buf bytes.Buffer
-	if err := writeResponsePDF(&buf, form, values, s.now(), s.fonts); err != nil {
-		s.fail(w, r, context, err)
+	if err == nil {
+		err = writeResponsePDF(&buf, form, values, s.now(), s.fonts)
+	}
+	release()
+	if err != nil {
+		s.fail(w, r, op, notFoundAs("Response not found", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/pdf")

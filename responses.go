@@ -78,12 +78,23 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "fetch responses", badRequest("Invalid form ID"))
 		return
 	}
-	list, err := s.store.ListResponses(r.Context(), formID)
+	op := fmt.Sprintf("fetch responses for form %d", formID)
+	release, err := s.acquireHeavy(r.Context())
 	if err != nil {
-		s.fail(w, r, fmt.Sprintf("fetch responses for form %d", formID), notFoundAs("Form not found", err))
+		s.fail(w, r, op, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list.Responses)
+	list, err := s.store.ListResponses(r.Context(), formID)
+	var body []byte
+	if err == nil {
+		body, err = encodeJSON(list.Responses)
+	}
+	release()
+	if err != nil {
+		s.fail(w, r, op, notFoundAs("Form not found", err))
+		return
+	}
+	writeBody(w, http.StatusOK, body)
 }
 
 // handleExportCSV answers a form's responses as a spreadsheet reads them: CSV quoted as
@@ -97,9 +108,16 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "fetch responses", badRequest("Invalid form ID"))
 		return
 	}
-	list, err := s.store.ListResponses(r.Context(), formID)
+	op := fmt.Sprintf("fetch responses for form %d", formID)
+	release, err := s.acquireHeavy(r.Context())
 	if err != nil {
-		s.fail(w, r, fmt.Sprintf("fetch responses for form %d", formID), notFoundAs("Form not found", err))
+		s.fail(w, r, op, err)
+		return
+	}
+	list, err := s.store.ListResponses(r.Context(), formID)
+	release()
+	if err != nil {
+		s.fail(w, r, op, notFoundAs("Form not found", err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

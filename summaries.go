@@ -285,10 +285,8 @@ func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Reques
 	today := startOfDay(s.now())
 	sum, err := s.store.TrackerSummary(r.Context(), today)
 	if errors.Is(err, errNotFound) {
-		writeJSON(w, http.StatusNotFound, map[string]string{
-			"message": fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02")),
-		})
-		return
+		err = &requestError{status: http.StatusNotFound, member: "message",
+			msg: fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02"))}
 	}
 	if err != nil {
 		s.fail(w, r, "fetch today's tracker summary", err)
