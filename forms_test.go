@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -356,6 +357,7 @@ func TestReadsFollowSortOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	e.store.forms.drop(f.ID) // the change went around the store
 
 	var got FormDetail
 	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &got)
@@ -392,5 +394,65 @@ func TestReadsFollowSortOrder(t *testing.T) {
 	}
 	if want := "d c b a"; status != 200 || strings.Join(labels, " ") != want {
 		t.Errorf("response list values order = %q (%d), want %q", strings.Join(labels, " "), status, want)
+	}
+}
+
+// TestFormCacheNeverStale: a read that began before an update commits never puts the
+// old form back. The hook runs between the read's query and its put into the cache and
+// commits an update right there, every time: the race is forced, not hoped for.
+func TestFormCacheNeverStale(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm()) // reads it: cached
+	e.store.forms.drop(f.ID)
+	raced := false
+	e.store.forms.afterRead = func() {
+		if raced {
+			return
+		}
+		raced = true
+		if _, err := e.store.UpdateForm(context.Background(), f.ID, FormInput{Title: "new"}); err != nil {
+			t.Errorf("update: %v", err)
+		}
+	}
+	old, err := e.store.GetForm(context.Background(), f.ID)
+	if err != nil || old.Title != f.Title || !raced {
+		t.Fatalf("first read = %q, %v (raced %v); want the title before the update", old.Title, err, raced)
+	}
+	got, err := e.store.GetForm(context.Background(), f.ID)
+	if err != nil || got.Title != "new" || len(got.Categories) != 0 {
+		t.Errorf("read after the update = %q with %d categories, %v; want new with none", got.Title, len(got.Categories), err)
+	}
+	// Delete drops it too.
+	if err := e.store.DeleteForm(context.Background(), f.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.wantError("GET", "/api/forms/"+itoa(f.ID), nil, 404, "Form not found")
+}
+
+// TestFormCacheBounded: the cache keeps no more than its byte bound, however many forms
+// are read, and serves what it keeps.
+func TestFormCacheBounded(t *testing.T) {
+	e := newTestEnv(t)
+	e.store.forms.maxBytes = 20_000
+	var ids []int64
+	for range 40 {
+		ids = append(ids, e.createForm(fullForm()).ID) // each read once
+	}
+	c := &e.store.forms
+	c.mu.Lock()
+	bytes, kept := c.bytes, len(c.forms)
+	sum := 0
+	for _, f := range c.forms {
+		sum += formSize(f)
+	}
+	c.mu.Unlock()
+	if bytes > 20_000 || bytes != sum || kept == 0 || kept == len(ids) {
+		t.Errorf("cache holds %d forms, %d bytes (sum %d), bound 20000", kept, bytes, sum)
+	}
+	for _, id := range ids {
+		var got FormDetail
+		if e.doJSON("GET", "/api/forms/"+itoa(id), nil, &got) != 200 || got.ID != id {
+			t.Errorf("form %d read back as %d", id, got.ID)
+		}
 	}
 }

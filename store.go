@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -112,7 +113,22 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	now   func() time.Time
+	// formQuery reads a form with its tree (formQuerySQL), prepared once on the read
+	// pool, as the most frequent read.
+	formQuery *sql.Stmt
+	// forms keeps read forms for GetForm; UpdateForm and DeleteForm drop them.
+	forms formCache
 }
+
+// formQuerySQL reads a form and its tree, one row per field; see getForm.
+const formQuerySQL = `SELECT f.title, f.description, f.createdAt,
+		        c.id, c.name, c.sortOrder,
+		        d.id, d.label, d.type, d.description, d.sortOrder
+		   FROM forms f
+		   LEFT JOIN categories c ON c.formId = f.id
+		   LEFT JOIN fields d ON d.categoryId = c.id
+		  WHERE f.id = ?
+		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`
 
 // OpenStore opens (creating when absent) the SQLite file at path and migrates it.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
@@ -147,10 +163,14 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, now: now}
+	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.formQuery, err = read.PrepareContext(ctx, formQuerySQL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("prepare form query: %w", err)
 	}
 	return s, nil
 }
@@ -190,7 +210,11 @@ func (s *Store) applyMigration(ctx context.Context, version int, script string) 
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	var err error
+	if s.formQuery != nil {
+		err = s.formQuery.Close()
+	}
+	return errors.Join(err, s.read.Close(), s.write.Close())
 }
 
 // Ping checks that the database answers a query.
@@ -277,29 +301,115 @@ func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
 	return forms, nil
 }
 
-// querier is what getForm needs of a pool or a transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+// GetForm returns the form with its categories and fields, or errNotFound. The answer
+// may be shared with other callers: it must not be modified.
+func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
+	f, gen, ok := s.forms.get(id)
+	if ok {
+		return f, nil
+	}
+	f, err := getForm(ctx, s.formQuery, id)
+	if err != nil {
+		return FormDetail{}, err
+	}
+	if s.forms.afterRead != nil {
+		s.forms.afterRead()
+	}
+	s.forms.put(id, gen, f)
+	return f, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound.
-func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
-	return getForm(ctx, s.read, id)
+// formCacheBytes bounds the forms GetForm keeps, by formSize.
+const formCacheBytes = 8 << 20
+
+// formCache keeps forms as GetForm read them. It exists because the form read, the most
+// frequent request, measured short of its target without it (README, Performance): a
+// hit costs the JSON encoding alone instead of a query of one row per field.
+//
+// It stays true because every write that changes a form (UpdateForm, DeleteForm) drops
+// the form after its commit and bumps gen, and a read keeps what it read only when gen
+// has not moved since the read began: a read that began before a commit may have seen
+// the old form, and must not put it back after the drop. (Creating a form needs no
+// drop: an id is never reused, and a missing form is not kept.)
+type formCache struct {
+	mu        sync.Mutex
+	gen       uint64
+	forms     map[int64]FormDetail
+	bytes     int // sum of formSize over forms
+	maxBytes  int
+	afterRead func() // tests only: runs between the database read and put
+}
+
+// get returns the kept form, or the generation to give put.
+func (c *formCache) get(id int64) (FormDetail, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.forms[id]
+	return f, c.gen, ok
+}
+
+// put keeps f unless a write dropped forms since gen was read, evicting arbitrary forms
+// (Go's map order) until it fits.
+func (c *formCache) put(id int64, gen uint64, f FormDetail) {
+	size := formSize(f)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || size > c.maxBytes {
+		return
+	}
+	if c.forms == nil {
+		c.forms = map[int64]FormDetail{}
+	}
+	if old, ok := c.forms[id]; ok {
+		c.bytes -= formSize(old)
+	}
+	for other, kept := range c.forms {
+		if c.bytes+size <= c.maxBytes {
+			break
+		}
+		c.bytes -= formSize(kept)
+		delete(c.forms, other)
+	}
+	c.forms[id] = f
+	c.bytes += size
+}
+
+// drop forgets a form; UpdateForm and DeleteForm call it after their commit.
+func (c *formCache) drop(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if f, ok := c.forms[id]; ok {
+		c.bytes -= formSize(f)
+		delete(c.forms, id)
+	}
+}
+
+// formSize estimates the memory a kept form takes: its text and a fixed cost per
+// record for the structs and slice headers.
+func formSize(f FormDetail) int {
+	const perRecord = 96
+	n := perRecord + len(f.Title) + len(f.CreatedAt)
+	if f.Description != nil {
+		n += len(*f.Description)
+	}
+	for _, c := range f.Categories {
+		n += perRecord + len(c.Name)
+		for _, fd := range c.Fields {
+			n += perRecord + len(fd.Label) + len(fd.Type)
+			if fd.Description != nil {
+				n += len(*fd.Description)
+			}
+		}
+	}
+	return n
 }
 
 // getForm reads a form and its tree with one query, one row per field (a category
 // without fields and a form without categories still give one row, of NULLs), in
 // category and field sortOrder. One statement reads one consistent snapshot.
-func getForm(ctx context.Context, q querier, id int64) (FormDetail, error) {
-	rows, err := q.QueryContext(ctx,
-		`SELECT f.title, f.description, f.createdAt,
-		        c.id, c.name, c.sortOrder,
-		        d.id, d.label, d.type, d.description, d.sortOrder
-		   FROM forms f
-		   LEFT JOIN categories c ON c.formId = f.id
-		   LEFT JOIN fields d ON d.categoryId = c.id
-		  WHERE f.id = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, id)
+func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) {
+	rows, err := stmt.QueryContext(ctx, id)
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
@@ -396,7 +506,9 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	if err := insertCategories(ctx, tx, id, in.Categories); err != nil {
 		return Form{}, err
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	s.forms.drop(id) // after the commit: see formCache
+	if err != nil {
 		return Form{}, fmt.Errorf("commit: %w", err)
 	}
 	return f, nil
@@ -437,6 +549,7 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
+	s.forms.drop(id) // after the commit: see formCache
 	if err != nil {
 		return fmt.Errorf("delete form: %w", err)
 	}
@@ -643,7 +756,7 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 	if err != nil {
 		return FormDetail{}, nil, fmt.Errorf("find response: %w", err)
 	}
-	form, err := getForm(ctx, tx, formID)
+	form, err := getForm(ctx, tx.StmtContext(ctx, s.formQuery), formID)
 	if err != nil {
 		return FormDetail{}, nil, err
 	}
