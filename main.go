@@ -477,20 +477,6 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// writeBody sends an answer encoded before (by encodeJSON).
-func writeBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(body)
-}
-
-// encodeJSON encodes v as writeJSON would send it.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	err := json.NewEncoder(&buf).Encode(v)
-	return buf.Bytes(), err
-}
-
 // writeJSON sends v as the JSON answer. encoding/json's Encoder encodes the whole value
 // into its own buffer and writes it with one Write, so the header goes out only once the
 // encoding has succeeded, and an encoding failure is still a clean 500.
