@@ -303,7 +303,7 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 	s.listSummaries(w, r, emailSummaries, "fetch paginated Email summaries")
 }
 
-func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, context string) {
+func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, op string) {
 	page := positiveOr(r.URL.Query().Get("page"), 1)
 	limit := positiveOr(r.URL.Query().Get("limit"), 10)
 	offset := int64(1<<63 - 1) // past every row when (page-1)*limit would overflow
@@ -312,7 +312,7 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 	}
 	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, offset)
 	if err != nil {
-		s.fail(w, r, context, err)
+		s.fail(w, r, op, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"summaries": list, "total": total})
