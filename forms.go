@@ -75,7 +75,7 @@ func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) {
 func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "fetch form", badRequest("Invalid form ID"))
+		s.fail(w, r, "", badRequest("Invalid form ID"))
 		return
 	}
 	f, err := s.store.GetForm(r.Context(), id)
@@ -89,7 +89,7 @@ func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) {
 func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "update form", badRequest("Invalid form ID"))
+		s.fail(w, r, "", badRequest("Invalid form ID"))
 		return
 	}
 	op := fmt.Sprintf("update form %d", id)
@@ -109,7 +109,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) {
 func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "delete form", badRequest("Invalid form ID"))
+		s.fail(w, r, "", badRequest("Invalid form ID"))
 		return
 	}
 	if err := s.store.DeleteForm(r.Context(), id); err != nil {
@@ -124,11 +124,7 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) {
 // decodeFormInput reads a create or update body, member by exact name at every level,
 // and checks the title: absent, null, empty or only white space is a 400.
 func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) {
-	body, err := readJSON(w, r)
-	if err != nil {
-		return FormInput{}, err
-	}
-	form, err := decodeObject(body, "")
+	form, err := readObject(w, r)
 	if err != nil {
 		return FormInput{}, err
 	}

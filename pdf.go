@@ -50,7 +50,7 @@ var pdfFonts = []struct {
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 	responseID, ok := parseID(r.PathValue("responseId"))
 	if !ok {
-		s.fail(w, r, "generate PDF", badRequest("Invalid response ID"))
+		s.fail(w, r, "", badRequest("Invalid response ID"))
 		return
 	}
 	op := fmt.Sprintf("generate PDF for response %d", responseID)
@@ -540,12 +540,7 @@ var systemFontDirs = []string{"/usr/share/fonts", "/usr/local/share/fonts", "~/.
 // fontDirs is the list of folders to search: PDF_FONT_DIR's (":"-separated), then the
 // system's.
 func fontDirs(pdfFontDir string) []string {
-	var dirs []string
-	for _, d := range strings.Split(pdfFontDir, ":") {
-		if d != "" {
-			dirs = append(dirs, d)
-		}
-	}
+	dirs := splitList(pdfFontDir, ":")
 	home, _ := os.UserHomeDir()
 	for _, d := range systemFontDirs {
 		if rest, ok := strings.CutPrefix(d, "~/"); ok {

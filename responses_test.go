@@ -105,6 +105,7 @@ func TestSubmitErrors(t *testing.T) {
 		{"null values", path, `{"values": null}`, 400, "Response values are required"},
 		{"empty object", path, `{"values": {}}`, 400, "Response values are required"},
 		{"array", path, `{"values": [1, 2]}`, 400, "Response values are required"},
+		{"array body", path, `[{"values": {"1": "x"}}]`, 400, "Response values are required"},
 		{"string", path, `{"values": "1"}`, 400, "Response values are required"},
 		{"number", path, `{"values": 1}`, 400, "Response values are required"},
 		{"invalid JSON", path, `{"values": {"1": }`, 400, "Invalid JSON body"},

@@ -33,7 +33,7 @@ func checkSettingKey(key string) error {
 func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	if err := checkSettingKey(key); err != nil {
-		s.fail(w, r, "fetch setting", err)
+		s.fail(w, r, "", err)
 		return
 	}
 	value, err := s.store.Setting(r.Context(), key)
@@ -47,16 +47,11 @@ func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
 func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	if err := checkSettingKey(key); err != nil {
-		s.fail(w, r, "update setting", err)
+		s.fail(w, r, "", err)
 		return
 	}
 	op := fmt.Sprintf("update setting '%s'", key)
-	body, err := readJSON(w, r)
-	if err != nil {
-		s.fail(w, r, op, err)
-		return
-	}
-	in, err := decodeObject(body, "")
+	in, err := readObject(w, r)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return

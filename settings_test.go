@@ -44,10 +44,16 @@ func TestSettings(t *testing.T) {
 	e.wantError("PUT", "/api/settings/theme", `{}`, 400, "Setting value is required in the request body")
 	e.wantError("PUT", "/api/settings/theme", ``, 400, "Setting value is required in the request body")
 	e.wantError("PUT", "/api/settings/theme", `{"value": `, 400, "Invalid JSON body")
+	e.wantError("PUT", "/api/settings/theme", `["x"]`, 400, "Setting value is required in the request body")
 	long := strings.Repeat("k", 10*1024)
 	e.wantError("PUT", "/api/settings/"+long, `{"value": "x"}`, 400, "Setting key is too long")
 	e.wantError("GET", "/api/settings/"+long, nil, 400, "Setting key is too long")
+	// The key limit, in literals: 256 bytes are a key, 257 are not.
+	e.wantError("PUT", "/api/settings/"+strings.Repeat("k", 257), `{"value": "x"}`, 400, "Setting key is too long")
 	if e.snapshot() != before {
 		t.Errorf("rejected setting writes changed the database")
+	}
+	if status, _ := e.do("PUT", "/api/settings/"+strings.Repeat("k", 256), `{"value": "x"}`); status != 200 {
+		t.Errorf("a 256-byte key = %d, want 200", status)
 	}
 }

@@ -645,13 +645,14 @@ type ListedField struct {
 
 // ResponseList is a form's responses as the list and the CSV export show them.
 type ResponseList struct {
+	FormID    int64
 	Title     string         // of the form
 	Fields    []*ListedField // of the form, in form order
 	Responses []Response     // newest first, each with its values in form order
 }
 
 // ListResponses returns the title and fields of a form and its responses, newest first,
-// each with its values in form order. It reads them with two queries whatever their
+// each with its values in form order. It reads them with three statements whatever their
 // number, in one read transaction that ends before the caller writes a byte, so that no
 // client, however slow, holds a connection or a snapshot. errNotFound when the form does
 // not exist.
@@ -702,7 +703,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64) (ResponseList, 
 	for i := range list {
 		slices.SortFunc(list[i].Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
 	}
-	return ResponseList{Title: title, Fields: fields, Responses: list}, nil
+	return ResponseList{FormID: formID, Title: title, Fields: fields, Responses: list}, nil
 }
 
 // listedFields returns the title and the fields of a form in form order, or errNotFound

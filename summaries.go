@@ -20,7 +20,6 @@ import (
 	"path"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -207,17 +206,7 @@ func (j *summaryJobs) stop(grace time.Duration) bool {
 	j.mu.Lock()
 	j.cancel()
 	j.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		j.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(grace):
-		return false
-	}
+	return waitGroupWithin(&j.wg, grace)
 }
 
 // parseSchedule reads SUMMARY_SCHEDULE's HH:MM.
@@ -432,16 +421,10 @@ func deliveredBefore(entry fs.DirEntry, start time.Time) bool {
 // digits up to the first dot.
 func deliverySeconds(name string) (int64, bool) {
 	digits, _, found := strings.Cut(name, ".")
-	if !found || digits == "" {
+	if !found {
 		return 0, false
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	secs, err := strconv.ParseInt(digits, 10, 64)
-	return secs, err == nil
+	return parseID(digits)
 }
 
 func readEmailFile(fsys fs.FS, name string, log *slog.Logger) (email, error) {
