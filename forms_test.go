@@ -146,6 +146,17 @@ func TestListForms(t *testing.T) {
 	if strings.TrimSpace(string(raw)) != want {
 		t.Errorf("list = %s\nwant   %s", raw, want)
 	}
+
+	// Forms created in the same millisecond: the later one (higher id) first.
+	fixed := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	same := newTestEnvAt(t, func() time.Time { return fixed })
+	first := same.createForm(map[string]any{"title": "first"})
+	second := same.createForm(map[string]any{"title": "second"})
+	var list []Form
+	same.doJSON("GET", "/api/forms", nil, &list)
+	if len(list) != 2 || list[0].ID != second.ID || list[1].ID != first.ID {
+		t.Errorf("same-instant forms listed as %+v, want %d then %d", list, second.ID, first.ID)
+	}
 }
 
 func TestFormIDs(t *testing.T) {

@@ -1287,6 +1287,9 @@ func TestCORS(t *testing.T) {
 		t.Errorf("GET from %s = %d, Allow-Origin %q, Vary %q", allowed, res.StatusCode,
 			res.Header.Get("Access-Control-Allow-Origin"), res.Header.Get("Vary"))
 	}
+	if got := res.Header.Get("Access-Control-Expose-Headers"); got != "Content-Disposition" {
+		t.Errorf("Expose-Headers = %q, want Content-Disposition (a download's name)", got)
+	}
 	res, body = e.getRaw("/api/forms", "Origin", allowed)
 	if res.StatusCode != 401 || res.Header.Get("Access-Control-Allow-Origin") != allowed {
 		t.Errorf("GET without token from %s = %d %s, want 401 with Allow-Origin (so the page can read the error)", allowed, res.StatusCode, body)
@@ -1301,8 +1304,10 @@ func TestCORS(t *testing.T) {
 		t.Errorf("foreign GET carries %v", corsHeaders(res.Header))
 	}
 	// A preflight of a path no route serves is answered as any request to it.
-	if res := preflight(e, allowed, "/api/nothing", "GET"); res.StatusCode == 204 {
-		t.Errorf("preflight of an unknown path = 204")
+	for _, path := range []string{"/api/nothing", "/api//forms", "/api/x/../forms"} {
+		if res := preflight(e, allowed, path, "GET"); res.StatusCode == 204 {
+			t.Errorf("preflight of %s = 204", path)
+		}
 	}
 
 	// CORS_ORIGINS unset: no CORS at all.

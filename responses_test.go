@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // listedResponse is one element of GET /forms/{id}/responses as a client decodes it.
@@ -448,7 +450,7 @@ func TestExportCSV(t *testing.T) {
 	first := e.submit(f.ID, map[string]any{id(0, 0): `Smith, "Jo"`, id(0, 1): "=HYPERLINK(\"http://x\")",
 		id(1, 0): "line one\nline two\r\nЖанна, привет", id(1, 1): -5})
 	second := e.submit(f.ID, map[string]any{id(0, 0): "@SUM(A1)", id(0, 1): "\tx", id(1, 0): nil, id(1, 1): "+1.5"})
-	third := e.submit(f.ID, map[string]any{id(0, 0): "-2e3", id(0, 1): "-x", id(1, 0): "+", id(1, 1): "\rcmd"})
+	third := e.submit(f.ID, map[string]any{id(0, 0): "-2e3", id(0, 1): "-1+HYPERLINK(\"x\")", id(1, 0): "+", id(1, 1): "\rcmd"})
 	empty := e.submit(f.ID, map[string]any{"none": 1})
 
 	res, body := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
@@ -477,7 +479,7 @@ func TestExportCSV(t *testing.T) {
 	want := [][]string{
 		{"id", "submittedAt", "Name", "'=1+1", "Notes", "Amount"},
 		{itoa(empty), at[empty], "", "", "", ""},
-		{itoa(third), at[third], "-2e3", "'-x", "'+", "'\rcmd"},
+		{itoa(third), at[third], "-2e3", `'-1+HYPERLINK("x")`, "'+", "'\rcmd"},
 		{itoa(second), at[second], "'@SUM(A1)", "'\tx", "", "+1.5"},
 		// encoding/csv's reader reads a CRLF inside a quoted field as LF; the bytes are
 		// checked below.
@@ -500,6 +502,23 @@ func TestExportCSV(t *testing.T) {
 		res, body := e.getRaw(tc.path)
 		if res.StatusCode != tc.status || strings.TrimSpace(string(body)) != tc.want {
 			t.Errorf("GET %s = %d %s, want %d %s", tc.path, res.StatusCode, body, tc.status, tc.want)
+		}
+	}
+}
+
+// TestFileTitle: white space as JavaScript's \s sees it (U+FEFF yes, U+0085 no),
+// slashes and backslashes become underscores; nothing left is "form".
+func TestFileTitle(t *testing.T) {
+	for _, tc := range []struct{ title, want string }{
+		{"Q3 report", "Q3_report"},
+		{"a/b\\c\td", "a_b_c_d"},
+		{"\uFEFF", "_"},
+		{"a\u0085b", "a\u0085b"},
+		{"a\u00a0b\u2003c", "a_b_c"},
+		{"", "form"},
+	} {
+		if got := fileTitle(tc.title); got != tc.want {
+			t.Errorf("fileTitle(%q) = %q, want %q", tc.title, got, tc.want)
 		}
 	}
 }
@@ -565,5 +584,52 @@ func TestSlowReadersHoldNoDatabase(t *testing.T) {
 	var busy, logFrames, checkpointed int
 	if err := e.store.write.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil || busy != 0 {
 		t.Errorf("wal_checkpoint(TRUNCATE) = busy %d (%v): a reader still holds a snapshot", busy, err)
+	}
+}
+
+// stalledWriter is a client that stops reading: its first Write reports on writing and
+// then blocks until release is closed.
+type stalledWriter struct {
+	header  http.Header
+	writing chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (w *stalledWriter) Header() http.Header { return w.header }
+func (w *stalledWriter) WriteHeader(int)     {}
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.writing) })
+	<-w.release
+	return len(p), nil
+}
+
+// TestHeavySlotNotHeldWhileWriting: the list, the CSV export and the PDF give their slot
+// back before they write, so that clients that stop reading cannot starve the others.
+func TestHeavySlotNotHeldWhileWriting(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
+	for _, path := range []string{
+		"/api/forms/" + itoa(f.ID) + "/responses",
+		"/api/forms/" + itoa(f.ID) + "/responses.csv",
+		"/api/responses/" + itoa(responseID) + "/export/pdf",
+	} {
+		w := &stalledWriter{header: http.Header{}, writing: make(chan struct{}), release: make(chan struct{})}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.srv.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		}()
+		select {
+		case <-w.writing:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: never wrote", path)
+		}
+		if held := len(e.srv.heavySlots); held != 0 {
+			t.Errorf("%s: %d heavy slots held while the client does not read", path, held)
+		}
+		close(w.release)
+		<-done
 	}
 }
