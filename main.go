@@ -32,6 +32,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once, as without the handler
+	}()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -57,7 +61,7 @@ type config struct {
 	PDFFontDir         string        // folders (":"-separated) searched first for fallback fonts
 	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
-	JobGrace           time.Duration // how long cancelled background jobs get at shutdown
+	JobGrace           time.Duration // how long cancelled background jobs (and handlers past RequestGrace) get at shutdown
 	OutboundTimeout    time.Duration // bound of every call to the tracker and the model
 	OutboundRetryDelay time.Duration // first backoff of a retried outbound call
 }
@@ -180,11 +184,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Error("serve", "err", err)
 		}
 	}
-	jobsDone := srv.jobs.stop(cfg.JobGrace)
+	// Jobs and handlers get one grace together, so that the process ends within
+	// RequestGrace + JobGrace of the signal.
+	var jobsDone bool
+	var stopping sync.WaitGroup
+	stopping.Go(func() { jobsDone = srv.jobs.stop(cfg.JobGrace) })
+	handlersDone := waitGroupWithin(&srv.handlers, cfg.JobGrace)
+	stopping.Wait()
 	if !jobsDone {
 		log.Error("background jobs still running after the shutdown grace", "grace", cfg.JobGrace)
 	}
-	handlersDone := waitGroupWithin(&srv.handlers, cfg.JobGrace)
 	if !handlersDone {
 		log.Error("request handlers still running after their connections were closed", "grace", cfg.JobGrace)
 	}

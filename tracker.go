@@ -109,7 +109,8 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 		return req, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read tracker page %d: %w", page, err)
+		// MantisBT may quote the token it refused; it never leaves the process.
+		return nil, &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
 	}
 	var answer struct {
 		Issues []ticket `json:"issues"`

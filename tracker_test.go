@@ -252,3 +252,26 @@ func TestModelErrorKeepsChain(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerErrorHidesKey: MantisBT refusing a token may quote it; the error that the
+// on-demand summary answers names the status and the message, never the token.
+func TestTrackerErrorHidesKey(t *testing.T) {
+	const token = "mantis-token-7f3a"
+	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, `{"message": "API token %s not found", "code": 1000}`, r.Header.Get("Authorization"))
+	}))
+	defer tracker.Close()
+	e := newTestEnv(t, func(c *config) {
+		c.TrackerEndpoint = tracker.URL
+		c.TrackerKey = token
+		c.GenAIKey = "model-key"
+	})
+	status, raw := e.do("GET", "/api/tracker-summary", nil)
+	if status != 500 || !strings.Contains(string(raw), "tracker answered 403: API token [redacted] not found") {
+		t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming the 403 and its message", status, raw)
+	}
+	if strings.Contains(string(raw), token) || strings.Contains(e.logs.String(), token) {
+		t.Errorf("the token leaked: answer %s\nlogs:\n%s", raw, e.logs)
+	}
+}
