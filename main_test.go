@@ -228,6 +228,28 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 	return res.StatusCode, out
 }
 
+// getRaw sends a GET with optional header pairs and returns the answer with its body read.
+func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.http.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res, body
+}
+
 // doJSON is do that also decodes the answer into out.
 func (e *testEnv) doJSON(method, path string, body, out any) int {
 	e.t.Helper()

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"compress/zlib"
 	"fmt"
-	"golang.org/x/text/unicode/norm"
 	"io"
 	"math"
 	"mime"
@@ -22,6 +21,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/go-pdf/fpdf"
 )
@@ -52,15 +53,7 @@ func popplerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
 // exportPDF fetches the PDF of a response and checks that it is one.
 func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
 	e.t.Helper()
-	res, err := e.http.Client().Get(e.http.URL + "/api/responses/" + itoa(responseID) + "/export/pdf")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	res, body := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf")
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
 		e.t.Fatalf("export %d = %d %s %.200q, want 200 and a PDF", responseID, res.StatusCode, res.Header.Get("Content-Type"), body)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"mime"
 	"net"
@@ -408,28 +407,6 @@ func FuzzSubmitBody(f *testing.F) {
 		}
 		e.wantNoOrphans()
 	})
-}
-
-// getRaw sends a GET with optional header pairs and returns the answer with its body read.
-func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
-	e.t.Helper()
-	req, err := http.NewRequest("GET", e.http.URL+path, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := e.http.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return res, body
 }
 
 // TestExportCSV reads the export back through encoding/csv, as a spreadsheet would: RFC
