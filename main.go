@@ -171,43 +171,54 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down")
-		err = nil
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.RequestGrace)
-		defer cancel()
-		if httpServer.Shutdown(shutdownCtx) != nil {
-			// The grace ran out with requests in flight: closing their connections cancels
-			// their contexts, so that their handlers return soon.
-			log.Error("requests still running after the shutdown grace; closing their connections", "grace", cfg.RequestGrace)
-			httpServer.Close()
-		}
-		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
-			log.Error("serve", "err", err)
-		}
+		srv.stopServing(httpServer, serveErr)
 	}
-	// Jobs and handlers get one grace together, so that the process ends within
-	// RequestGrace + JobGrace of the signal.
-	var jobsDone bool
-	var stopping sync.WaitGroup
-	stopping.Go(func() { jobsDone = srv.jobs.stop(cfg.JobGrace) })
-	handlersDone := waitGroupWithin(&srv.handlers, cfg.JobGrace)
-	stopping.Wait()
-	if !jobsDone {
-		log.Error("background jobs still running after the shutdown grace", "grace", cfg.JobGrace)
-	}
-	if !handlersDone {
-		log.Error("request handlers still running after their connections were closed", "grace", cfg.JobGrace)
-	}
-	if jobsDone && handlersDone {
-		if cerr := store.Close(); cerr != nil {
-			log.Error("close database", "err", cerr)
-		}
-	} else {
-		// Closing the database under work that still uses it would turn that work's last
-		// statements into errors. The process ends anyway, and the WAL keeps every commit.
-		log.Error("database left open for the work still running")
-	}
+	srv.closeStore()
 	log.Info("stopped")
 	return err
+}
+
+// stopServing stops accepting and gives the requests in flight cfg.RequestGrace to end.
+// Past it, their connections are closed, which cancels their contexts, so that their
+// handlers return soon. serveErr is Serve's result.
+func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestGrace)
+	defer cancel()
+	if hs.Shutdown(ctx) != nil {
+		s.log.Error("requests still running after the shutdown grace; closing their connections", "grace", s.cfg.RequestGrace)
+		hs.Close()
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		s.log.Error("serve", "err", err)
+	}
+}
+
+// closeStore cancels the background jobs, waits for them and for the request handlers
+// still running, cfg.JobGrace for both together, so that the process ends within
+// RequestGrace + JobGrace of the signal, and then closes the store. With work still
+// running it leaves the store open: closing the database under that work would turn
+// its last statements into errors, the process ends anyway, and the WAL keeps every
+// commit. It reports whether it closed the store.
+func (s *server) closeStore() bool {
+	var jobsDone bool
+	var stopping sync.WaitGroup
+	stopping.Go(func() { jobsDone = s.jobs.stop(s.cfg.JobGrace) })
+	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
+	stopping.Wait()
+	if !jobsDone {
+		s.log.Error("background jobs still running after the shutdown grace", "grace", s.cfg.JobGrace)
+	}
+	if !handlersDone {
+		s.log.Error("request handlers still running after their connections were closed", "grace", s.cfg.JobGrace)
+	}
+	if !jobsDone || !handlersDone {
+		s.log.Error("database left open for the work still running")
+		return false
+	}
+	if err := s.store.Close(); err != nil {
+		s.log.Error("close database", "err", err)
+	}
+	return true
 }
 
 // waitGroupWithin waits for wg up to d and reports whether it finished.

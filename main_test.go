@@ -1766,3 +1766,56 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		<-e.srv.heavySlots
 	}
 }
+
+// TestShutdownLeavesDatabaseToRunningHandlers: a handler that outlives both graces
+// (it ignores its cancelled context) still finds the database open, and the log says
+// why; a handler that returns when cancelled lets shutdown close the database.
+func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
+	for _, stubborn := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stubborn=%v", stubborn), func(t *testing.T) {
+			e := newTestEnv(t, func(c *config) {
+				c.RequestGrace = 50 * time.Millisecond
+				c.JobGrace = 200 * time.Millisecond
+			})
+			entered, release := make(chan struct{}), make(chan struct{})
+			handlerErr := make(chan error, 1)
+			e.srv.mux.HandleFunc("GET /test/slow", func(w http.ResponseWriter, r *http.Request) {
+				close(entered)
+				if stubborn {
+					<-release
+				} else {
+					<-r.Context().Done()
+				}
+				handlerErr <- e.store.Ping(context.Background())
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: e.srv}
+			serveErr := make(chan error, 1)
+			go func() { serveErr <- hs.Serve(ln) }()
+			go http.Get("http://" + ln.Addr().String() + "/test/slow")
+			<-entered
+
+			e.srv.stopServing(hs, serveErr)
+			closed := e.srv.closeStore()
+			if stubborn {
+				if closed || !strings.Contains(e.logs.String(), "database left open") {
+					t.Errorf("closeStore = %v with a handler running; logs:\n%s", closed, e.logs)
+				}
+				close(release)
+				if err := <-handlerErr; err != nil {
+					t.Errorf("the running handler found the database closed: %v", err)
+				}
+				return
+			}
+			if !closed {
+				t.Errorf("closeStore = false although the handler returned when cancelled; logs:\n%s", e.logs)
+			}
+			if err := e.store.Ping(context.Background()); err == nil {
+				t.Error("the database is still open after shutdown")
+			}
+		})
+	}
+}
