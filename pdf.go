@@ -493,22 +493,6 @@ func contentDisposition(responseID int64, title string) string {
 	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
 }
 
-// isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.
-func isJSSpace(r rune) bool {
-	return (unicode.IsSpace(r) && r != '\u0085') || r == '\uFEFF'
-}
-
-// isTokenChar reports an RFC 9110 token character.
-func isTokenChar(r rune) bool {
-	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
-}
-
-// isAttrChar reports an RFC 8187 attr-char, which may stand unencoded in filename*.
-func isAttrChar(r rune) bool {
-	return isTokenChar(r) && !strings.ContainsRune("%'*", r)
-}
-
 // fontIndex knows the fonts a document can draw with: the Go fonts' character maps, and
 // the fallback TrueType fonts found in the font folders, in the order they are tried. It
 // is built once, when the server is (newFontIndex), and shared by all exports; what it

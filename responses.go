@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -404,4 +405,20 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.
+func isJSSpace(r rune) bool {
+	return (unicode.IsSpace(r) && r != '\u0085') || r == '\uFEFF'
+}
+
+// isTokenChar reports an RFC 9110 token character.
+func isTokenChar(r rune) bool {
+	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
+// isAttrChar reports an RFC 8187 attr-char, which may stand unencoded in filename*.
+func isAttrChar(r rune) bool {
+	return isTokenChar(r) && !strings.ContainsRune("%'*", r)
 }
