@@ -814,13 +814,25 @@ type Summary struct {
 	GeneratedAt string `json:"generatedAt"`
 }
 
-// summaryKind names one of the two summary tables. Table names cannot be SQL parameters;
-// these are the only two values a query ever interpolates, never input.
-type summaryKind string
+// summaryKind is one of the two summary tables, by the queries that read it. Table
+// names cannot be SQL parameters, so each table has its own whole query texts rather
+// than a name pasted into one.
+type summaryKind struct {
+	count string // of all its summaries
+	page  string // one page, newest summaryDate first; parameters limit and offset
+}
 
-const (
-	trackerSummaries summaryKind = "tracker_summaries"
-	emailSummaries   summaryKind = "email_summaries"
+var (
+	trackerSummaries = summaryKind{
+		count: `SELECT count(*) FROM tracker_summaries`,
+		page: `SELECT id, summaryDate, summaryText, generatedAt FROM tracker_summaries
+		        ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`,
+	}
+	emailSummaries = summaryKind{
+		count: `SELECT count(*) FROM email_summaries`,
+		page: `SELECT id, summaryDate, summaryText, generatedAt FROM email_summaries
+		        ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`,
+	}
 )
 
 // SaveTrackerSummary stores the tracker summary of the day starting at date, replacing the
@@ -865,22 +877,16 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 // ListSummaries returns one page of summaries of a kind, newest summaryDate first, and
 // the count of all of them.
 func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
-	table := string(kind)
-	if kind != trackerSummaries && kind != emailSummaries {
-		return nil, 0, fmt.Errorf("list summaries: unknown kind %q", kind)
-	}
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
 	defer tx.Rollback()
 	var total int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&total); err != nil {
+	if err := tx.QueryRowContext(ctx, kind.count).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count summaries: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT id, summaryDate, summaryText, generatedAt FROM `+table+`
-		  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
+	rows, err := tx.QueryContext(ctx, kind.page, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
