@@ -342,6 +342,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.APIToken != "" && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) &&
 		!validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
+		rec.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
 		s.fail(rec, r, "", &requestError{status: http.StatusUnauthorized, msg: "Unauthorized"})
 		return
 	}

@@ -1313,6 +1313,9 @@ func TestCORS(t *testing.T) {
 		t.Errorf("Expose-Headers = %q, want Content-Disposition (a download's name)", got)
 	}
 	res, body = e.getRaw("/api/forms", "Origin", allowed)
+	if got := res.Header.Get("WWW-Authenticate"); got != "Bearer" {
+		t.Errorf("401 WWW-Authenticate = %q, want Bearer", got)
+	}
 	if res.StatusCode != 401 || res.Header.Get("Access-Control-Allow-Origin") != allowed {
 		t.Errorf("GET without token from %s = %d %s, want 401 with Allow-Origin (so the page can read the error)", allowed, res.StatusCode, body)
 	}
