@@ -1611,3 +1611,164 @@ func TestExportPDFArabicTextarea(t *testing.T) {
 		t.Errorf("the field after the textarea is missing: %q", lines[len(lines)-1])
 	}
 }
+
+// TestBidiLevels: the embedding levels of the rules implemented (W1–W7, N1–N2, I1–I2)
+// on short lines that each need one of them.
+func TestBidiLevels(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []int8
+	}{
+		{"abc", []int8{0, 0, 0}},
+		{"שלום abc", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // I2: Latin in RTL is level 2
+		{"מחיר 50%", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // W5: % joins the number
+		{"خصم 50%", []int8{1, 1, 1, 1, 2, 2, 1}},             // W2: digits after Arabic letters are AN, % stays neutral
+		{"a 1 אב", []int8{0, 0, 0, 0, 1, 1}},                 // W7: a number after Latin is Latin
+		{"אב cd.", []int8{1, 1, 1, 2, 2, 1}},                 // N2: the final period takes the paragraph's direction
+		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
+	} {
+		got, _ := bidiLevels([]rune(tc.text))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("bidiLevels(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestShapeArabic: each letter takes the form its neighbours call for; hamza joins to
+// nothing, marks are skipped over, lam-alef is one ligature, final after a joining letter.
+func TestShapeArabic(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []rune
+	}{
+		{"ب", []rune{0xFE8F}},                    // isolated
+		{"بيت", []rune{0xFE91, 0xFEF4, 0xFE96}},  // initial, medial, final
+		{"با", []rune{0xFE91, 0xFE8E}},           // alef takes its final form
+		{"بء", []rune{0xFE8F, 0xFE80}},           // hamza joins to nothing
+		{"بَت", []rune{0xFE91, 0x064E, 0xFE96}},  // the mark is skipped over
+		{"لا", []rune{0xFEFB}},                   // lam-alef, isolated
+		{"سلام", []rune{0xFEB3, 0xFEFC, 0xFEE1}}, // lam-alef, final
+		{"abc", []rune("abc")},                   // nothing to shape
+		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
+	} {
+		if got := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
+			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestBreakLines: with every glyph 1 wide, lines break after spaces, between Chinese
+// and Japanese characters, and inside a word only when it does not fit on a line alone;
+// a line that fits exactly is not broken, and spaces at a break are dropped.
+func TestBreakLines(t *testing.T) {
+	lines := func(s string, width float64) []string {
+		var gs []glyph
+		for _, r := range s {
+			gs = append(gs, glyph{r: r, w: 1})
+		}
+		var out []string
+		for _, line := range breakLines(gs, width) {
+			var b strings.Builder
+			for _, g := range line {
+				b.WriteRune(g.r)
+			}
+			out = append(out, b.String())
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		text  string
+		width float64
+		want  []string
+	}{
+		{"abcde", 5, []string{"abcde"}},
+		{"ab cd", 3, []string{"ab", "cd"}},
+		{"ab cd", 5, []string{"ab cd"}},
+		{"abcdefg", 3, []string{"abc", "def", "g"}},
+		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
+		{"a 北京北京", 4, []string{"a 北京", "北京"}},
+	} {
+		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
+			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestRuneNames: a character without a name of its own prints as its code point; a
+// named one as its name.
+func TestRuneNames(t *testing.T) {
+	for r, want := range map[rune]string{
+		0x1F642: "[SLIGHTLY SMILING FACE]",
+		0x20000: "[U+20000]", // runenames says "<CJK Ideograph Extension B>"
+		0x1F600: "[GRINNING FACE]",
+	} {
+		if got := runeName(r); got != want {
+			t.Errorf("runeName(%U) = %q, want %q", r, got, want)
+		}
+	}
+}
+
+// TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
+// space elsewhere, as are the Unicode line and paragraph separators.
+func TestPDFTextLineBreaks(t *testing.T) {
+	for _, tc := range []struct {
+		in           string
+		keepNewlines bool
+		want         string
+	}{
+		{"one\rtwo", true, "one\ntwo"},
+		{"one\r\ntwo", true, "one\ntwo"},
+		{"one\rtwo", false, "one two"},
+		{"a\u2028b\u2029c", false, "a b c"},
+		{"a\tb", true, "a b"},
+	} {
+		if got := pdfText(tc.in, tc.keepNewlines); got != tc.want {
+			t.Errorf("pdfText(%q, %v) = %q, want %q", tc.in, tc.keepNewlines, got, tc.want)
+		}
+	}
+}
+
+// TestUsedFontsEmptyDescription: an empty description prints nothing, so it does not
+// make the document embed Go Italic.
+func TestUsedFontsEmptyDescription(t *testing.T) {
+	empty := ""
+	form := FormDetail{Categories: []Category{{Fields: []Field{{Label: "l", Type: "text", Description: &empty}}}}}
+	if used := usedFonts(form); used["GoItalic"] {
+		t.Errorf("usedFonts = %v, want no GoItalic for an empty description", used)
+	}
+}
+
+// TestExportPDFInvisibleAndEmpty: joiners, byte-order marks and bidi marks print as
+// nothing (not as their names), and an empty textarea still gets its 30 pt frame.
+func TestExportPDFInvisibleAndEmpty(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Text", "type": "text"},
+		map[string]any{"label": "Notes", "type": "textarea"},
+	}}}})
+	text, notes := f.Categories[0].Fields[0].ID, f.Categories[0].Fields[1].ID
+	id := e.submit(f.ID, map[string]any{itoa(text): "a\u200Db\uFEFFc\u200Ed", itoa(notes): ""})
+	body, _ := e.exportPDF(id)
+	doc := readPDF(t, body)
+	if !slices.Contains(doc.lines(), "abcd") {
+		t.Errorf("lines %q, want the line abcd", doc.lines())
+	}
+	if rects := doc.Pages[0].Rects; len(rects) != 1 || math.Abs(rects[0][3]) != 30 || rects[0][2] != pdfContentWidth {
+		t.Errorf("frames %v, want one %v wide and 30 high", rects, pdfContentWidth)
+	}
+}
+
+// TestExportPDFChineseFont: Chinese is drawn in Droid Sans Fallback, the font made for
+// it, not in a Korean font that happens to cover some Han characters.
+func TestExportPDFChineseFont(t *testing.T) {
+	needFallbackFonts(t)
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Weather", "type": "text"}}}}})
+	id := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "今天天气很好"})
+	body, _ := e.exportPDF(id)
+	fonts := strings.ToLower(strings.Join(readPDF(t, body).Fonts, " "))
+	if !strings.Contains(fonts, "droidsansfallback") || strings.Contains(fonts, "nanum") {
+		t.Errorf("embedded fonts %s, want Droid Sans Fallback and no Nanum", fonts)
+	}
+}
