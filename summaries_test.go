@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 	"unicode/utf8"
 )
@@ -635,15 +639,17 @@ func TestScheduleCatchesUp(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name     string
-		hour     int      // of the 06:30-style run time, minute 30
+		hour     int      // of the run time
+		minute   int      // of the run time
 		existing []string // summaries stored before the start: "tracker today", "email today", "tracker yesterday"
 		catchUp  bool
 	}{
-		{"after the run time, today's summary missing", 6, nil, true},
-		{"after the run time, only yesterday's summary", 6, []string{"tracker yesterday"}, true},
-		{"after the run time, only today's e-mail summary", 6, []string{"email today"}, true},
-		{"after the run time, today's summary exists", 6, []string{"tracker today"}, false},
-		{"before the run time", 11, nil, false},
+		{"after the run time, today's summary missing", 6, 30, nil, true},
+		{"after the run time, only yesterday's summary", 6, 30, []string{"tracker yesterday"}, true},
+		{"after the run time, only today's e-mail summary", 6, 30, []string{"email today"}, true},
+		{"after the run time, today's summary exists", 6, 30, []string{"tracker today"}, false},
+		{"exactly at the run time", 10, 0, nil, true}, // the next run is tomorrow's
+		{"before the run time", 11, 30, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -666,7 +672,7 @@ func TestScheduleCatchesUp(t *testing.T) {
 			}
 			trackerBefore, emailBefore := e.count("tracker_summaries"), e.count("email_summaries")
 
-			e.srv.scheduleSummaries(tc.hour, 30)
+			e.srv.scheduleSummaries(tc.hour, tc.minute)
 			waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run") })
 			if tc.catchUp {
 				waitFor(t, func() bool { return strings.Count(e.logs.String(), "summary job done") == 2 })
@@ -1028,5 +1034,61 @@ func BenchmarkMaildirWindow(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEmailBodyRules: the text/plain part wins over the HTML one whatever their order,
+// and a body is cut at 4,000 characters (not bytes).
+func TestEmailBodyRules(t *testing.T) {
+	var mixed bytes.Buffer
+	mw := multipart.NewWriter(&mixed)
+	for _, part := range []struct{ ctype, body string }{
+		{"text/plain; charset=utf-8", "Plain version"},
+		{"text/html; charset=utf-8", "<p>HTML version</p>"},
+	} {
+		w, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {part.ctype}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, part.body)
+	}
+	mw.Close()
+	header := "From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+	for _, tc := range []struct{ name, msg, want string }{
+		{"plain before html", header + "Content-Type: multipart/alternative; boundary=" + mw.Boundary() + "\r\n\r\n" + mixed.String(), "Plain version"},
+		{"long body", header + "Content-Type: text/plain; charset=utf-8\r\n\r\n" + strings.Repeat("é", 4500), strings.Repeat("é", 4000)},
+	} {
+		e, err := parseEmail(strings.NewReader(tc.msg), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if e.Body != tc.want {
+			t.Errorf("%s: body = %.60q (%d characters), want %.60q (%d)", tc.name, e.Body, utf8.RuneCountInString(e.Body), tc.want, utf8.RuneCountInString(tc.want))
+		}
+	}
+}
+
+// TestMaildirWindowStartInclusive: a message dated exactly at the window's start (local
+// midnight) belongs to the window.
+func TestMaildirWindowStartInclusive(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	message := func(date time.Time) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: " + date.Format(time.RFC1123Z) + "\r\n\r\nbody\r\n")}
+	}
+	fsys := fstest.MapFS{
+		"new/" + strconv.FormatInt(start.Unix(), 10) + ".M1P1.host":        message(start),
+		"new/" + strconv.FormatInt(start.Unix(), 10) + ".M2P1.host":        message(start.Add(-time.Second)),
+		"cur/" + strconv.FormatInt(start.Unix()+60, 10) + ".M3P1.host:2,S": message(start.Add(time.Minute)),
+	}
+	emails, err := readMaildir(fsys, start, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dates []string
+	for _, e := range emails {
+		dates = append(dates, e.Date)
+	}
+	if want := []string{"2026-11-23T00:01:00.000Z", "2026-11-23T00:00:00.000Z"}; !slices.Equal(dates, want) {
+		t.Errorf("dates read = %q, want %q", dates, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -141,6 +142,7 @@ func TestOutboundRetries(t *testing.T) {
 	}{
 		{"tracker 503 twice", []int{503, 503}, nil, ""},
 		{"tracker 429 then ok", []int{429}, nil, ""},
+		{"tracker 500 then ok", []int{500}, nil, ""},
 		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500: failure 500"},
 		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401: failure 401"},
 		{"model 429 twice", nil, []int{429, 429}, ""},
@@ -273,5 +275,53 @@ func TestTrackerErrorHidesKey(t *testing.T) {
 	}
 	if strings.Contains(string(raw), token) || strings.Contains(e.logs.String(), token) {
 		t.Errorf("the token leaked: answer %s\nlogs:\n%s", raw, e.logs)
+	}
+}
+
+// TestRetryPauseGrows: the pause before the second retry is twice the first.
+func TestRetryPauseGrows(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		n := len(at)
+		mu.Unlock()
+		if n < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	cfg := loadConfig(func(string) string { return "" })
+	const delay = 40 * time.Millisecond
+	cfg.OutboundRetryDelay = delay
+	_, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	})
+	if err != nil || len(at) != 3 {
+		t.Fatalf("callWithRetry = %v after %d requests, want success after 3", err, len(at))
+	}
+	// Lower bounds only: a loaded machine may pause longer, never shorter.
+	if first, second := at[1].Sub(at[0]), at[2].Sub(at[1]); first < delay || second < 2*delay {
+		t.Errorf("pauses %v then %v, want at least %v then %v", first, second, delay, 2*delay)
+	}
+}
+
+// TestProviderMessage: the message is picked out of each provider's error shape.
+func TestProviderMessage(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, tc := range []struct{ body, want string }{
+		{`{"error": {"message": "Invalid API key", "type": "invalid_request_error"}}`, "Invalid API key"},                     // OpenAI
+		{`[{"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}]`, "Resource exhausted"}, // Gemini
+		{`{"error": "quota exceeded"}`, "quota exceeded"},                                                                     // Ollama
+		{`{"message": "Issue not found", "code": 1100}`, "Issue not found"},                                                   // MantisBT
+		{"  Bad Gateway\n", "Bad Gateway"},
+		{long, long[:200]},
+	} {
+		if got := providerMessage([]byte(tc.body)); got != tc.want {
+			t.Errorf("providerMessage(%.40q) = %.60q, want %.60q", tc.body, got, tc.want)
+		}
 	}
 }
