@@ -642,20 +642,6 @@ func (d pdfDoc) lines() []string {
 	return lines
 }
 
-// usedFonts is the set of fonts text is shown in anywhere in the document.
-func (d pdfDoc) usedFonts() []string {
-	var fonts []string
-	for _, p := range d.Pages {
-		for _, f := range p.Fonts {
-			if !slices.Contains(fonts, f) {
-				fonts = append(fonts, f)
-			}
-		}
-	}
-	slices.Sort(fonts)
-	return fonts
-}
-
 // PDF values as the reader holds them: float64, bool, nil, pdfName, pdfRef, pdfString,
 // []any, pdfDict and *pdfStream.
 type (
