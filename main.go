@@ -687,17 +687,31 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
-// parseID parses an id as docs/DESIGN.md wants it: the whole text is base-10 digits that fit
-// an int64. Signs, spaces and fractions are not ids.
+// parseID reads an id in a path or a key of values: the whole text base-10 digits, as
+// docs/DESIGN.md wants it; signs, spaces and fractions are not ids. Digits beyond int64
+// are an id all the same, of no row, as they were to the original's parseInt: they read
+// as 0, which no row has either (AUTOINCREMENT starts at 1), so the endpoint answers
+// its 404 as for any other missing id.
 func parseID(s string) (int64, bool) {
-	if s == "" {
+	if !isDigits(s) {
 		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, true // out of range, the one error digits can give
+	}
+	return n, true
+}
+
+// isDigits reports whether s is one or more ASCII digits and nothing else.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, false
+			return false
 		}
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
+	return true
 }

@@ -670,8 +670,8 @@ func TestPathAbuse(t *testing.T) {
 		{"/api/settings/..%2F..%2Fetc", 200, `{"key":"../../etc","value":""}`}, // a key like any other
 		{"/api/forms/%00", 400, `{"error":"Invalid form ID"}`},
 		{"/api/forms/1%00", 400, `{"error":"Invalid form ID"}`},
-		{"/api/forms/" + strings.Repeat("9", 40), 400, `{"error":"Invalid form ID"}`},
-		{"/api/responses/" + strings.Repeat("1", 40) + "/export/pdf", 400, `{"error":"Invalid response ID"}`},
+		{"/api/forms/" + strings.Repeat("9", 40), 404, `{"error":"Form not found"}`},
+		{"/api/responses/" + strings.Repeat("1", 40) + "/export/pdf", 404, `{"error":"Response not found"}`},
 		{"/api/forms/1%27%20OR%201=1", 400, `{"error":"Invalid form ID"}`},
 	}
 	for _, tc := range cases {

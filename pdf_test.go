@@ -291,10 +291,12 @@ func TestExportPDFLongTextarea(t *testing.T) {
 
 func TestExportPDFErrors(t *testing.T) {
 	e := newTestEnv(t)
-	for _, id := range []string{"abc", "1x", "-1", "1.0", "99999999999999999999999999999999999999"} {
+	for _, id := range []string{"abc", "1x", "-1", "1.0", "%201"} {
 		e.wantError("GET", "/api/responses/"+id+"/export/pdf", nil, 400, "Invalid response ID")
 	}
-	e.wantError("GET", "/api/responses/42/export/pdf", nil, 404, "Response not found")
+	for _, id := range []string{"42", "0", "99999999999999999999999999999999999999"} {
+		e.wantError("GET", "/api/responses/"+id+"/export/pdf", nil, 404, "Response not found")
+	}
 }
 
 func TestContentDisposition(t *testing.T) {

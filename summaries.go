@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -20,6 +21,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -295,7 +297,7 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, op string) {
 	page := positiveOr(r.URL.Query().Get("page"), 1)
 	limit := positiveOr(r.URL.Query().Get("limit"), 10)
-	offset := int64(1<<63 - 1) // past every row when (page-1)*limit would overflow
+	offset := int64(math.MaxInt64) // past every row when (page-1)*limit would overflow
 	if page-1 <= offset/limit {
 		offset = (page - 1) * limit
 	}
@@ -307,12 +309,21 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 	writeJSON(w, http.StatusOK, map[string]any{"summaries": list, "total": total})
 }
 
-// positiveOr parses a page or limit: a strict positive integer, else def.
+// positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
+// int64 is still a positive integer and reads as the largest: a page past the end, or
+// no limit.
 func positiveOr(s string, def int64) int64 {
-	if n, ok := parseID(s); ok && n > 0 {
-		return n
+	if !isDigits(s) {
+		return def
 	}
-	return def
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return math.MaxInt64 // out of range, the one error digits can give
+	case n == 0:
+		return def
+	}
+	return n
 }
 
 func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) {
@@ -421,10 +432,11 @@ func deliveredBefore(entry fs.DirEntry, start time.Time) bool {
 // digits up to the first dot.
 func deliverySeconds(name string) (int64, bool) {
 	digits, _, found := strings.Cut(name, ".")
-	if !found {
+	if !found || !isDigits(digits) {
 		return 0, false
 	}
-	return parseID(digits)
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
 }
 
 func readEmailFile(fsys fs.FS, name string, log *slog.Logger) (email, error) {

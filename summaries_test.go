@@ -453,7 +453,8 @@ func TestSummaryLists(t *testing.T) {
 		{"?page=abc&limit=x", 0, 10},
 		{"?page=-1&limit=-5", 0, 10},
 		{"?page=1.5&limit=2e1", 0, 10},
-		{"?page=99999999999999999999&limit=3", 0, 3},
+		{"?page=99999999999999999999&limit=3", 15, 0}, // beyond int64: still a page, past the end
+		{"?limit=99999999999999999999", 0, 15},
 		{"?page=9223372036854775807&limit=10", 15, 0},
 	}
 	for _, path := range []string{"/api/tracker-summaries", "/api/email-summaries"} {
