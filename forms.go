@@ -124,7 +124,7 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) {
 // decodeFormInput reads a create or update body, member by exact name at every level,
 // and checks the title: absent, null, empty or only white space is a 400.
 func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) {
-	form, err := readObject(w, r)
+	form, err := readObject(r)
 	if err != nil {
 		return FormInput{}, err
 	}

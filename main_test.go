@@ -459,6 +459,33 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
+// TestBodyCheckedOnEveryRoute: a body that is not JSON, or is over 1 MiB, is refused
+// before any route runs, as the original's body parser did, on routes that read no body
+// too (a DELETE or a generate with a broken body does nothing), and on a path with a bad
+// id. A JSON body on a route that reads none is read and ignored.
+func TestBodyCheckedOnEveryRoute(t *testing.T) {
+	e := newTestEnv(t)
+	form := e.createForm(seedFormBody())
+	responseID := e.submit(form.ID, map[string]any{fmt.Sprint(form.Categories[0].Fields[0].ID): "a"})
+	e.do("PUT", "/api/settings/k", map[string]any{"value": "v"})
+	path := strings.NewReplacer("{id}", fmt.Sprint(form.ID), "{responseId}", fmt.Sprint(responseID), "{key}", "k")
+	before := e.snapshot()
+	oversized := `{"value": "` + strings.Repeat("z", 1048577) + `"}`
+	for _, rt := range e.srv.routes() {
+		method, pattern, _ := strings.Cut(rt.pattern, " ")
+		e.wantError(method, path.Replace(pattern), `{bad`, 400, "Invalid JSON body")
+		e.wantError(method, path.Replace(pattern), oversized, 413, "Request body too large")
+	}
+	e.wantError("PUT", "/api/forms/abc", `{bad`, 400, "Invalid JSON body")
+	e.wantError("POST", "/api/no-such-route", `{bad`, 400, "Invalid JSON body")
+	if e.snapshot() != before {
+		t.Errorf("a refused body changed the database")
+	}
+	if status, raw := e.do("DELETE", fmt.Sprintf("/api/forms/%d", form.ID), `{"any": "thing"}`); status != 200 {
+		t.Errorf("DELETE with a JSON body = %d %s, want 200", status, raw)
+	}
+}
+
 // TestBodyLimitBoundary pins the limit with literals: a body of exactly 1 MiB
 // (1,048,576 bytes) is read, one byte more is a 413, announced or streamed.
 func TestBodyLimitBoundary(t *testing.T) {
@@ -1468,6 +1495,13 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 	}
 	for _, c := range calls {
 		checkAnswer(t, doc, c.env, c.method, c.path, c.docPath, c.body, c.status)
+	}
+	// Every route refuses a body that is not JSON, or is too large.
+	for _, rt := range e.srv.routes() {
+		method, pattern, _ := strings.Cut(rt.pattern, " ")
+		path := strings.NewReplacer("{id}", id, "{responseId}", responseID, "{key}", "k").Replace(pattern)
+		checkAnswer(t, doc, e, method, path, pattern, `{bad`, 400)
+		checkAnswer(t, doc, e, method, path, pattern, big, 413)
 	}
 	// Summaries, once stored.
 	now := time.Now()

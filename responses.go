@@ -25,7 +25,7 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := fmt.Sprintf("submit response for form %d", formID)
-	in, err := readObject(w, r)
+	in, err := readObject(r)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return

@@ -51,7 +51,7 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := fmt.Sprintf("update setting '%s'", key)
-	in, err := readObject(w, r)
+	in, err := readObject(r)
 	if err != nil {
 		s.fail(w, r, op, err)
 		return
