@@ -123,6 +123,27 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
+// checkTZ loads the zone TZ names, as the runtime reads it for time.Local (a leading
+// ":" dropped, an absolute path read as a zone file, else a zone name), so that a
+// misspelt zone is an error at start rather than the silent UTC the runtime falls back to.
+func checkTZ(tz string) error {
+	tz = strings.TrimPrefix(tz, ":")
+	switch {
+	case tz == "":
+		return nil
+	case strings.HasPrefix(tz, "/"):
+		data, err := os.ReadFile(tz)
+		if err != nil {
+			return err
+		}
+		_, err = time.LoadLocationFromTZData(tz, data)
+		return err
+	default:
+		_, err := time.LoadLocation(tz)
+		return err
+	}
+}
+
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
 // then shuts down: stop accepting, finish requests in flight, wait for background jobs,
 // close the database. Tests call it with their own ctx, environment and writers.
@@ -131,12 +152,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("usage: formsvc takes no arguments; configure it with environment variables (see README.md)")
 	}
 	cfg := loadConfig(getenv)
-	if tz := getenv("TZ"); tz != "" {
-		// The runtime reads TZ itself; loading it here turns a misspelt zone into an error
-		// at start rather than a silent UTC.
-		if _, err := time.LoadLocation(tz); err != nil {
-			return fmt.Errorf("TZ: %w", err)
-		}
+	if err := checkTZ(getenv("TZ")); err != nil {
+		return fmt.Errorf("TZ: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 

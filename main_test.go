@@ -144,6 +144,38 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestCheckTZ: TZ in every form the runtime reads it (a zone name, with a leading
+// colon, an absolute path to a zone file), and misspelt ones refused.
+func TestCheckTZ(t *testing.T) {
+	cases := []struct {
+		tz     string
+		wantOK bool
+	}{
+		{"", true},
+		{"UTC", true},
+		{"Europe/Berlin", true},
+		{":Europe/Berlin", true},
+		{"Mars/Olympus", false},
+		{":Mars/Olympus", false},
+		{"/no/such/zone", false},
+		{os.Args[0], false}, // a file, but no zone
+	}
+	const zoneFile = "/usr/share/zoneinfo/Europe/Berlin"
+	if _, err := os.Stat(zoneFile); err == nil {
+		cases = append(cases, []struct {
+			tz     string
+			wantOK bool
+		}{{zoneFile, true}, {":" + zoneFile, true}}...)
+	} else {
+		t.Logf("no %s (Debian's tzdata): the absolute-path forms are not checked", zoneFile)
+	}
+	for _, tc := range cases {
+		if err := checkTZ(tc.tz); (err == nil) != tc.wantOK {
+			t.Errorf("checkTZ(%q) = %v, want ok %v", tc.tz, err, tc.wantOK)
+		}
+	}
+}
+
 // testEnv is one service under test: a real store on a temporary SQLite file and the real
 // handler behind an httptest server.
 type testEnv struct {
