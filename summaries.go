@@ -99,39 +99,49 @@ func (s *server) summaryText(ctx context.Context, p summaryPipeline, now time.Ti
 	if n == 0 {
 		return p.emptyText, nil
 	}
-	data, err := fitJSON(items, maxPromptDataChars)
+	data, kept, err := fitJSON(items, maxPromptDataChars)
 	if err != nil {
 		return "", err
+	}
+	if kept == 0 {
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", n, maxPromptDataChars)
 	}
 	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(data)).Replace(string(template))
 	return complete(ctx, s.client, s.cfg, prompt)
 }
 
 // fitJSON writes a slice (newest first) as a JSON array of at most maxChars characters,
-// dropping the oldest items first. <, > and & stay as they are: the reader is a model,
-// not a browser, and escapes would only cost it tokens.
-func fitJSON(items any, maxChars int) ([]byte, error) {
+// dropping the oldest items first, and says how many it kept. An item too large to fit
+// on its own is passed over, so that it cannot crowd out every other. <, > and & stay
+// as they are: the reader is a model, not a browser, and escapes would only cost it
+// tokens.
+func fitJSON(items any, maxChars int) ([]byte, int, error) {
 	raw, err := marshalPlain(items)
 	if err != nil {
-		return nil, fmt.Errorf("prompt data: %w", err)
+		return nil, 0, fmt.Errorf("prompt data: %w", err)
 	}
 	var each []json.RawMessage
 	if err := json.Unmarshal(raw, &each); err != nil {
-		return nil, fmt.Errorf("prompt data: %w", err)
+		return nil, 0, fmt.Errorf("prompt data: %w", err)
 	}
+	kept := []json.RawMessage{}
 	size := 2 // the brackets
-	for i, item := range each {
-		add := utf8.RuneCount(item)
-		if i > 0 {
-			add++ // the comma
+	for _, item := range each {
+		chars := utf8.RuneCount(item)
+		if 2+chars > maxChars {
+			continue
 		}
-		if size+add > maxChars {
-			each = each[:i]
+		if len(kept) > 0 {
+			chars++ // the comma
+		}
+		if size+chars > maxChars {
 			break
 		}
-		size += add
+		size += chars
+		kept = append(kept, item)
 	}
-	return marshalPlain(each)
+	data, err := marshalPlain(kept)
+	return data, len(kept), err
 }
 
 // marshalPlain is json.Marshal without the escaping of <, > and &.
@@ -352,7 +362,10 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 
 const (
 	maxEmailBodyChars = 4000
-	maxEmailFileBytes = 25 << 20 // a larger message file is read only this far
+	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to
+	// megabytes, which would leave the message too large for the prompt.
+	maxEmailHeaderChars = 1000
+	maxEmailFileBytes   = 25 << 20 // a larger message file is read only this far
 )
 
 // email is one message of the Maildir as the prompt's $EMAILS carries it.
@@ -474,7 +487,7 @@ func parseEmail(r io.Reader, log *slog.Logger) (email, error) {
 			v = d
 		}
 		// The decoder passes UTF-8 words through unchecked.
-		return strings.TrimSpace(validUTF8([]byte(v)))
+		return cutText(strings.TrimSpace(validUTF8([]byte(v))), maxEmailHeaderChars)
 	}
 	plain, htmlText, err := bodyText(msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body, log)
 	if err != nil {

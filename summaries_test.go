@@ -297,6 +297,13 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "tracker answered 403", 0, 1},
 		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
 		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
+		{"a ticket too large for the prompt", nil, func(e *summaryEnv) {
+			notes := make([]map[string]any, 110) // each cut at 2,000 characters: 220,000 in all
+			for i := range notes {
+				notes[i] = note(i+1, now.Format(time.RFC3339), strings.Repeat("n", 3000))
+			}
+			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339), notes...)}
+		}, "none of the 1 items fits in 200000 characters", 0, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -514,19 +521,35 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 }
 
 func TestFitJSON(t *testing.T) {
-	items := []string{strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("<", 50)}
+	a, zh, lt := strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("<", 50)
+	huge := strings.Repeat("h", 500)
 	for _, tc := range []struct {
-		max  int
-		want int // items kept, newest (first) kept first
-	}{{1000, 3}, {160, 3}, {159, 2}, {107, 2}, {106, 1}, {54, 1}, {53, 0}} {
-		data, err := fitJSON(items, tc.max)
+		items []string // newest first
+		max   int
+		want  []string
+	}{
+		{[]string{a, zh, lt}, 1000, []string{a, zh, lt}},
+		{[]string{a, zh, lt}, 160, []string{a, zh, lt}},
+		{[]string{a, zh, lt}, 159, []string{a, zh}},
+		{[]string{a, zh, lt}, 107, []string{a, zh}},
+		{[]string{a, zh, lt}, 106, []string{a}},
+		{[]string{a, zh, lt}, 54, []string{a}},
+		{[]string{a, zh, lt}, 53, []string{}},
+		// An item that could never fit is passed over; the others still go.
+		{[]string{huge, a, zh}, 107, []string{a, zh}},
+		{[]string{a, huge, zh}, 107, []string{a, zh}},
+		{[]string{huge}, 107, []string{}},
+	} {
+		data, kept, err := fitJSON(tc.items, tc.max)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		json.Unmarshal(data, &got)
-		if len(got) != tc.want || !slices.Equal(got, items[:tc.want]) || len([]rune(string(data))) > tc.max {
-			t.Errorf("fitJSON(max %d) = %d items (%d chars), want %d", tc.max, len(got), len([]rune(string(data))), tc.want)
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("fitJSON(max %d) = %s: %v", tc.max, data, err)
+		}
+		if !slices.Equal(got, tc.want) || kept != len(tc.want) || len([]rune(string(data))) > tc.max {
+			t.Errorf("fitJSON(%d items, max %d) = %d items (kept %d, %d chars), want %d", len(tc.items), tc.max, len(got), kept, len([]rune(string(data))), len(tc.want))
 		}
 	}
 }
@@ -759,7 +782,8 @@ func FuzzParseEmail(f *testing.F) {
 			}
 		}
 	}
-	f.Add([]byte("Subject: =?utf-8?b?/w==?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")) // invalid UTF-8 inside a word
+	f.Add([]byte("Subject: =?utf-8?b?/w==?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"))                                                // invalid UTF-8 inside a word
+	f.Add([]byte("To: " + strings.Repeat("someone@example.com, ", 200) + "last@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")) // a mass mailing
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		m, err := parseEmail(bytes.NewReader(raw), slog.New(slog.DiscardHandler))
 		if err != nil {
@@ -772,6 +796,11 @@ func FuzzParseEmail(f *testing.F) {
 		}
 		if utf8.RuneCountInString(m.Body) > maxEmailBodyChars {
 			t.Errorf("body of %d characters", utf8.RuneCountInString(m.Body))
+		}
+		for _, h := range []string{m.From, m.To, m.Subject} {
+			if utf8.RuneCountInString(h) > maxEmailHeaderChars {
+				t.Errorf("header of %d characters", utf8.RuneCountInString(h))
+			}
 		}
 	})
 }
