@@ -361,7 +361,9 @@ func (c *formCache) put(id int64, gen uint64, f FormDetail) {
 		c.forms = map[int64]FormDetail{}
 	}
 	if old, ok := c.forms[id]; ok {
+		// Two reads of one form that missed together both put it.
 		c.bytes -= formSize(old)
+		delete(c.forms, id)
 	}
 	for other, kept := range c.forms {
 		if c.bytes+size <= c.maxBytes {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,6 +169,28 @@ func TestFailedWritesReleaseTheWriter(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Fatalf("a write after %s: %v (its transaction was left open)", tc.name, err)
+		}
+	}
+}
+
+// TestFormCachePutSameID: putting a form that is already kept (two reads that missed
+// together, perhaps of two versions) replaces it and keeps the byte count true, whatever
+// form the eviction picks.
+func TestFormCachePutSameID(t *testing.T) {
+	form := func(id int64, title string) FormDetail { return FormDetail{Form: Form{ID: id, Title: title}} }
+	small, large := form(1, "small"), form(1, strings.Repeat("l", 200))
+	other := form(2, strings.Repeat("o", 100))
+	for range 50 { // eviction visits the map in Go's random order
+		c := &formCache{maxBytes: formSize(small) + formSize(other) + 50}
+		c.put(1, 0, small)
+		c.put(2, 0, other)
+		c.put(1, 0, large)
+		sum := 0
+		for _, f := range c.forms {
+			sum += formSize(f)
+		}
+		if c.bytes != sum || c.bytes > c.maxBytes || c.forms[1].Title != large.Title {
+			t.Fatalf("cache keeps %d forms, counts %d bytes, holds %d, bound %d", len(c.forms), c.bytes, sum, c.maxBytes)
 		}
 	}
 }
