@@ -192,12 +192,14 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, n
 	return body, res.StatusCode, nil
 }
 
-// redactURLError strips user information from the URL inside a client error.
+// redactURLError strips user information (a name and a password, either of which may be
+// a token) from the URL inside a client error.
 func redactURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if u, perr := url.Parse(ue.URL); perr == nil {
-			ue.URL = u.Redacted()
+			u.User = nil
+			ue.URL = u.String()
 		}
 	}
 	return err

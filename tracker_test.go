@@ -278,6 +278,36 @@ func TestTrackerErrorHidesKey(t *testing.T) {
 	}
 }
 
+// TestEndpointCredentialsHidden: user information in TRACKER_API_ENDPOINT or
+// GENAI_BASE_URL (a name or a password may be a token) appears in no answer and no log
+// line when the call fails.
+func TestEndpointCredentialsHidden(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	addr := closed.Listener.Addr().String()
+	closed.Close() // connections to addr are refused from now on
+	for _, tc := range []struct {
+		name   string
+		change func(*config)
+	}{
+		{"tracker", func(c *config) { c.TrackerEndpoint = "http://user-7f3a:pass-9b2c@" + addr + "/api/rest" }},
+		{"model", func(c *config) { c.GenAIBaseURL = "http://user-7f3a:pass-9b2c@" + addr + "/v1" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, time.Now(), tc.change)
+			e.tracker.issues = []map[string]any{issue(1, time.Now().Format(time.RFC3339))}
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			if status != 500 || !strings.Contains(string(raw), addr) {
+				t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming %s", status, raw, addr)
+			}
+			for _, secret := range []string{"user-7f3a", "pass-9b2c"} {
+				if strings.Contains(string(raw), secret) || strings.Contains(e.logs.String(), secret) {
+					t.Errorf("%s leaked: answer %s\nlogs:\n%s", secret, raw, e.logs)
+				}
+			}
+		})
+	}
+}
+
 // TestRetryPauseGrows: the pause before the second retry is twice the first.
 func TestRetryPauseGrows(t *testing.T) {
 	var mu sync.Mutex
