@@ -366,7 +366,7 @@ func (l *pdfLayout) addFont(f *fallbackFont) bool {
 	if l.added[f] {
 		return true
 	}
-	ttf, err := f.bytes()
+	ttf, err := os.ReadFile(f.path)
 	if err != nil {
 		return false
 	}
@@ -496,8 +496,8 @@ func contentDisposition(responseID int64, title string) string {
 // fontIndex knows the fonts a document can draw with: the Go fonts' character maps, and
 // the fallback TrueType fonts found in the font folders, in the order they are tried. It
 // is built once, when the server is (newFontIndex), and shared by all exports; what it
-// learns later about a fallback font (its coverage, its bytes) is filled in under a lock
-// or a sync.Once, so it is safe for concurrent use.
+// learns later about a fallback font (its coverage) is filled in under a sync.Once, so it
+// is safe for concurrent use.
 type fontIndex struct {
 	goFonts   map[string]*sfnt.Font // by family, for cmap look-ups
 	fallbacks []*fallbackFont       // in the order they are tried
@@ -505,16 +505,14 @@ type fontIndex struct {
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
-// a character is looked up in it; its bytes are kept once a document has embedded it.
+// a character is looked up in it and kept (8 KiB); the file itself is read by each
+// document that embeds it, as fpdf parses it afresh for each document anyway.
 type fallbackFont struct {
 	path   string
 	family string // the fpdf family name, unique in the index
 
 	coverOnce sync.Once
 	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
-
-	mu  sync.Mutex
-	ttf []byte
 }
 
 // systemFontDirs are the usual font folders of Linux and BSD systems, searched after
@@ -672,20 +670,6 @@ func (f *fallbackFont) covers(r rune) bool {
 		f.cover = cover
 	})
 	return f.cover != nil && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
-}
-
-// bytes returns the font file, read on first use and kept, for a document to embed.
-func (f *fallbackFont) bytes() ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ttf == nil {
-		ttf, err := os.ReadFile(f.path)
-		if err != nil {
-			return nil, err
-		}
-		f.ttf = ttf
-	}
-	return f.ttf, nil
 }
 
 // embeddableTrueType reports whether fpdf's AddUTF8FontFromBytes can embed a font file:
