@@ -272,7 +272,7 @@ type server struct {
 	// only after the last one has returned.
 	handlers sync.WaitGroup
 	// heavySlots bounds the answers being built at once that cost tens of megabytes
-	// each (a PDF export, a response list, a CSV export; see acquireHeavy).
+	// each (a PDF export, a response list, the rows of a CSV export; see acquireHeavy).
 	heavySlots chan struct{}
 	// fonts are the PDF's fallback fonts, found once here rather than per export.
 	fonts *fontIndex
@@ -496,8 +496,9 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 // acquireHeavy waits for one of heavySlots, of which there are as many as cores. The
 // answers it guards are CPU-bound, so more of them at once only add memory: 32 clients
 // listing 1,000 responses of 50 values took the process to 235 MiB without it (README,
-// Performance). A slot is held while the answer is read and built, never while a client
-// reads it. It fails with the context's error when the client leaves while it waits.
+// Performance). A slot is held while the answer's data is read and, but for the CSV,
+// which is encoded row by row as it is written, while the answer is built; never while
+// a client reads. It fails with the context's error when the client leaves while it waits.
 func (s *server) acquireHeavy(ctx context.Context) (release func(), err error) {
 	select {
 	case s.heavySlots <- struct{}{}:
