@@ -108,6 +108,9 @@ func splitList(s, sep string) []string {
 	return items
 }
 
+// writeTimeout bounds the time from a request's headers to the end of its answer.
+const writeTimeout = 60 * time.Second
+
 // newHTTPServer bounds every phase of a connection, so that a slow or stalled client
 // holds a connection only so long: a client sending its headers byte by byte is cut off
 // after cfg.HeaderTimeout.
@@ -117,7 +120,7 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -691,7 +694,9 @@ func (o jsonObject) get(name, path string, dst any) error {
 	return nil
 }
 
-// firstError returns the first non-nil error.
+// firstError returns the first non-nil error. Go evaluates every argument before the
+// call, so each step runs even after one failed: it is for steps that are independent,
+// such as decoding members into separate variables.
 func firstError(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {

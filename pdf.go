@@ -84,7 +84,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
 
 // writeResponsePDF lays out the form with the response's values filled in (docs/SPEC.md §4's
 // content rules) and writes the finished document to buf. fonts supplies the fallback
-// fonts for characters the Go fonts lack; nil means the Go fonts alone.
+// fonts for characters the Go fonts lack.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
 	// fpdf reports most failures through pdf.Err, but some inputs still panic inside it;
 	// the text is sanitised below so none should, and this turns any that remains into an
@@ -476,8 +476,6 @@ func pdfText(s string, keepNewlines bool) string {
 			}
 		case r > 0xFFFF:
 			b.WriteString(runeName(r))
-		case r == utf8.RuneError:
-			b.WriteRune('\uFFFD')
 		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			b.WriteByte(' ')
 		default:

@@ -316,6 +316,8 @@ func jsDisplay(raw json.RawMessage) string {
 	return s
 }
 
+// decodeAny decodes one JSON value with its numbers kept as written (json.Number), so
+// that jsStringOf formats the number the client sent rather than a float64 rounded twice.
 func decodeAny(raw json.RawMessage) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // keep numbers exact until jsNumber formats them
@@ -326,6 +328,8 @@ func decodeAny(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// jsStringOf is JavaScript's String(v) for a decoded JSON value: an array joins its
+// elements with commas (null elements empty), an object is "[object Object]".
 func jsStringOf(v any) string {
 	switch v := v.(type) {
 	case nil:

@@ -192,6 +192,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// applyMigration runs one migration and records its version in the same transaction, so
+// that a crash leaves the database at the version before or after it, never between.
 func (s *Store) applyMigration(ctx context.Context, version int, script string) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -244,7 +246,8 @@ func stringPtr(ns sql.NullString) *string {
 	return &ns.String
 }
 
-// Form is a form as listed and as answered after create and update.
+// Form is a form as GET /api/forms lists it (create and update answer formAnswer, without
+// createdAt).
 type Form struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`

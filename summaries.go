@@ -155,6 +155,24 @@ func marshalPlain(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// windowStart is local midnight two days before now, four when now is a Monday, so that
+// a Monday's summary covers the weekend. time.Date normalises across month ends and
+// daylight-saving changes.
+func windowStart(now time.Time) time.Time {
+	days := 2
+	if now.Weekday() == time.Monday {
+		days = 4
+	}
+	y, m, d := now.Date()
+	return time.Date(y, m, d-days, 0, 0, 0, 0, now.Location())
+}
+
+// startOfDay is local midnight of now's day: the summaryDate of its summaries.
+func startOfDay(now time.Time) time.Time {
+	y, m, d := now.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+}
+
 // generate runs a pipeline for today and stores its text; failures are the caller's to log.
 func (s *server) generate(ctx context.Context, p summaryPipeline) error {
 	now := s.now()
@@ -192,13 +210,13 @@ func newSummaryJobs() *summaryJobs {
 	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]bool{}}
 }
 
-// start runs job in a goroutine and reports whether it did; it does not when a job of
-// the same name is running or the jobs are stopped.
-func (j *summaryJobs) start(name string, job func(ctx context.Context)) bool {
+// start runs job in a goroutine, unless a job of the same name is running or the jobs
+// are stopped.
+func (j *summaryJobs) start(name string, job func(ctx context.Context)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.running[name] || j.ctx.Err() != nil {
-		return false
+		return
 	}
 	j.running[name] = true
 	j.wg.Go(func() {
@@ -209,7 +227,6 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) bool {
 		}()
 		job(j.ctx)
 	})
-	return true
 }
 
 // stop cancels every job (their outbound calls end) and waits for them up to grace.
@@ -304,6 +321,8 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 	s.listSummaries(w, r, emailSummaries, "fetch paginated Email summaries")
 }
 
+// listSummaries answers one page of a summary list: page and limit as positiveOr reads
+// them, newest summaryDate first, with the total count.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, op string) {
 	page := positiveOr(r.URL.Query().Get("page"), 1)
 	limit := positiveOr(r.URL.Query().Get("limit"), 10)
@@ -349,8 +368,8 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
 // pipeline run while the client waits, storing nothing.
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) {
-	// Answer before the server's write timeout (60 s) would swallow the answer.
-	ctx, cancel := context.WithTimeout(r.Context(), 50*time.Second)
+	// Answer, if only with the error, before the server's write timeout swallows it.
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout-10*time.Second)
 	defer cancel()
 	text, err := s.summaryText(ctx, trackerPipeline, s.now())
 	if err != nil {
@@ -452,6 +471,8 @@ func deliverySeconds(name string) (int64, bool) {
 	return n, err == nil
 }
 
+// readEmailFile parses one message file, read at most maxEmailFileBytes far, so that a
+// huge attachment costs no more than that.
 func readEmailFile(fsys fs.FS, name string, log *slog.Logger) (email, error) {
 	f, err := fsys.Open(name)
 	if err != nil {

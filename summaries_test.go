@@ -520,6 +520,41 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 	}
 }
 
+// TestWindowStart: the window of every weekday, across a month end and both
+// daylight-saving changes, and the start of a short day.
+func TestWindowStart(t *testing.T) {
+	loc := berlin(t)
+	// 2026-11-23 is a Monday.
+	cases := []struct {
+		now, want string
+	}{
+		{"2026-11-23 10:00", "2026-11-19 00:00"}, // Monday: four days, back to Thursday
+		{"2026-11-24 00:00", "2026-11-22 00:00"},
+		{"2026-11-25 23:59", "2026-11-23 00:00"},
+		{"2026-11-26 12:00", "2026-11-24 00:00"},
+		{"2026-11-27 12:00", "2026-11-25 00:00"},
+		{"2026-11-28 12:00", "2026-11-26 00:00"},
+		{"2026-11-29 12:00", "2026-11-27 00:00"},
+		{"2026-12-01 08:00", "2026-11-29 00:00"}, // across a month end
+		{"2026-03-30 09:00", "2026-03-26 00:00"}, // Monday after the spring change: CET window start
+		{"2026-03-31 09:00", "2026-03-29 00:00"}, // the change day itself starts at CET midnight
+		{"2026-10-27 09:00", "2026-10-25 00:00"}, // autumn change day
+	}
+	for _, tc := range cases {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
+		want, _ := time.ParseInLocation("2006-01-02 15:04", tc.want, loc)
+		got := windowStart(now)
+		if !got.Equal(want) || got.Hour() != 0 {
+			t.Errorf("windowStart(%s %s) = %s, want %s", tc.now, now.Weekday(), got, want)
+		}
+	}
+	// startOfDay on a short day: local midnight, 23 hours before the next one.
+	now, _ := time.ParseInLocation("2006-01-02 15:04", "2026-03-29 18:00", loc)
+	if got := startOfDay(now); timestamp(got) != "2026-03-28T23:00:00.000Z" {
+		t.Errorf("startOfDay(%s) = %s", now, timestamp(got))
+	}
+}
+
 func TestFitJSON(t *testing.T) {
 	a, zh, lt := strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("<", 50)
 	huge := strings.Repeat("h", 500)

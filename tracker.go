@@ -121,24 +121,6 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	return answer.Issues, nil
 }
 
-// windowStart is local midnight two days before now, four when now is a Monday, so that
-// a Monday's summary covers the weekend. time.Date normalises across month ends and
-// daylight-saving changes.
-func windowStart(now time.Time) time.Time {
-	days := 2
-	if now.Weekday() == time.Monday {
-		days = 4
-	}
-	y, m, d := now.Date()
-	return time.Date(y, m, d-days, 0, 0, 0, 0, now.Location())
-}
-
-// startOfDay is local midnight of now's day: the summaryDate of its summaries.
-func startOfDay(now time.Time) time.Time {
-	y, m, d := now.Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, now.Location())
-}
-
 // Outbound calls to the tracker and the model share one discipline: bounded time,
 // bounded answers, retries on 429 and 5xx, and errors that name the status and the
 // provider's message but never a key.
@@ -173,6 +155,9 @@ func callWithRetry(ctx context.Context, client *http.Client, cfg config, service
 	}
 }
 
+// callOnce makes one request within timeout and returns the answer's body (at most
+// maxAnswerBytes), its status and a transport error; an error status is not an error here,
+// as callWithRetry decides what to retry.
 func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, newRequest func(context.Context) (*http.Request, error)) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -255,9 +240,6 @@ func cutText(s string, n int) string {
 // compatibility endpoint, OpenAI, Ollama, vLLM) to answer one user message, and returns
 // choices[0].message.content.
 func complete(ctx context.Context, client *http.Client, cfg config, prompt string) (string, error) {
-	if cfg.GenAIKey == "" {
-		return "", errors.New("GENAI_API_KEY is not configured")
-	}
 	body, err := json.Marshal(map[string]any{
 		"model":    cfg.GenAIModel,
 		"messages": []map[string]string{{"role": "user", "content": prompt}},
