@@ -102,8 +102,8 @@ func TestFormLifecycle(t *testing.T) {
 	}
 	var after FormDetail
 	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &after)
-	if after.CreatedAt != f.CreatedAt {
-		t.Errorf("createdAt after update = %q, want %q", after.CreatedAt, f.CreatedAt)
+	if after.CreatedAt != f.CreatedAt || after.Title != "Renamed" || after.Description != nil {
+		t.Errorf("after update: createdAt %q, title %q, description %v; want %q, Renamed, null", after.CreatedAt, after.Title, after.Description, f.CreatedAt)
 	}
 	if len(after.Categories) != 1 || len(after.Categories[0].Fields) != 1 {
 		t.Fatalf("after update: %+v, want one category with one field", after.Categories)
@@ -115,6 +115,13 @@ func TestFormLifecycle(t *testing.T) {
 	}
 	if e.count("fields") != 1 || e.count("categories") != 1 {
 		t.Errorf("old categories or fields left behind: %d categories, %d fields", e.count("categories"), e.count("fields"))
+	}
+
+	// A new description is stored, not only answered.
+	e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{"title": "Renamed", "description": "Changed"}, nil)
+	var described FormDetail
+	if e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &described); described.Description == nil || *described.Description != "Changed" {
+		t.Errorf("description after update = %v, want Changed", described.Description)
 	}
 
 	// Missing categories remove them all.
@@ -210,6 +217,11 @@ func TestFormValidation(t *testing.T) {
 		{"array body", "[]", 400, "Form title is required"}, // req.body.title of [] is undefined
 		{"string body", `"T"`, 400, "Invalid JSON body: expected an object"},
 		{"categories not array", map[string]any{"title": "T", "categories": "x"}, 400, "Invalid JSON body: categories must be an array"},
+		{"category not an object", map[string]any{"title": "T", "categories": []any{[]any{}}}, 400, "Invalid JSON body: categories[0] must be an object"},
+		{"fields not an array", map[string]any{"title": "T", "categories": []any{map[string]any{"fields": "x"}}}, 400, "Invalid JSON body: categories[0].fields must be an array"},
+		{"field not an object", map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{"label"}}}}, 400, "Invalid JSON body: categories[0].fields[0] must be an object"},
+		{"number label", field(map[string]any{"label": 5, "type": "text"}), 400, "Invalid JSON body: categories[1].fields[1].label must be a string"},
+		{"white space body", " \n\t", 400, "Form title is required"},
 		{"invalid JSON", `{"title": "T",`, 400, "Invalid JSON body"},
 		{"trailing data", `{"title": "T"} {}`, 400, "Invalid JSON body"},
 		{"bad type in last field", field(map[string]any{"label": "x", "type": "color"}), 500, "Invalid field type: color"},

@@ -491,6 +491,25 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
+// TestFailCanceledWhileClientStays: an error that wraps context.Canceled is a client
+// gone (499, no answer) only when the request's own context ended; from anything else
+// (a job's context, say) it is a failure like any other, answered 500.
+func TestFailCanceledWhileClientStays(t *testing.T) {
+	e := newTestEnv(t)
+	rec := httptest.NewRecorder()
+	e.srv.fail(rec, httptest.NewRequest("GET", "/api/forms", nil), "fetch forms", fmt.Errorf("run job: %w", context.Canceled))
+	if want := `{"error":"Failed to fetch forms: run job: context canceled"}`; rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("fail = %d %s, want 500 %s", rec.Code, rec.Body, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec = httptest.NewRecorder()
+	e.srv.fail(rec, httptest.NewRequestWithContext(ctx, "GET", "/api/forms", nil), "fetch forms", fmt.Errorf("query: %w", context.Canceled))
+	if rec.Body.Len() != 0 {
+		t.Errorf("fail for a client gone wrote %q, want nothing", rec.Body)
+	}
+}
+
 // TestBodyCheckedOnEveryRoute: a body that is not JSON, or is over 1 MiB, is refused
 // before any route runs, as the original's body parser did, on routes that read no body
 // too (a DELETE or a generate with a broken body does nothing), and on a path with a bad
@@ -669,6 +688,10 @@ func TestAPIToken(t *testing.T) {
 	}
 	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz without token = %d, want 200", status)
+	}
+	// Only /api and what is under /api/ needs it: /apix is just an unknown path.
+	for _, path := range []string{"/apix", "/apidocs/x"} {
+		e.wantError("GET", path, nil, 404, "Not found")
 	}
 	if strings.Contains(e.logs.String(), token) {
 		t.Errorf("the token appears in the logs")
@@ -1407,6 +1430,10 @@ func TestCORS(t *testing.T) {
 	star := newTestEnv(t, func(c *config) { c.CORSOrigins = []string{"*"} })
 	if res := preflight(star, foreign, "/api/settings/x", "PUT"); res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != foreign {
 		t.Errorf("with *, preflight = %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// A request without Origin (not from a browser page) gets no CORS header, even with *.
+	if res, _ := star.getRaw("/api/forms"); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("with *, a GET without Origin carries %v", corsHeaders(res.Header))
 	}
 }
 

@@ -311,6 +311,8 @@ func TestContentDisposition(t *testing.T) {
 		{`"x";y`, `inline; filename="response_7__x__y.pdf"; filename*=UTF-8''response_7_%22x%22%3By.pdf`, `response_7_"x";y.pdf`},
 		{"Café ü", `inline; filename="response_7_Caf___.pdf"; filename*=UTF-8''response_7_Caf%C3%A9_%C3%BC.pdf`, "response_7_Café_ü.pdf"},
 		{"a,b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%2Cb.pdf`, "response_7_a,b.pdf"},
+		{"a;b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%3Bb.pdf`, "response_7_a;b.pdf"},
+		{"a=b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%3Db.pdf`, "response_7_a=b.pdf"},
 		{"x\x00y\x7f", `inline; filename="response_7_x_y_.pdf"; filename*=UTF-8''response_7_x%00y%7F.pdf`, "response_7_x\x00y\x7f.pdf"},
 		// %, ' and * are token characters but not RFC 8187 attr-chars: plain in filename,
 		// percent-encoded in filename*.

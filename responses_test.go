@@ -149,6 +149,18 @@ func TestSubmitSkipsUnknownKeys(t *testing.T) {
 	if err := e.store.read.QueryRow(`SELECT value FROM response_values WHERE responseId = ?`, out.ResponseID).Scan(&v); err != nil || v != "second" {
 		t.Errorf("duplicate key stored %q (%v), want second", v, err)
 	}
+	// Two spellings of one id resolve the same way every time: keys are visited in
+	// sorted order, so the plain "7" (sorted after "07" and "007") wins, whatever the
+	// order in the body.
+	for _, body := range []string{
+		`{"values": {"` + own + `": "plain", "0` + own + `": "padded", "00` + own + `": "more"}}`,
+		`{"values": {"00` + own + `": "more", "0` + own + `": "padded", "` + own + `": "plain"}}`,
+	} {
+		e.doJSON("POST", "/api/forms/"+itoa(f.ID)+"/responses", body, &out)
+		if err := e.store.read.QueryRow(`SELECT value FROM response_values WHERE responseId = ?`, out.ResponseID).Scan(&v); err != nil || v != "plain" {
+			t.Errorf("%s stored %q (%v), want plain", body, v, err)
+		}
+	}
 }
 
 func TestListResponses(t *testing.T) {

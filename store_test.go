@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,18 +84,67 @@ tracker_summaries|1|
 // TestMigrateRefusesNewerSchema: a database from a later version of the service is not
 // opened by an older one, which would not know its tables.
 func TestMigrateRefusesNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "forms.db")
-	store, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatal(err)
+	for _, version := range []int{len(migrations) + 1, 999} {
+		path := filepath.Join(t.TempDir(), "forms.db")
+		store, err := OpenStore(context.Background(), path, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.write.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
+			s.Close()
+			t.Errorf("OpenStore of a schema version %d database succeeded (this program knows %d)", version, len(migrations))
+		}
 	}
-	if _, err := store.write.Exec(`PRAGMA user_version = 999`); err != nil {
-		t.Fatal(err)
+}
+
+// TestOpenStoreRefusesURIPaths: '?' and '#' would start the query or fragment of the
+// file: URI the driver is given, so a path with them is refused rather than opening
+// another file.
+func TestOpenStoreRefusesURIPaths(t *testing.T) {
+	for _, name := range []string{"a?b.db", "a#b.db"} {
+		path := filepath.Join(t.TempDir(), name)
+		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
+			s.Close()
+			t.Errorf("OpenStore(%q) succeeded", name)
+		}
 	}
-	store.Close()
-	if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
-		s.Close()
-		t.Fatal("OpenStore of a schema version 999 database succeeded")
+}
+
+// TestResponseExportOwnValues: the export of a response carries its own values, not
+// those of a later response to the same form.
+func TestResponseExportOwnValues(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := f.Categories[0].Fields[0].ID
+	first := e.submit(f.ID, map[string]any{itoa(field): "first"})
+	e.submit(f.ID, map[string]any{itoa(field): "second"})
+	_, values, err := e.store.ResponseExport(context.Background(), first)
+	if err != nil || len(values) != 1 || values[field] == nil || *values[field] != "first" {
+		t.Errorf("ResponseExport(first) = %v (%v), want only field %d = first", values, err, field)
+	}
+}
+
+// TestEmailSummariesSameDay: several e-mail summaries of one day are listed newest first.
+func TestEmailSummariesSameDay(t *testing.T) {
+	e := newTestEnv(t)
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for _, text := range []string{"one", "two", "three"} {
+		if err := e.store.AddEmailSummary(context.Background(), day, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page struct{ Summaries []Summary }
+	e.doJSON("GET", "/api/email-summaries", nil, &page)
+	var got []string
+	for _, s := range page.Summaries {
+		got = append(got, s.SummaryText)
+	}
+	if want := []string{"three", "two", "one"}; !slices.Equal(got, want) {
+		t.Errorf("same-day summaries = %q, want %q", got, want)
 	}
 }
 
