@@ -245,3 +245,55 @@ func TestFormCachePutSameID(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFailingAtCommit: a write whose COMMIT fails answers 500 with the cause and
+// changes nothing. SQLite fails the COMMIT itself here: a temporary trigger on the write
+// connection (the pool's only one) leaves a deferred foreign-key violation, which SQLite
+// checks at COMMIT.
+func TestWriteFailingAtCommit(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	id := itoa(f.ID)
+	values := map[string]any{"values": map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"}}
+	for _, q := range []string{
+		`CREATE TEMP TABLE commit_parent (id INTEGER PRIMARY KEY)`,
+		`CREATE TEMP TABLE commit_child (parent INTEGER REFERENCES commit_parent (id) DEFERRABLE INITIALLY DEFERRED)`,
+	} {
+		if _, err := e.store.write.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, tc := range []struct {
+		event, method, path string
+		body                any
+		want                string
+		status              int // once the trigger is gone
+	}{
+		{"INSERT ON main.forms", "POST", "/api/forms", fullForm(), "Failed to create form: commit: ", 201},
+		{"UPDATE ON main.forms", "PUT", "/api/forms/" + id, fullForm(), "Failed to update form " + id + ": commit: ", 200},
+		{"INSERT ON main.responses", "POST", "/api/forms/" + id + "/responses", values, "Failed to submit response for form " + id + ": commit: ", 201},
+		{"INSERT ON main.settings", "PUT", "/api/settings/k", map[string]any{"value": "v"}, "Failed to update setting 'k': write setting: ", 200},
+		{"DELETE ON main.forms", "DELETE", "/api/forms/" + id, nil, "Failed to delete form " + id + ": delete form: ", 200},
+	} {
+		trigger := `CREATE TEMP TRIGGER fail_commit AFTER ` + tc.event + ` BEGIN INSERT INTO commit_child VALUES (-1); END`
+		if _, err := e.store.write.Exec(trigger); err != nil {
+			t.Fatalf("%s: %v", trigger, err)
+		}
+		before := e.snapshot()
+		status, raw := e.do(tc.method, tc.path, tc.body)
+		var answer struct{ Error string }
+		json.Unmarshal(raw, &answer)
+		if status != 500 || answer.Error != tc.want+"FOREIGN KEY constraint failed" {
+			t.Errorf("%s %s failing at commit = %d %s, want 500 %sFOREIGN KEY constraint failed", tc.method, tc.path, status, raw, tc.want)
+		}
+		if e.snapshot() != before {
+			t.Errorf("%s %s failing at commit changed the database", tc.method, tc.path)
+		}
+		if _, err := e.store.write.Exec(`DROP TRIGGER temp.fail_commit`); err != nil {
+			t.Fatal(err)
+		}
+		if status, raw := e.do(tc.method, tc.path, tc.body); status != tc.status {
+			t.Errorf("%s %s after the failure = %d %s, want %d", tc.method, tc.path, status, raw, tc.status)
+		}
+	}
+}
