@@ -616,6 +616,15 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 // encoding (its answer to ISO-2022-KR and HZ) would turn the whole text into a single
 // U+FFFD, so it counts as not known.
 func lookupCharset(label string) encoding.Encoding {
+	// Python's email package writes its own codec names, not registered ones, in RFC 2047
+	// words of these two charsets (its email.charset.CODEC_MAP), and Python scripts send a
+	// good deal of mail.
+	switch label {
+	case "eucgb2312_cn":
+		label = "gb2312"
+	case "big5_tw":
+		label = "big5"
+	}
 	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
 		return enc
 	}
