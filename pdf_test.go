@@ -153,6 +153,67 @@ func TestExportPDFContent(t *testing.T) {
 		t.Errorf("embedded fonts %q, want %q", doc.Fonts, want)
 	}
 
+	// docs/SPEC.md §4's layout, in points: the margin 50, the content 500 wide (50 to
+	// 550). Title 18 pt bold and centred, category names 14 pt bold, labels
+	// 12 pt semi-bold, descriptions 9 pt italic, values 11 pt regular.
+	page := doc.Pages[0]
+	style := map[string]struct {
+		font string
+		size float64
+	}{
+		"Café Inspection Straße Ж Ω ’": {"utf8gobold", 18},
+		"General":                      {"utf8gobold", 14},
+		"Inspector:":                   {"utf8gomedium", 12},
+		"Full name":                    {"utf8goitalic", 9},
+		"Zoë Ærø":                      {"utf8goregular", 11},
+		"Notes:":                       {"utf8gomedium", 12},
+		"First line":                   {"utf8goregular", 11},
+		"Yes":                          {"utf8goregular", 11},
+	}
+	for _, l := range page.TextLines {
+		want, ok := style[l.Text]
+		if !ok {
+			continue
+		}
+		delete(style, l.Text)
+		if l.Font != want.font || l.Size != want.size {
+			t.Errorf("%q set in %s %v pt, want %s %v pt", l.Text, l.Font, l.Size, want.font, want.size)
+		}
+		switch l.Text {
+		case "Café Inspection Straße Ж Ω ’":
+			// Centred in the content box, 50 to 550 (which is 4.72 pt right of the A4
+			// page's centre: a 50 pt margin and a 500 pt width leave 45.28 on the right).
+			if centre := (l.X + l.EndX) / 2; math.Abs(centre-300) > 0.5 {
+				t.Errorf("title spans x %.2f to %.2f, centred on %.2f, want 300", l.X, l.EndX, centre)
+			}
+		case "First line": // inside the textarea's frame, 5 pt from its edge
+			if math.Abs(l.X-55) > 0.5 {
+				t.Errorf("%q starts at x %.2f, want 55", l.Text, l.X)
+			}
+		default:
+			if math.Abs(l.X-50) > 0.5 {
+				t.Errorf("%q starts at x %.2f, want the margin, 50", l.Text, l.X)
+			}
+		}
+	}
+	for text := range style {
+		t.Errorf("no line %q on the page", text)
+	}
+	// A line 500 wide under every value but the textarea's: ten of the eleven fields.
+	rules := 0
+	for _, sg := range page.Segments {
+		if sg[1] == sg[3] && math.Abs(sg[0]-50) < 0.01 && math.Abs(sg[2]-550) < 0.01 {
+			rules++
+		}
+	}
+	if rules != 10 || len(page.Segments) != 10 {
+		t.Errorf("%d lines drawn, %d of them 500 wide from x 50 to 550; want 10 such lines: %v", len(page.Segments), rules, page.Segments)
+	}
+	// The textarea's frame: 500 wide from the margin, at least 30 high.
+	if len(page.Rects) != 1 || page.Rects[0][0] != 50 || page.Rects[0][2] != 500 || math.Abs(page.Rects[0][3]) < 30 {
+		t.Errorf("frames %v, want one at x 50, 500 wide, at least 30 high", page.Rects)
+	}
+
 	t.Run("poppler", func(t *testing.T) {
 		if got := popplerLines(t, pdf); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("pdftotext:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -623,6 +684,19 @@ type pdfPage struct {
 	Right float64
 	// Rects are the rectangles drawn (re), as x, y, width, height in PDF space.
 	Rects [][4]float64
+	// Segments are the straight lines drawn (m, l), as x1, y1, x2, y2 in PDF space.
+	Segments [][4]float64
+	// TextLines are Lines with where and how each is set.
+	TextLines []pdfTextLine
+}
+
+// pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
+// the left edge) and the font and size of its first character.
+type pdfTextLine struct {
+	Text    string
+	X, EndX float64
+	Font    string // BaseFont without its subset prefix, e.g. utf8gobold
+	Size    float64
 }
 
 // text is the page's lines joined with newlines.
@@ -1083,11 +1157,14 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 		}
 		res, _ := r.resolve(d["Resources"]).(pdfDict)
 		fontRes, _ := r.resolve(res["Font"]).(pdfDict)
-		glyphs, fonts, rects, err := r.showText(content, fontRes)
+		glyphs, fonts, rects, segments, err := r.showText(content, fontRes)
 		if err != nil {
 			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
 		}
-		page.Lines = pdfLines(glyphs)
+		page.TextLines = pdfLines(glyphs)
+		for _, l := range page.TextLines {
+			page.Lines = append(page.Lines, l.Text)
+		}
 		for _, g := range glyphs {
 			if g.text != " " {
 				page.Right = max(page.Right, g.endX)
@@ -1095,6 +1172,7 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 		}
 		page.Fonts = fonts
 		page.Rects = rects
+		page.Segments = segments
 		doc.Pages = append(doc.Pages, page)
 		return nil
 	}
@@ -1264,6 +1342,7 @@ type pdfGlyph struct {
 	text       string
 	x, y, endX float64
 	size       float64
+	font       string
 }
 
 // pdfMatrix is [a b c d e f] of PDF's transformation matrices.
@@ -1280,11 +1359,15 @@ func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
 	}
 }
 
-// showText runs a content stream's text operators and returns the glyphs it shows, the
-// names of the fonts it shows them in, and the rectangles it draws.
-func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, [][4]float64, error) {
+// showText runs a content stream's text and path operators and returns the glyphs it
+// shows, the names of the fonts it shows them in, and the rectangles and straight lines
+// it draws.
+func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, [][4]float64, [][4]float64, error) {
 	var (
 		rects    [][4]float64
+		segments [][4]float64
+		pathX    float64 // the current point of a path
+		pathY    float64
 		glyphs   []pdfGlyph
 		used     []string
 		stack    []any
@@ -1318,7 +1401,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 			adv *= hScale
 			m := tm.mul(ctm)
 			end := pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm).mul(ctm)
-			glyphs = append(glyphs, pdfGlyph{text: font.text(c), x: m[4], y: m[5], endX: end[4], size: size * m[3]})
+			glyphs = append(glyphs, pdfGlyph{text: font.text(c), x: m[4], y: m[5], endX: end[4], size: size * m[3], font: font.name})
 			tm = pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm)
 		}
 		return nil
@@ -1331,21 +1414,27 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 	for {
 		v, err := lx.value()
 		if err == errPDFEnd {
-			return glyphs, used, rects, nil
+			return glyphs, used, rects, segments, nil
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		op, ok := v.(pdfKeyword)
 		if !ok {
 			stack = append(stack, v)
 			continue
 		}
-		need := map[pdfKeyword]int{"cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3}[op]
+		need := map[pdfKeyword]int{"m": 2, "l": 2, "cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3}[op]
 		if len(stack) < need {
-			return nil, nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
+			return nil, nil, nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
 		}
 		switch op {
+		case "m", "l":
+			p := pdfMatrix{1, 0, 0, 1, numberAt(len(stack) - 2), numberAt(len(stack) - 1)}.mul(ctm)
+			if op == "l" {
+				segments = append(segments, [4]float64{pathX, pathY, p[4], p[5]})
+			}
+			pathX, pathY = p[4], p[5]
 		case "re":
 			if len(stack) >= 4 {
 				rects = append(rects, [4]float64{numberAt(len(stack) - 4), numberAt(len(stack) - 3), numberAt(len(stack) - 2), numberAt(len(stack) - 1)})
@@ -1387,7 +1476,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 		case "Tf":
 			name, _ := stack[len(stack)-2].(pdfName)
 			if font, err = r.font(fontRes, string(name)); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			size = numberAt(len(stack) - 1)
 		case "Tj", "'", "\"":
@@ -1396,7 +1485,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 			}
 			s, _ := stack[len(stack)-1].(pdfString)
 			if err := show(s); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 		case "TJ":
 			a, _ := stack[len(stack)-1].([]any)
@@ -1404,7 +1493,7 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 				switch e := e.(type) {
 				case pdfString:
 					if err := show(e); err != nil {
-						return nil, nil, nil, err
+						return nil, nil, nil, nil, err
 					}
 				case float64:
 					tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * size * hScale, 0}.mul(tm)
@@ -1417,8 +1506,8 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []str
 
 // pdfLines groups glyphs into lines by their baseline, top to bottom, and orders each
 // line's glyphs left to right. A gap wider than a fifth of the font size between two
-// glyphs is a space, as pdftotext reads it.
-func pdfLines(glyphs []pdfGlyph) []string {
+// glyphs is a space, as pdftotext reads it. Lines of only spaces are left out.
+func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	type line struct {
 		y      float64
 		glyphs []pdfGlyph
@@ -1439,10 +1528,11 @@ func pdfLines(glyphs []pdfGlyph) []string {
 		into.glyphs = append(into.glyphs, g)
 	}
 	slices.SortStableFunc(lines, func(a, b *line) int { return cmp.Compare(b.y, a.y) })
-	var out []string
+	var out []pdfTextLine
 	for _, l := range lines {
 		slices.SortStableFunc(l.glyphs, func(a, b pdfGlyph) int { return cmp.Compare(a.x, b.x) })
 		var b strings.Builder
+		tl := pdfTextLine{X: -1}
 		for i, g := range l.glyphs {
 			if i > 0 {
 				prev := l.glyphs[i-1]
@@ -1451,9 +1541,16 @@ func pdfLines(glyphs []pdfGlyph) []string {
 				}
 			}
 			b.WriteString(g.text)
+			if g.text != " " {
+				if tl.X < 0 {
+					tl.X, tl.Font, tl.Size = g.x, g.font, g.size
+				}
+				tl.EndX = g.endX
+			}
 		}
-		if s := strings.Join(strings.Fields(b.String()), " "); s != "" {
-			out = append(out, s)
+		if tl.Text = strings.Join(strings.Fields(b.String()), " "); tl.Text != "" {
+			tl.Font = tl.Font[strings.IndexByte(tl.Font, '+')+1:] // drop the subset prefix
+			out = append(out, tl)
 		}
 	}
 	return out
