@@ -300,7 +300,7 @@ func TestExportPDFHostileText(t *testing.T) {
 		t.Errorf("the 300-character word lost characters or did not wrap:\n%s", text)
 	}
 	for i, p := range readPDF(t, pdf).Pages {
-		if p.Right > pdfMargin+pdfContentWidth+0.5 {
+		if p.Right > 550.5 { // the content's right edge: margin 50 + width 500
 			t.Errorf("page %d: text ends at x=%v, right of the content width", i+1, p.Right)
 		}
 	}
@@ -308,7 +308,7 @@ func TestExportPDFHostileText(t *testing.T) {
 	t.Run("poppler", func(t *testing.T) {
 		bbox := popplerTool(t, pdf, "pdftotext", "-bbox")
 		for _, m := range regexp.MustCompile(`xMax="([0-9.]+)"`).FindAllStringSubmatch(bbox, -1) {
-			if x, _ := strconv.ParseFloat(m[1], 64); x > pdfMargin+pdfContentWidth+0.5 {
+			if x, _ := strconv.ParseFloat(m[1], 64); x > 550.5 {
 				t.Errorf("a word ends at x=%v, right of the content width", x)
 			}
 		}
@@ -709,6 +709,15 @@ func (d pdfDoc) text() string {
 		pages = append(pages, p.text())
 	}
 	return strings.Join(pages, "\n")
+}
+
+// textLines is every page's text lines, in order.
+func (d pdfDoc) textLines() []pdfTextLine {
+	var lines []pdfTextLine
+	for _, p := range d.Pages {
+		lines = append(lines, p.TextLines...)
+	}
+	return lines
 }
 
 // lines is every page's lines, in order.
@@ -1623,8 +1632,15 @@ func TestExportPDFScripts(t *testing.T) {
 			continue
 		}
 		got, wantText := lines[i+1], cmp.Or(want[f.label], f.value)
+		at := doc.textLines()[i+1]
 		if f.label == "Hebrew" || f.label == "Arabic" {
 			got = logicalRTL(got)
+			// Right to left: right-aligned at the content's edge, x 550.
+			if math.Abs(at.EndX-550) > 0.5 {
+				t.Errorf("%s: the value ends at x %.2f, want right-aligned at 550", f.label, at.EndX)
+			}
+		} else if math.Abs(at.X-50) > 0.5 {
+			t.Errorf("%s: the value starts at x %.2f, want the margin, 50", f.label, at.X)
 		}
 		if got != wantText {
 			t.Errorf("%s: text layer %q, want %q", f.label, got, wantText)
@@ -1678,17 +1694,18 @@ func TestExportPDFArabicTextarea(t *testing.T) {
 	}
 	var words []string
 	for i, p := range doc.Pages {
-		if n := len(p.Rects); n != 1 || p.Rects[0][2] != pdfContentWidth {
-			t.Errorf("page %d: frames %v, want one %v wide", i+1, p.Rects, pdfContentWidth)
+		if n := len(p.Rects); n != 1 || p.Rects[0][0] != 50 || p.Rects[0][2] != 500 {
+			t.Errorf("page %d: frames %v, want one from x 50, 500 wide", i+1, p.Rects)
 		}
-		for _, line := range p.Lines {
-			if line == "Essay:" || line == "After:" || line == "tail" || logicalRTL(line) == "مقال" {
+		for _, line := range p.TextLines {
+			if line.Text == "Essay:" || line.Text == "After:" || line.Text == "tail" || logicalRTL(line.Text) == "مقال" {
 				continue
 			}
-			words = append(words, strings.Fields(logicalRTL(line))...)
-		}
-		if p.Right > pdfMargin+pdfContentWidth-pdfPadding+0.5 {
-			t.Errorf("page %d: text ends at x=%v, outside the frame", i+1, p.Right)
+			words = append(words, strings.Fields(logicalRTL(line.Text))...)
+			// Right-aligned inside the frame, 5 pt from its right edge at 550.
+			if math.Abs(line.EndX-545) > 0.5 {
+				t.Errorf("page %d: a line of the essay ends at x %.2f, want 545", i+1, line.EndX)
+			}
 		}
 	}
 	if got := strings.Join(words, " "); got != essay {
@@ -1840,8 +1857,8 @@ func TestExportPDFInvisibleAndEmpty(t *testing.T) {
 	if !slices.Contains(doc.lines(), "abcd") {
 		t.Errorf("lines %q, want the line abcd", doc.lines())
 	}
-	if rects := doc.Pages[0].Rects; len(rects) != 1 || math.Abs(rects[0][3]) != 30 || rects[0][2] != pdfContentWidth {
-		t.Errorf("frames %v, want one %v wide and 30 high", rects, pdfContentWidth)
+	if rects := doc.Pages[0].Rects; len(rects) != 1 || math.Abs(rects[0][3]) != 30 || rects[0][2] != 500 {
+		t.Errorf("frames %v, want one 500 wide and 30 high", rects)
 	}
 }
 
