@@ -396,17 +396,28 @@ func TestContentDisposition(t *testing.T) {
 // TestExportPDFHeaders goes through the server for the hostile titles of the issue.
 func TestExportPDFHeaders(t *testing.T) {
 	e := newTestEnv(t)
-	for _, title := range []string{`a/b\c d`, `"x";y`, "Café ü", "new\nline", "   "} {
+	var first formAnswer
+	e.doJSON("POST", "/api/forms", map[string]any{"title": "First"}, &first)
+	e.submit(first.ID, map[string]any{"1": "x"}) // response ids now run ahead of form ids
+	for _, tc := range []struct{ title, want string }{
+		{"Report", "inline; filename=response_%d_Report.pdf"},
+		{`a/b\c dt`, "inline; filename=response_%d_a_b_c_dt.pdf"},
+		{`"x";yt`, `inline; filename="response_%[1]d__x__yt.pdf"; filename*=UTF-8''response_%[1]d_%%22x%%22%%3Byt.pdf`},
+		{"Café üt", `inline; filename="response_%[1]d_Caf___t.pdf"; filename*=UTF-8''response_%[1]d_Caf%%C3%%A9_%%C3%%BCt.pdf`},
+		{"new\nline", "inline; filename=response_%d_new_line.pdf"},
+		{"   t", "inline; filename=response_%d____t.pdf"},
+	} {
 		var created formAnswer
-		e.doJSON("POST", "/api/forms", map[string]any{"title": title + "t"}, &created)
-		rid := e.submit(created.ID, map[string]any{"1": "x"})
+		e.doJSON("POST", "/api/forms", map[string]any{"title": tc.title}, &created)
+		e.submit(created.ID, map[string]any{"1": "x"})
+		rid := e.submit(created.ID, map[string]any{"1": "y"})
 		_, h := e.exportPDF(rid)
-		got := h.Values("Content-Disposition")
-		if len(got) != 1 || got[0] != contentDisposition(rid, title+"t") {
-			t.Errorf("title %q: Content-Disposition %q, want %q", title, got, contentDisposition(rid, title+"t"))
+		got, want := h.Values("Content-Disposition"), fmt.Sprintf(tc.want, rid)
+		if len(got) != 1 || got[0] != want || rid == created.ID {
+			t.Errorf("title %q: Content-Disposition %q, want %q (response %d of form %d)", tc.title, got, want, rid, created.ID)
 		}
 		if _, _, err := mime.ParseMediaType(got[0]); err != nil {
-			t.Errorf("title %q: header does not parse: %v", title, err)
+			t.Errorf("title %q: header does not parse: %v", tc.title, err)
 		}
 	}
 }
