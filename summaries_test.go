@@ -1105,23 +1105,31 @@ func BenchmarkMaildirWindow(b *testing.B) {
 // TestEmailBodyRules: the text/plain part wins over the HTML one whatever their order,
 // and a body is cut at 4,000 characters (not bytes).
 func TestEmailBodyRules(t *testing.T) {
-	var mixed bytes.Buffer
-	mw := multipart.NewWriter(&mixed)
-	for _, part := range []struct{ ctype, body string }{
-		{"text/plain; charset=utf-8", "Plain version"},
-		{"text/html; charset=utf-8", "<p>HTML version</p>"},
-	} {
-		w, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {part.ctype}})
-		if err != nil {
-			t.Fatal(err)
+	// alternative writes a multipart/alternative body (with Go's mime/multipart) of the
+	// given parts, in order, and returns its Content-Type and body.
+	alternative := func(parts ...[2]string) (string, string) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for _, part := range parts {
+			w, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {part[0]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(w, part[1])
 		}
-		io.WriteString(w, part.body)
+		mw.Close()
+		return "multipart/alternative; boundary=" + mw.Boundary(), body.String()
 	}
-	mw.Close()
-	header := "From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+	plain := [2]string{"text/plain; charset=utf-8", "Plain version"}
+	html := [2]string{"text/html; charset=utf-8", "<p>HTML version</p>"}
+	message := func(ctype, body string) string {
+		return "From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: " + ctype + "\r\n\r\n" + body
+	}
 	for _, tc := range []struct{ name, msg, want string }{
-		{"plain before html", header + "Content-Type: multipart/alternative; boundary=" + mw.Boundary() + "\r\n\r\n" + mixed.String(), "Plain version"},
-		{"long body", header + "Content-Type: text/plain; charset=utf-8\r\n\r\n" + strings.Repeat("é", 4500), strings.Repeat("é", 4000)},
+		{"plain before html", message(alternative(plain, html)), "Plain version"},
+		{"html before plain", message(alternative(html, plain)), "Plain version"},
+		{"html only", message(alternative(html)), "HTML version"},
+		{"long body", message("text/plain; charset=utf-8", strings.Repeat("é", 4500)), strings.Repeat("é", 4000)},
 	} {
 		e, err := parseEmail(strings.NewReader(tc.msg), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
