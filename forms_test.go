@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +165,44 @@ func TestListForms(t *testing.T) {
 	same.doJSON("GET", "/api/forms", nil, &list)
 	if len(list) != 2 || list[0].ID != second.ID || list[1].ID != first.ID {
 		t.Errorf("same-instant forms listed as %+v, want %d then %d", list, second.ID, first.ID)
+	}
+}
+
+// TestListsFollowTimeNotIds: forms are listed by createdAt and responses by
+// submittedAt, newest first, also when ids say otherwise (a clock set back between two
+// writes): noon, then nine, then eleven o'clock lists as noon, eleven, nine.
+func TestListsFollowTimeNotIds(t *testing.T) {
+	clock := &testClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	e := newTestEnvAt(t, clock.Now)
+	at := func(hour int) { clock.Set(time.Date(2026, 11, 26, hour, 0, 0, 0, time.UTC)) }
+	var forms, responses []int64
+	at(8) // the form the responses go to, listed last
+	form := e.createForm(fullForm())
+	field := itoa(form.Categories[0].Fields[0].ID)
+	for _, hour := range []int{12, 9, 11} {
+		at(hour)
+		forms = append(forms, e.createForm(map[string]any{"title": fmt.Sprint(hour)}).ID)
+		responses = append(responses, e.submit(form.ID, map[string]any{field: hour}))
+	}
+	newestFirst := func(ids []int64) []int64 { return []int64{ids[0], ids[2], ids[1]} }
+
+	var listed []Form
+	e.doJSON("GET", "/api/forms", nil, &listed)
+	var gotForms []int64
+	for _, f := range listed[:3] {
+		gotForms = append(gotForms, f.ID)
+	}
+	if want := newestFirst(forms); !slices.Equal(gotForms, want) {
+		t.Errorf("forms listed %v, want %v (by createdAt)", gotForms, want)
+	}
+	var list []listedResponse
+	e.doJSON("GET", "/api/forms/"+itoa(form.ID)+"/responses", nil, &list)
+	var gotResponses []int64
+	for _, r := range list {
+		gotResponses = append(gotResponses, r.ID)
+	}
+	if want := newestFirst(responses); !slices.Equal(gotResponses, want) {
+		t.Errorf("responses listed %v, want %v (by submittedAt)", gotResponses, want)
 	}
 }
 
