@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,7 @@ type fakeTracker struct {
 	issues   []map[string]any // newest-updated first, as MantisBT sorts them
 	pages    []int            // pages requested, in order
 	failures []int            // statuses answered before the real answers, one per request
+	project  string           // the project_id expected; "1", the default, when empty
 }
 
 func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +58,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("tracker got %s %s, want GET /api/rest/issues", r.Method, r.URL.Path)
 	case r.Header.Get("Authorization") != testTrackerKey || r.Header.Get("Accept") != "application/json" || r.Header.Get("Content-Type") != "application/json":
 		f.t.Errorf("tracker headers = %v", r.Header)
-	case q.Get("project_id") != "1" || q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,notes" || len(q) != 4:
+	case q.Get("project_id") != cmp.Or(f.project, "1") || q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,notes" || len(q) != 4:
 		f.t.Errorf("tracker query = %v", q)
 	}
 	if len(f.failures) > 0 {

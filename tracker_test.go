@@ -275,6 +275,20 @@ func TestEndpointCredentialsHidden(t *testing.T) {
 	}
 }
 
+// TestTrackerProjectID: TRACKER_PROJECT_ID names the project whose tickets are read.
+func TestTrackerProjectID(t *testing.T) {
+	now := time.Now()
+	e := newSummaryEnv(t, now, func(c *config) { c.TrackerProjectID = "7" })
+	e.tracker.project = "7"
+	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	if status, raw := e.do("GET", "/api/tracker-summary", nil); status != 200 {
+		t.Fatalf("GET /api/tracker-summary = %d %s", status, raw)
+	}
+	if pages := e.tracker.requestedPages(); len(pages) != 1 {
+		t.Errorf("tracker asked for pages %v, want one", pages)
+	}
+}
+
 // TestRetryPauseGrows: the pause before the second retry is twice the first.
 func TestRetryPauseGrows(t *testing.T) {
 	var mu sync.Mutex
