@@ -1684,6 +1684,22 @@ func TestExportPDFScripts(t *testing.T) {
 	})
 }
 
+// TestPDFFontDirFirst: PDF_FONT_DIR's folders are searched before the system's: a copy
+// of the system's Hebrew font put there under another name is the one embedded.
+func TestPDFFontDirFirst(t *testing.T) {
+	system := needFallbackFonts(t).fallbackFor('ש', nil)
+	dir := t.TempDir()
+	copyFile(t, system.path, filepath.Join(dir, "Zz-Hebrew-Copy.ttf"))
+	e := newTestEnv(t, func(c *config) { c.PDFFontDir = "/nonexistent:" + dir })
+	form := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Name", "type": "text"}}}}})
+	pdf, _ := e.exportPDF(e.submit(form.ID, map[string]any{itoa(form.Categories[0].Fields[0].ID): "שלום"}))
+	doc := readPDF(t, pdf)
+	if !slices.Contains(doc.Fonts, "utf8zzhebrewcopy") || slices.Contains(doc.Fonts, "utf8"+strings.ToLower(system.family)) {
+		t.Errorf("embedded fonts %q, want the copy in PDF_FONT_DIR (utf8zzhebrewcopy), not %s", doc.Fonts, system.family)
+	}
+}
+
 // TestExportPDFArabicTextarea: a long Arabic textarea breaks across pages in a frame on
 // each, every word kept in order, each line right-aligned inside its frame.
 func TestExportPDFArabicTextarea(t *testing.T) {
