@@ -759,6 +759,28 @@ func TestScheduleCatchesUp(t *testing.T) {
 	}
 }
 
+// TestScheduleRunsDaily: when the run time comes, the schedule starts both jobs, then
+// waits for the same time the next day. The server's clock here moves with real time
+// from 300 ms before the run time.
+func TestScheduleRunsDaily(t *testing.T) {
+	runAt := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, runAt)
+	e.tracker.issues = []map[string]any{issue(1, runAt.Format(time.RFC3339))}
+	started := time.Now()
+	e.srv.now = func() time.Time { return runAt.Add(-300*time.Millisecond + time.Since(started)) }
+	e.srv.scheduleSummaries(11, 0)
+	waitFor(t, func() bool { return strings.Count(e.logs.String(), "summary job done") == 2 })
+	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "at=2026-11-26T11:00:00.000Z") })
+	if waits := strings.Count(e.logs.String(), "summary schedule: waiting for the next run"); waits != 2 {
+		t.Errorf("the schedule waited %d times, want twice (for today's run, then tomorrow's):\n%s", waits, e.logs)
+	}
+	var today Summary
+	e.doJSON("GET", "/api/tracker-summary/today", nil, &today)
+	if today.SummaryText != "The summary." || e.count("email_summaries") != 1 {
+		t.Errorf("after the run: today's tracker summary %q, %d e-mail summaries; want the model's text and 1", today.SummaryText, e.count("email_summaries"))
+	}
+}
+
 // runningJobs names the background jobs running now.
 func runningJobs(j *summaryJobs) []string {
 	j.mu.Lock()
