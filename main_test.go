@@ -1824,10 +1824,54 @@ func TestPanicEndsTheAnswer(t *testing.T) {
 	}
 }
 
+// TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
+// list and a CSV export wait; the moment a slot frees, the waiting one is answered.
+func TestHeavyAnswersWaitForASlot(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
+	for range cap(e.srv.heavySlots) {
+		e.srv.heavySlots <- struct{}{} // every slot busy
+	}
+	for _, path := range []string{
+		"/api/responses/" + itoa(responseID) + "/export/pdf",
+		"/api/forms/" + itoa(f.ID) + "/responses",
+		"/api/forms/" + itoa(f.ID) + "/responses.csv",
+	} {
+		answered := make(chan int, 1)
+		go func() {
+			w := httptest.NewRecorder()
+			e.srv.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+			answered <- w.Code
+		}()
+		select {
+		case status := <-answered:
+			t.Errorf("%s answered %d while every slot was busy", path, status)
+			continue
+		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
+		}
+		<-e.srv.heavySlots // one slot frees
+		select {
+		case status := <-answered:
+			if status != 200 {
+				t.Errorf("%s = %d once a slot freed, want 200", path, status)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still waits after a slot freed", path)
+		}
+		e.srv.heavySlots <- struct{}{} // busy again
+	}
+	for range cap(e.srv.heavySlots) {
+		<-e.srv.heavySlots
+	}
+}
+
 // TestClientGoneWhileWaiting: a client that leaves while its PDF waits for a slot is
 // logged as gone (499), not as a 200.
 func TestClientGoneWhileWaiting(t *testing.T) {
 	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	pdfPath := "/api/responses/" + itoa(e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})) + "/export/pdf"
 	for range cap(e.srv.heavySlots) {
 		e.srv.heavySlots <- struct{}{} // every slot busy
 	}
@@ -1838,7 +1882,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 	}))
 	defer hs.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/responses/1/export/pdf", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+pdfPath, nil)
 	done := make(chan error, 1)
 	go func() {
 		res, err := hs.Client().Do(req)
