@@ -72,17 +72,48 @@ tracker_summaries|1|
 		t.Errorf("email summaries = %+v, total %d, %v", list, total, err)
 	}
 
-	// Opening again applies nothing twice.
+	// Opening again finds everything as it was (TestMigrationsApplyOnce: nothing runs twice).
 	store.Close()
 	again, err := OpenStore(context.Background(), path, time.Now)
 	if err != nil {
 		t.Fatalf("second OpenStore: %v", err)
 	}
-	again.Close()
+	defer again.Close()
+	e.store = again
+	if got := e.snapshot(); got != want {
+		t.Errorf("after a second open:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // TestMigrateRefusesNewerSchema: a database from a later version of the service is not
 // opened by an older one, which would not know its tables.
+// TestMigrationsApplyOnce: a migration runs once, at the open that finds the database
+// below its version, and never again. The probe migration added here would fail (its
+// key exists) if it ran a second time.
+func TestMigrationsApplyOnce(t *testing.T) {
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = append(slices.Clip(saved), `INSERT INTO settings (key, value) VALUES ('probe', 'migrated')`)
+	path := filepath.Join(t.TempDir(), "forms.db")
+	for open := 1; open <= 3; open++ {
+		store, err := OpenStore(context.Background(), path, time.Now)
+		if err != nil {
+			t.Fatalf("open %d: %v", open, err)
+		}
+		var version, probes int
+		if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.read.QueryRow(`SELECT count(*) FROM settings WHERE key = 'probe'`).Scan(&probes); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		if version != len(migrations) || probes != 1 {
+			t.Errorf("open %d: user_version %d, probe rows %d; want %d and 1", open, version, probes, len(migrations))
+		}
+	}
+}
+
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	for _, version := range []int{len(migrations) + 1, 999} {
 		path := filepath.Join(t.TempDir(), "forms.db")
