@@ -133,7 +133,6 @@ const maxAnswerBytes = 32 << 20
 // bounded by cfg.OutboundTimeout and by ctx, which shutdown cancels. Errors name the
 // service and the status with the start of the answer, never a key.
 func callWithRetry(ctx context.Context, client *http.Client, cfg config, service string, newRequest func(context.Context) (*http.Request, error)) ([]byte, error) {
-	delay := cfg.OutboundRetryDelay
 	for attempt := 0; ; attempt++ {
 		body, status, err := callOnce(ctx, client, cfg.OutboundTimeout, newRequest)
 		if err != nil {
@@ -144,15 +143,20 @@ func callWithRetry(ctx context.Context, client *http.Client, cfg config, service
 		}
 		if (status == http.StatusTooManyRequests || status >= 500) && attempt < 2 {
 			select {
-			case <-time.After(delay):
+			case <-time.After(retryPause(cfg.OutboundRetryDelay, attempt)):
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%s: %w", service, ctx.Err())
 			}
-			delay *= 2
 			continue
 		}
 		return nil, fmt.Errorf("%s answered %d: %s", service, status, providerMessage(body))
 	}
+}
+
+// retryPause is the pause before retry attempt+1: first, then twice as long each time,
+// so that a provider that is overloaded gets room.
+func retryPause(first time.Duration, attempt int) time.Duration {
+	return first << attempt
 }
 
 // callOnce makes one request within timeout and returns the answer's body (at most
