@@ -601,7 +601,7 @@ func TestParseEmailFixtures(t *testing.T) {
 		from, to, subject, date, body string
 	}{
 		{"new/1795508160.M1P1.host", "Jörg Müller <joerg@example.com>", "team@example.com", "Grüße aus Köln", "2026-11-24T08:15:00.000Z", "Hallo zusammen, die Straße ist gesperrt."},
-		{"cur/1795438860.M2P1.host:2,S", "Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z", "Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici."},
+		{"cur/1795438860.M2P1.host:2,S", "Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z", "Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici, bien au-delà de soixante-seize caractères."},
 		{"cur/1795593660.M3P1.host:2,S", "Ivan <ivan@example.ru>", "team@example.com", "Status", "2026-11-25T08:00:00.000Z", "Привет, мир.\nВторая строка."},
 		{"new/1795563060.M4P1.host", "Ops <ops@example.com>", "team@example.com", "Deploy finished", "2026-11-24T23:30:00.000Z", "Deploy 42 finished without errors."},
 		{"new/1795586460.M5P1.host", "Newsletter <news@example.com>", "team@example.com", "HTML only", "2026-11-25T06:00:00.000Z", "Café & tea on Friday"},
