@@ -541,7 +541,7 @@ func fontDirs(pdfFontDir string) []string {
 func newFontIndex(dirs []string) *fontIndex {
 	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}}
 	for _, f := range pdfFonts {
-		// The Go fonts are compiled in and parse (TestFontIndex); were one not to, its
+		// The Go fonts are compiled in and parse (TestGoFontsParse); were one not to, its
 		// family would draw ASCII only and take the rest from the fallbacks.
 		if sf, err := sfnt.Parse(f.ttf); err == nil {
 			ix.goFonts[f.family] = sf

@@ -85,8 +85,6 @@ tracker_summaries|1|
 	}
 }
 
-// TestMigrateRefusesNewerSchema: a database from a later version of the service is not
-// opened by an older one, which would not know its tables.
 // TestMigrationsApplyOnce: a migration runs once, at the open that finds the database
 // below its version, and never again. The probe migration added here would fail (its
 // key exists) if it ran a second time.
@@ -114,6 +112,8 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	}
 }
 
+// TestMigrateRefusesNewerSchema: a database from a later version of the service is not
+// opened by an older one, which would not know its tables.
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	for _, version := range []int{len(migrations) + 1, 999} {
 		path := filepath.Join(t.TempDir(), "forms.db")

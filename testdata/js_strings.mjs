@@ -1,5 +1,5 @@
 // Writes js_strings.json: JSON inputs and what JavaScript's String() makes of each
-// parsed value, the table TestJSStringTable and FuzzJSString check jsvalue.go against.
+// parsed value, the table TestJSStringTable and FuzzJSString check responses.go (jsString) against.
 // Run with: node testdata/js_strings.mjs > testdata/js_strings.json
 const inputs = [
   '"abc"', '""', '"with \\"quotes\\" and \\\\"', '"\\u00e9\\u2028"', 'true', 'false', 'null',
