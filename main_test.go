@@ -1435,6 +1435,16 @@ func TestCORS(t *testing.T) {
 	if res := preflight(star, foreign, "/api/settings/x", "PUT"); res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != foreign {
 		t.Errorf("with *, preflight = %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 	}
+	// An OPTIONS without Access-Control-Request-Method is no preflight: it is the 405 any
+	// OPTIONS gets, token check and all.
+	req, _ := http.NewRequest("OPTIONS", e.http.URL+"/api/forms", nil)
+	req.Header.Set("Origin", allowed)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if res, err := e.http.Client().Do(req); err != nil || res.StatusCode != 405 || res.Header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("OPTIONS without a request method = %v %v, want 405 with Allow: GET, HEAD, POST", res, err)
+	} else {
+		res.Body.Close()
+	}
 	// A request without Origin (not from a browser page) gets no CORS header, even with *.
 	if res, _ := star.getRaw("/api/forms"); len(corsHeaders(res.Header)) > 0 {
 		t.Errorf("with *, a GET without Origin carries %v", corsHeaders(res.Header))

@@ -303,6 +303,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "tracker answered 403", 0, 1},
 		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
 		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
+		{"model answer with null content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": [{"message": {"content": null}}]}` }, "no choices[0].message.content", 0, 0},
 		{"a ticket too large for the prompt", nil, func(e *summaryEnv) {
 			notes := make([]map[string]any, 110) // each cut at 2,000 characters: 220,000 in all
 			for i := range notes {
@@ -580,6 +581,8 @@ func TestFitJSON(t *testing.T) {
 		{[]string{huge, a, zh}, 107, []string{a, zh}},
 		{[]string{a, huge, zh}, 107, []string{a, zh}},
 		{[]string{huge}, 107, []string{}},
+		// Newest first: once one does not fit, no older one goes, however small.
+		{[]string{a, strings.Repeat("b", 60), "c"}, 110, []string{a}},
 	} {
 		data, kept, err := fitJSON(tc.items, tc.max)
 		if err != nil {
@@ -1164,6 +1167,7 @@ func TestEmailBodyRules(t *testing.T) {
 		{"plain before html", message(alternative(plain, html)), "Plain version"},
 		{"html before plain", message(alternative(html, plain)), "Plain version"},
 		{"html only", message(alternative(html)), "HTML version"},
+		{"the first of two plain parts", message(alternative(plain, [2]string{"text/plain; charset=utf-8", "Second plain"})), "Plain version"},
 		{"long body", message("text/plain; charset=utf-8", strings.Repeat("é", 4500)), strings.Repeat("é", 4000)},
 	} {
 		e, err := parseEmail(strings.NewReader(tc.msg), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -1173,6 +1177,39 @@ func TestEmailBodyRules(t *testing.T) {
 		if e.Body != tc.want {
 			t.Errorf("%s: body = %.60q (%d characters), want %.60q (%d)", tc.name, e.Body, utf8.RuneCountInString(e.Body), tc.want, utf8.RuneCountInString(tc.want))
 		}
+	}
+}
+
+// TestEmailHeaders: headers as mail programs write them: RFC 2047 words with blanks
+// around them trimmed, and raw 8-bit bytes outside any word read as windows-1252.
+func TestEmailHeaders(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"=?UTF-8?Q?_Hi_?=", "Hi"},
+		{"Caf\xe9 cr\xe8me", "Café crème"},
+		{"  plain  ", "plain"},
+	} {
+		msg := "From: a@example.com\r\nSubject: " + tc.raw + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
+		e, err := parseEmail(strings.NewReader(msg), slog.New(slog.DiscardHandler))
+		if err != nil || e.Subject != tc.want {
+			t.Errorf("Subject %q = %q (%v), want %q", tc.raw, e.Subject, err, tc.want)
+		}
+	}
+	if got, want := stripHTML("<p>a</p>\n\n\n\n<p>b</p>"), "a \n\n b"; got != want {
+		t.Errorf("stripHTML kept blank lines: %q, want %q", got, want)
+	}
+}
+
+// TestMaildirSkipsDotFiles: files whose names start with a dot (.DS_Store, an NFS
+// placeholder) are not messages and are not read.
+func TestMaildirSkipsDotFiles(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	fsys := fstest.MapFS{
+		"new/.hidden": &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")},
+		"cur":         &fstest.MapFile{Mode: fs.ModeDir},
+	}
+	emails, err := readMaildir(fsys, start, slog.New(slog.DiscardHandler))
+	if err != nil || len(emails) != 0 {
+		t.Errorf("readMaildir = %d emails (%v), want none", len(emails), err)
 	}
 }
 
