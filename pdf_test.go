@@ -1768,8 +1768,8 @@ func TestBidiLevels(t *testing.T) {
 		{"a 1 אב", []int8{0, 0, 0, 0, 1, 1}},                 // W7: a number after Latin is Latin
 		{"אב cd.", []int8{1, 1, 1, 2, 2, 1}},                 // N2: the final period takes the paragraph's direction
 		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
-		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},           // N1: the space between two Latin words is Latin
-		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},               // W4: a comma between Arabic numbers joins them
+		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
+		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
 	} {
 		got, _ := bidiLevels([]rune(tc.text))
 		if !slices.Equal(got, tc.want) {
@@ -1831,8 +1831,8 @@ func TestBreakLines(t *testing.T) {
 		{"abcdefg", 3, []string{"abc", "def", "g"}},
 		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
 		{"a 北京北京", 4, []string{"a 北京", "北京"}},
-		{"a bc de", 4, []string{"a bc", "de"}},      // the space after a full line is no overflow
-		{"ab ！！！", 4, []string{"ab ！", "！！"}},    // full-width forms break like ideographs
+		{"a bc de", 4, []string{"a bc", "de"}}, // the space after a full line is no overflow
+		{"ab ！！！", 4, []string{"ab ！", "！！"}},  // full-width forms break like ideographs
 	} {
 		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
 			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)
