@@ -289,6 +289,53 @@ func TestTrackerProjectID(t *testing.T) {
 	}
 }
 
+// TestOutboundCallEdges: any 2xx is an answer; a retry pause ends with the caller's
+// context (a shutdown does not wait it out); a trailing slash in the tracker endpoint is
+// not doubled; a ticket whose notes all predate the window keeps "notes": [].
+func TestOutboundCallEdges(t *testing.T) {
+	status := http.StatusCreated
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	cfg := loadConfig(func(string) string { return "" })
+	get := func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	}
+	if body, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", get); err != nil || string(body) != "ok" {
+		t.Errorf("a 201 = %q, %v; want the answer", body, err)
+	}
+
+	status = http.StatusServiceUnavailable
+	cfg.OutboundRetryDelay = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := callWithRetry(ctx, srv.Client(), cfg, "test", get)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a retry pause cut short = %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the retry pause outlived its context")
+	}
+
+	now := time.Now()
+	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint += "/" })
+	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339), note(1, now.AddDate(0, 0, -30).Format(time.RFC3339), "old"))}
+	if status, raw := e.do("GET", "/api/tracker-summary", nil); status != 200 {
+		t.Fatalf("with a trailing slash: GET /api/tracker-summary = %d %s", status, raw)
+	}
+	if calls := e.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], `"notes":[]`) {
+		t.Errorf("prompt = %q, want the ticket with \"notes\":[]", calls)
+	}
+}
+
 // TestRetryPauseGrows: the pause before the second retry is twice the first.
 func TestRetryPauseGrows(t *testing.T) {
 	var mu sync.Mutex
