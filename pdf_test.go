@@ -706,6 +706,7 @@ type pdfPage struct {
 type pdfTextLine struct {
 	Text    string
 	X, EndX float64
+	Y       float64 // the baseline, in points from the bottom edge
 	Font    string // BaseFont without its subset prefix, e.g. utf8gobold
 	Size    float64
 }
@@ -1552,7 +1553,7 @@ func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	for _, l := range lines {
 		slices.SortStableFunc(l.glyphs, func(a, b pdfGlyph) int { return cmp.Compare(a.x, b.x) })
 		var b strings.Builder
-		tl := pdfTextLine{X: -1}
+		tl := pdfTextLine{X: -1, Y: l.y}
 		for i, g := range l.glyphs {
 			if i > 0 {
 				prev := l.glyphs[i-1]
@@ -1682,6 +1683,51 @@ func TestExportPDFScripts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExportPDFPageBreaks: fields continue on new pages without a line below the
+// bottom margin, each label followed by its value; a textarea's frame holds its lines,
+// blank ones included, and its padding.
+func TestExportPDFPageBreaks(t *testing.T) {
+	e := newTestEnv(t)
+	var fields []any
+	values := map[string]any{}
+	for i := range 40 {
+		fields = append(fields, map[string]any{"label": fmt.Sprintf("Field %d", i), "type": "text"})
+	}
+	f := e.createForm(map[string]any{"title": "Long", "categories": []any{map[string]any{"fields": fields}}})
+	for i, fd := range f.Categories[0].Fields {
+		values[itoa(fd.ID)] = fmt.Sprintf("value %d", i)
+	}
+	pdf, _ := e.exportPDF(e.submit(f.ID, values))
+	doc := readPDF(t, pdf)
+	if len(doc.Pages) != 3 {
+		t.Errorf("%d pages, want 40 fields on 3", len(doc.Pages))
+	}
+	for i, p := range doc.Pages {
+		for _, l := range p.TextLines {
+			// The bottom margin is 50 pt; a descender of an 11 pt line reaches about 3 pt
+			// below its baseline.
+			if l.Y < 53 || l.Y > 841.89-50 {
+				t.Errorf("page %d: %q at y %.2f, outside the margins", i+1, l.Text, l.Y)
+			}
+		}
+	}
+	lines := doc.lines()
+	for i := range 40 {
+		j := slices.Index(lines, fmt.Sprintf("Field %d:", i))
+		if j < 0 || j+1 >= len(lines) || lines[j+1] != fmt.Sprintf("value %d", i) {
+			t.Errorf("Field %d is not followed by its value", i)
+		}
+	}
+
+	// Three lines, the middle one blank: 3 × 13.2 (11 pt × 1.2) + 2 × 5 of padding.
+	ta := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Notes", "type": "textarea"}}}}})
+	pdf, _ = e.exportPDF(e.submit(ta.ID, map[string]any{itoa(ta.Categories[0].Fields[0].ID): "a\n\nb"}))
+	if rects := readPDF(t, pdf).Pages[0].Rects; len(rects) != 1 || math.Abs(math.Abs(rects[0][3])-49.6) > 0.01 {
+		t.Errorf("frames %v, want one 49.6 high", rects)
+	}
 }
 
 // TestGoFontsParse: the four Go fonts, compiled in, parse, so that their own character
