@@ -707,7 +707,7 @@ type pdfTextLine struct {
 	Text    string
 	X, EndX float64
 	Y       float64 // the baseline, in points from the bottom edge
-	Font    string // BaseFont without its subset prefix, e.g. utf8gobold
+	Font    string  // BaseFont without its subset prefix, e.g. utf8gobold
 	Size    float64
 }
 
