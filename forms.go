@@ -2,20 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
-
-// validationError is a rule of the form model that the input broke. docs/SPEC.md §7
-// answers these with 500 and the message, so it is a type of its own rather than a 400
-// request error.
-type validationError struct{ msg string }
-
-func (e *validationError) Error() string { return e.msg }
 
 // FormInput is the body of create and update. Its title is checked before the store is
 // called; its categories and fields are checked by the store while it inserts them,
@@ -48,82 +43,105 @@ type formAnswer struct {
 	Description *string `json:"description"`
 }
 
-func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) {
-	forms, err := s.store.ListForms(r.Context())
-	if err != nil {
-		s.fail(w, r, "fetch forms", err)
-		return
+// handleListForms answers every form, newest first, as a JSON array written a page at a
+// time (see pagedWriter): a list of any length costs the memory of a page.
+func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
+	out := s.newPagedWriter(w, r)
+	out.buf.WriteByte('[')
+	first := true
+	for after := &listStart; after != nil; {
+		var page []Form
+		var err error
+		page, after, err = s.store.ListForms(r.Context(), *after)
+		if err != nil {
+			return during("fetch forms", err)
+		}
+		for _, f := range page {
+			if !first {
+				out.buf.WriteByte(',')
+			}
+			first = false
+			b, err := json.Marshal(f)
+			if err != nil {
+				return during("fetch forms", err)
+			}
+			out.buf.Write(b)
+		}
+		if err := out.flush(); err != nil {
+			return err
+		}
 	}
-	writeJSON(w, http.StatusOK, forms)
+	out.buf.WriteString("]\n")
+	return out.flush()
 }
 
-func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) {
-	const op = "create form"
-	in, err := decodeFormInput(w, r)
+func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
+	in, err := decodeFormInput(r)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	f, err := s.store.CreateForm(r.Context(), in)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return during("create form", err)
 	}
-	writeJSON(w, http.StatusCreated, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusCreated, formAnswer{f.ID, f.Title, f.Description})
 }
 
-func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid form ID"))
-		return
+		return errInvalidFormID
 	}
 	f, err := s.store.GetForm(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, fmt.Sprintf("fetch form %d", id), notFoundAs("Form not found", err))
-		return
+	if errors.Is(err, errNotFound) {
+		return errFormNotFound
 	}
-	writeJSON(w, http.StatusOK, f)
+	if err != nil {
+		return during(fmt.Sprintf("fetch form %d", id), err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, f)
 }
 
-func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) error {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid form ID"))
-		return
+		return errInvalidFormID
 	}
-	op := fmt.Sprintf("update form %d", id)
-	in, err := decodeFormInput(w, r)
+	in, err := decodeFormInput(r)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	f, err := s.store.UpdateForm(r.Context(), id, in)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return during(fmt.Sprintf("update form %d", id), err)
 	}
-	writeJSON(w, http.StatusOK, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusOK, formAnswer{f.ID, f.Title, f.Description})
 }
 
-func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid form ID"))
-		return
+		return errInvalidFormID
 	}
 	if err := s.store.DeleteForm(r.Context(), id); err != nil {
-		s.fail(w, r, fmt.Sprintf("delete form %d", id), err)
-		return
+		return during(fmt.Sprintf("delete form %d", id), err)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{
+	return s.writeJSON(w, r, http.StatusOK, map[string]string{
 		"message": fmt.Sprintf("Form %d and all related data deleted successfully.", id),
 	})
 }
 
+// The answers of docs/SPEC.md §7 that several handlers share.
+var (
+	errInvalidFormID = invalid("Invalid form ID")
+	errFormNotFound  = &apiError{kind: kindNotFound, msg: "Form not found"}
+)
+
 // decodeFormInput reads a create or update body, member by exact name at every level,
-// and checks the title: absent, null, empty or only white space is a 400.
-func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) {
+// and checks what a 400 answers: the title (absent, null, empty or only white space),
+// and the limits of docs/DESIGN.md on the title, the description and the number of
+// categories and fields. The field rules are the store's (see FormInput).
+func decodeFormInput(r *http.Request) (FormInput, error) {
 	form, err := readObject(r)
 	if err != nil {
 		return FormInput{}, err
@@ -138,10 +156,18 @@ func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) 
 	); err != nil {
 		return FormInput{}, err
 	}
-	if title == nil || strings.TrimSpace(*title) == "" {
-		return FormInput{}, badRequest("Form title is required")
+	switch {
+	case title == nil || strings.TrimSpace(*title) == "":
+		return FormInput{}, invalid("Form title is required")
+	case utf8.RuneCountInString(*title) > maxTitleChars:
+		return FormInput{}, invalid(fmt.Sprintf("Form title is too long (at most %d characters)", maxTitleChars))
+	case in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionChars:
+		return FormInput{}, invalid(fmt.Sprintf("Form description is too long (at most %d characters)", maxDescriptionChars))
+	case len(cats) > maxCategories:
+		return FormInput{}, invalid(fmt.Sprintf("Too many categories (at most %d)", maxCategories))
 	}
 	in.Title = *title
+	fieldCount := 0
 	for i, raw := range cats {
 		path := fmt.Sprintf("categories[%d]", i)
 		cat, err := decodeObject(raw, path)
@@ -152,6 +178,9 @@ func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) 
 		var fields []json.RawMessage
 		if err := firstError(cat.get("name", path, &c.Name), cat.get("fields", path, &fields)); err != nil {
 			return FormInput{}, err
+		}
+		if fieldCount += len(fields); fieldCount > maxFields {
+			return FormInput{}, invalid(fmt.Sprintf("Too many fields (at most %d in a form)", maxFields))
 		}
 		for j, raw := range fields {
 			path := fmt.Sprintf("%s.fields[%d]", path, j)
@@ -174,16 +203,36 @@ func decodeFormInput(w http.ResponseWriter, r *http.Request) (FormInput, error) 
 	return in, nil
 }
 
+// checkCategory applies the limit on a category's name, which, like the field rules,
+// docs/SPEC.md §7 answers with 500 and the message.
+func checkCategory(c CategoryInput) error {
+	if utf8.RuneCountInString(c.Name) > maxLabelChars {
+		return rejected(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))
+	}
+	return nil
+}
+
 // checkField applies the field checks in order (docs/DESIGN.md, "Smaller decisions")
 // and returns the field's type: label absent, empty or only white space, then a type
-// that is not one of the five.
+// that is not one of the five, then the limits on the label and the description.
+// docs/SPEC.md §7 answers each with 500 and the message.
 func checkField(fd FieldInput) (string, error) {
 	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
-		return "", &validationError{"Field label is required"}
+		return "", rejected("Field label is required")
 	}
 	var typ string
 	if json.Unmarshal(fd.Type, &typ) != nil || !fieldTypes[typ] {
-		return "", &validationError{"Invalid field type: " + jsDisplay(fd.Type)}
+		return "", rejected("Invalid field type: " + jsDisplay(fd.Type))
+	}
+	if utf8.RuneCountInString(*fd.Label) > maxLabelChars {
+		return "", rejected(fmt.Sprintf("Field label is too long (at most %d characters)", maxLabelChars))
+	}
+	if fd.Description != nil && utf8.RuneCountInString(*fd.Description) > maxDescriptionChars {
+		return "", rejected(fmt.Sprintf("Field description is too long (at most %d characters)", maxDescriptionChars))
 	}
 	return typ, nil
 }
+
+// rejected is a form rule that docs/SPEC.md §7 answers with 500 and its message inside
+// "Failed to <context>: …", rather than a 400.
+func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -14,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -58,6 +61,7 @@ type config struct {
 	Maildir            string
 	SummarySchedule    string
 	CORSOrigins        []string      // origins allowed to call the API from a browser; "*" is any
+	AllowedHosts       []string      // Host names served without API_TOKEN besides localhost and IP addresses
 	PDFFontDir         string        // folders (":"-separated) searched first for fallback fonts
 	HeaderTimeout      time.Duration // how long a client may take to send its headers
 	RequestGrace       time.Duration // how long requests in flight get at shutdown
@@ -88,6 +92,7 @@ func loadConfig(getenv func(string) string) config {
 		Maildir:            getenv("MAILDIR"),
 		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
 		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
 		PDFFontDir:         getenv("PDF_FONT_DIR"),
 		HeaderTimeout:      5 * time.Second,
 		RequestGrace:       10 * time.Second,
@@ -176,6 +181,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		store.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = &limitListener{Listener: ln, slots: make(chan struct{}, maxConnections)}
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -258,8 +264,40 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// maxBodyBytes bounds every request body (docs/DESIGN.md: 413 above 1 MiB).
-const maxBodyBytes = 1 << 20
+// Limits that no real form or client reaches, each written once here and in
+// docs/DESIGN.md's "Limits" table with the answer a client gets past it. They bound the
+// memory and time one request can cost by the size of what it sends, and the totals
+// by numbers that do not grow with the number of clients.
+const (
+	maxBodyBytes        = 1 << 20 // a request body: 413
+	maxTitleChars       = 1_000   // a form title: 400
+	maxLabelChars       = 1_000   // a field label or a category name: 500, as the field rules (SPEC.md §7)
+	maxDescriptionChars = 10_000  // a form or field description: 400 for the form's, 500 for a field's
+	maxValueChars       = 100_000 // a submitted value, as String(value) writes it: 400
+	maxCategories       = 100     // per form: 400
+	maxFields           = 1_000   // per form, all categories together: 400
+	maxSummaryPage      = 100     // `limit` of a summary list is read as at most this
+
+	// maxConnections bounds the open connections; one more is answered 503 and closed.
+	maxConnections = 512
+	// maxUploadBytes bounds the request bodies being read and held at once; a body
+	// that finds no room within maxUploadWait is refused 503.
+	maxUploadBytes = 64 << 20
+	maxUploadWait  = 2 * time.Second
+	// maxAnswersBytes bounds the answers built and not yet read by their clients; an
+	// answer that finds no room within maxAnswerWait is refused 503. Small answers
+	// (under smallAnswerBytes) go out without it: maxConnections bounds them.
+	maxAnswersBytes  = 64 << 20
+	maxAnswerWait    = 5 * time.Second
+	smallAnswerBytes = 64 << 10
+	// streamBytes is what one streamed list (forms, responses, CSV) holds at most: a
+	// page of rows read from the database and the buffer between it and the client.
+	streamBytes = 2 << 20
+	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots (see
+	// server.heavy); past either bound the answer is 503.
+	heavyQueue = 32
+	heavyWait  = 10 * time.Second
+)
 
 // server holds the dependencies of every handler; tests build their own.
 type server struct {
@@ -268,43 +306,58 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	mux   *http.ServeMux
+	// handler is mux behind the middleware (see newServer).
+	handler http.Handler
 	// client makes the outbound calls to the tracker and the model.
 	client *http.Client
 	jobs   *summaryJobs
 	// handlers counts the requests being served, so that shutdown closes the database
 	// only after the last one has returned.
 	handlers sync.WaitGroup
-	// heavySlots bounds the answers being built at once that cost tens of megabytes
-	// each (a PDF export, a response list, the rows of a CSV export; see acquireHeavy).
-	heavySlots chan struct{}
+	// heavy admits the answers that are CPU-bound to build (a PDF, a page of a response
+	// list or CSV), as many at once as there are cores: more at once would only add
+	// memory. Held while the data is read and the answer built, never while a client reads.
+	heavy *gate
+	// uploads bounds the bytes of request bodies in memory (maxUploadBytes), answers
+	// the bytes of answers in memory (maxAnswersBytes).
+	uploads, answers *gate
 	// fonts are the PDF's fallback fonts, found once here rather than per export.
 	fonts *fontIndex
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
+	cores := int64(runtime.GOMAXPROCS(0))
 	s := &server{
-		cfg:        cfg,
-		store:      store,
-		log:        log,
-		now:        now,
-		mux:        http.NewServeMux(),
-		client:     client,
-		jobs:       newSummaryJobs(),
-		heavySlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		fonts:      newFontIndex(fontDirs(cfg.PDFFontDir)),
+		cfg:     cfg,
+		store:   store,
+		log:     log,
+		now:     now,
+		mux:     http.NewServeMux(),
+		client:  client,
+		jobs:    newSummaryJobs(),
+		heavy:   newGate(cores, heavyQueue, heavyWait),
+		uploads: newGate(maxUploadBytes, maxConnections, maxUploadWait),
+		answers: newGate(maxAnswersBytes, maxConnections, maxAnswerWait),
+		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	for _, rt := range s.routes() {
-		s.mux.HandleFunc(rt.pattern, rt.handler)
+		s.mux.Handle(rt.pattern, s.answer(rt.handler))
 	}
 	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
-	s.mux.HandleFunc("/", s.handleNoRoute)
+	s.mux.Handle("/", s.answer(s.handleNoRoute))
+	// Every request passes these, the first outermost.
+	s.handler = chain(s.mux, s.countHandlers, s.logRequests, s.recoverPanics,
+		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody)
 	return s
 }
+
+// handlerFunc is a route's handler: it writes its answer, or returns the error to answer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // route is one entry of the API: a ServeMux pattern and its handler.
 type route struct {
 	pattern string
-	handler http.HandlerFunc
+	handler handlerFunc
 }
 
 // routes lists the whole API. docs/openapi.json documents exactly these routes
@@ -333,71 +386,120 @@ func (s *server) routes() []route {
 	}
 }
 
-// ServeHTTP runs every request through logging, recovery and the token check.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.handlers.Add(1)
-	defer s.handlers.Done()
-	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	defer func() {
-		v := recover()
-		if v != nil && v != http.ErrAbortHandler {
-			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
-			if !rec.wrote {
-				writeError(rec, http.StatusInternalServerError, "Internal server error")
-				v = nil
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// answer adapts a handlerFunc to net/http: an error it returns is answered by writeError.
+func (s *server) answer(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// middleware wraps a handler in one concern that every request shares.
+type middleware func(http.Handler) http.Handler
+
+// chain wraps h in mws, the first outermost.
+func chain(h http.Handler, mws ...middleware) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// countHandlers counts the requests being served, so that shutdown closes the database
+// only after the last one has returned.
+func (s *server) countHandlers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handlers.Add(1)
+		defer s.handlers.Done()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequests writes one line per request. It gives the inner handlers a
+// *statusRecorder, which recoverPanics and writeError use.
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		aborted := true // unless next returns: a panic passes through
+		defer func() {
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+				"duration", time.Since(start).Round(time.Microsecond), "aborted", aborted)
+		}()
+		next.ServeHTTP(rec, r)
+		aborted = false
+	})
+}
+
+// statusRecorder remembers the status of an answer and whether any of it was written.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// recoverPanics turns a panic into a JSON 500 when nothing of the answer is out yet. Once
+// part of it is out, ending the connection is the only way to tell the client it is
+// incomplete: net/http does so, without a log of its own, for http.ErrAbortHandler.
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil || v == http.ErrAbortHandler {
+				if v != nil {
+					panic(v)
+				}
+				return
 			}
-		}
-		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration", time.Since(start).Round(time.Microsecond), "aborted", v != nil)
-		if v != nil {
-			// Part of the answer may be out: ending the connection is the only way to
-			// tell the client it is incomplete. net/http does so, without a log of its
-			// own, for this value.
+			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+				return
+			}
 			panic(http.ErrAbortHandler)
-		}
-	}()
-	if s.cors(rec, r) {
-		return // a preflight, answered
-	}
-	if s.cfg.APIToken != "" && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) &&
-		!validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
-		rec.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-		s.fail(rec, r, "", &requestError{status: http.StatusUnauthorized, msg: "Unauthorized"})
-		return
-	}
-	if !isCleanPath(r.URL.EscapedPath()) {
-		// The mux would redirect /api//forms or /api/x/../forms with an HTML body; no
-		// resource lives at a path that is not in its clean form.
-		s.fail(rec, r, "", &requestError{status: http.StatusNotFound, msg: "Not found"})
-		return
-	}
-	if r.ContentLength != 0 { // -1: a body of unknown length
-		// Every body is checked before its route, as the original's body parser did:
-		// one that is not JSON or is over 1 MiB is refused on every route, those that
-		// read none included, and changes nothing. The handlers that read the body get
-		// the checked bytes.
-		body, err := readJSON(rec, r)
-		if err != nil {
-			s.fail(rec, r, "", err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	s.mux.ServeHTTP(rec, r)
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // corsMaxAge is how long a browser may reuse a preflight's answer, in seconds.
 const corsMaxAge = "600"
 
-// cors lets the browser front end of the original, served from another origin, call the
-// API: an answer to an allowed origin names it in Access-Control-Allow-Origin, and a
-// preflight (OPTIONS with Access-Control-Request-Method) of an allowed origin is
+// allowCORS lets the browser front end of the original, served from another origin,
+// call the API: an answer to an allowed origin names it in Access-Control-Allow-Origin,
+// and a preflight (OPTIONS with Access-Control-Request-Method) of an allowed origin is
 // answered here with 204, the route's methods and the request headers the API reads,
 // before the token check, since browsers send preflights without credentials. A foreign
-// origin gets no CORS header, and with CORS_ORIGINS unset nothing changes. It reports
-// whether it answered the request.
-func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
+// origin gets no CORS header, and with CORS_ORIGINS unset nothing changes.
+func (s *server) allowCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.preflight(w, r) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// preflight sets the CORS headers of r's answer and reports whether it answered r, a
+// preflight.
+func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
 	}
@@ -423,15 +525,50 @@ func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// isCleanPath reports whether the escaped path p is already in the form path.Clean
-// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
-// slash (%2F) is data inside a segment, not a separator.
-func isCleanPath(p string) bool {
-	clean := path.Clean(p)
-	if strings.HasSuffix(p, "/") && clean != "/" {
-		clean += "/"
+// isAPI reports whether r is for the API, whose requests the token and Host rules cover.
+func isAPI(r *http.Request) bool {
+	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
+}
+
+// checkHost refuses API requests for a Host name the service does not know while no
+// API_TOKEN guards it. A page on another site cannot read the API's answers (no CORS
+// header names it), unless it makes its own name resolve to this service (DNS
+// rebinding): then the browser's request carries the page's Host. Localhost, IP
+// addresses and ALLOWED_HOSTS are names no such page controls. With a token, the
+// browser of such a page has none to send.
+func (s *server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.APIToken == "" && isAPI(r) && !s.knownHost(r.Host) {
+			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// knownHost reports whether host (with or without a port) is localhost, an IP address
+// or one of ALLOWED_HOSTS.
+func (s *server) knownHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
 	}
-	return clean == p
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(strings.Trim(host, "[]")) != nil {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(h, host) })
+}
+
+// requireToken answers 401 to an API request without the configured token.
+func (s *server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.APIToken != "" && isAPI(r) && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
+			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
+			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // validToken checks an Authorization header against "Bearer <token>"; the scheme is
@@ -446,30 +583,92 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// statusClientGone is logged for a request whose client left before its answer, as
-// nginx logs it; it is never sent.
-const statusClientGone = 499
-
-// statusRecorder remembers the status for the request log.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
+// refuseUncleanPaths answers 404 to a path that is not in its clean form. The mux would
+// redirect /api//forms or /api/x/../forms with an HTML body; no resource lives there.
+func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isCleanPath(r.URL.EscapedPath()) {
+			s.writeError(w, r, errNoRoute)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
-func (r *statusRecorder) WriteHeader(status int) {
-	if !r.wrote {
-		r.status, r.wrote = status, true
+// isCleanPath reports whether the escaped path p is already in the form path.Clean
+// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
+// slash (%2F) is data inside a segment, not a separator.
+func isCleanPath(p string) bool {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
 	}
-	r.ResponseWriter.WriteHeader(status)
+	return clean == p
 }
 
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	return r.ResponseWriter.Write(b)
+// bodyKey is the context key of a request's checked body (see readBody).
+type bodyKey struct{}
+
+// readBody reads every request body before its route, as the original's body parser
+// did: one that is not application/json (415; a cross-site form cannot send that type
+// without a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every
+// route, those that read none included, and changes nothing. The body's bytes count
+// against s.uploads from before the first is read until the handler returns. Handlers
+// get the checked bytes from requestBody.
+func (s *server) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 { // -1: a body of unknown length
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, release, err := s.checkedBody(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+	})
 }
 
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+// checkedBody reads and checks r's body for readBody; release gives its room back.
+func (s *server) checkedBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	if r.ContentLength > maxBodyBytes {
+		return nil, nil, errBodyTooLarge // refused from its announced length, unread
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return nil, nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
+	}
+	size := int64(maxBodyBytes)
+	if r.ContentLength > 0 {
+		size = r.ContentLength
+	}
+	release, err = s.uploads.acquire(r.Context(), size)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		err = errBodyTooLarge
+	case err != nil:
+		err = errInvalidJSON
+	case len(bytes.TrimSpace(body)) > 0 && !json.Valid(body):
+		err = errInvalidJSON
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return body, release, nil
+}
+
+// requestBody is the request's body as readBody checked it: valid JSON, or empty.
+func requestBody(r *http.Request) []byte {
+	body, _ := r.Context().Value(bodyKey{}).([]byte)
+	return body
+}
 
 // routeMethods lists the methods the route of r's path answers; none when no route
 // serves the path.
@@ -487,27 +686,134 @@ func (s *server) routeMethods(r *http.Request) []string {
 
 // handleNoRoute answers what no pattern matched: 405 with Allow when the path exists under
 // another method, else 404. The mux would answer both in plain text; the API speaks JSON.
-func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.fail(w, r, "", &requestError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"})
-		return
+		return &apiError{kind: kindMethodNotAllowed, msg: "Method not allowed"}
 	}
-	s.fail(w, r, "", &requestError{status: http.StatusNotFound, msg: "Not found"})
+	return errNoRoute
 }
 
-// acquireHeavy waits for one of heavySlots, of which there are as many as cores. The
-// answers it guards are CPU-bound, so more of them at once only add memory: 32 clients
-// listing 1,000 responses of 50 values took the process to 235 MiB without it (README,
-// Performance). A slot is held while the answer's data is read and, but for the CSV,
-// which is encoded row by row as it is written, while the answer is built; never while
-// a client reads. It fails with the context's error when the client leaves while it waits.
-func (s *server) acquireHeavy(ctx context.Context) (release func(), err error) {
+// limitListener accepts at most cap(slots) connections at once. One more is answered
+// 503 and closed at once rather than left in the kernel's queue, where a crowd of idle
+// connections would hold up every client behind it.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"+
+				"Retry-After: 1\r\nConnection: close\r\nContent-Length: 34\r\n\r\n{\"error\":\"Too many connections\"}\n")
+			c.Close()
+		}
+	}
+}
+
+// limitedConn gives its listener slot back when closed, once.
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}
+
+// gate admits work while the units in use (slots, bytes) stay within its capacity, first
+// come first served. A request that finds maxQueue others waiting, or waits longer than
+// maxWait, is refused with errBusy: a crowd gets a quick 503 instead of an endless queue.
+type gate struct {
+	capacity int64
+	maxQueue int
+	maxWait  time.Duration
+
+	mu    sync.Mutex
+	used  int64
+	queue []*gateWaiter
+}
+
+type gateWaiter struct {
+	n     int64
+	ready chan struct{} // closed when admitted
+}
+
+func newGate(capacity int64, maxQueue int, maxWait time.Duration) *gate {
+	return &gate{capacity: capacity, maxQueue: maxQueue, maxWait: maxWait}
+}
+
+// acquire waits until n units are free (n above the capacity counts as all of it) and
+// returns the function that frees them. It fails with errBusy past the queue's length
+// or its wait, and with the context's error when the client leaves while it waits.
+func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error) {
+	n = min(n, g.capacity)
+	g.mu.Lock()
+	if len(g.queue) == 0 && g.used+n <= g.capacity {
+		g.used += n
+		g.mu.Unlock()
+		return g.releaser(n), nil
+	}
+	if len(g.queue) >= g.maxQueue {
+		g.mu.Unlock()
+		return nil, errBusy
+	}
+	w := &gateWaiter{n: n, ready: make(chan struct{})}
+	g.queue = append(g.queue, w)
+	g.mu.Unlock()
+
+	timer := time.NewTimer(g.maxWait)
+	defer timer.Stop()
 	select {
-	case s.heavySlots <- struct{}{}:
-		return func() { <-s.heavySlots }, nil
+	case <-w.ready:
+		return g.releaser(n), nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		err = ctx.Err()
+	case <-timer.C:
+		err = errBusy
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-w.ready: // admitted as it gave up: give the units back
+		g.used -= n
+	default:
+		g.queue = slices.DeleteFunc(g.queue, func(q *gateWaiter) bool { return q == w })
+	}
+	g.admit() // the next in line may fit now
+	return nil, err
+}
+
+func (g *gate) releaser(n int64) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.used -= n
+			g.admit()
+		})
+	}
+}
+
+// admit lets waiters in, in order, while the first fits. The caller holds g.mu.
+func (g *gate) admit() {
+	for len(g.queue) > 0 && g.used+g.queue[0].n <= g.capacity {
+		w := g.queue[0]
+		g.queue = g.queue[1:]
+		g.used += w.n
+		close(w.ready)
 	}
 }
 
@@ -517,137 +823,227 @@ func (s *server) acquireHeavy(ctx context.Context) (release func(), err error) {
 //go:embed docs/openapi.json
 var openAPI []byte
 
-func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Write(openAPI)
+	_, err := w.Write(openAPI)
+	return writeFailed(err)
 }
 
-func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
-		s.fail(w, r, "", &requestError{status: http.StatusServiceUnavailable, msg: "Database unavailable"})
+		return &apiError{kind: kindUnavailable, msg: "Database unavailable"}
+	}
+	return s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// writeJSON sends v as the JSON answer with status. The answer is encoded whole before
+// its header goes out, so that an encoding failure is still a clean 500; an answer
+// larger than smallAnswerBytes first takes its room in s.answers, kept until the
+// client has it.
+func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	if buf.Len() > smallAnswerBytes {
+		release, err := s.answers.acquire(r.Context(), int64(buf.Len()))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return writeFailed(err)
+}
+
+// pagedWriter sends an answer a page at a time: each page is built in buf, then takes
+// its room in s.answers until the client has it, as writeJSON's answers do. The status
+// and header go out with the first page, so that an error before it is still a clean
+// JSON error.
+type pagedWriter struct {
+	s       *server
+	w       http.ResponseWriter
+	r       *http.Request
+	header  http.Header // sent with the first page; JSON unless changed
+	buf     bytes.Buffer
+	started bool
+}
+
+func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	return &pagedWriter{s: s, w: w, r: r, header: h}
+}
+
+// flush sends what buf holds and empties it.
+func (p *pagedWriter) flush() error {
+	if p.buf.Len() > smallAnswerBytes {
+		release, err := p.s.answers.acquire(p.r.Context(), int64(p.buf.Len()))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if !p.started {
+		p.started = true
+		maps.Copy(p.w.Header(), p.header)
+		p.w.WriteHeader(http.StatusOK)
+	}
+	_, err := p.w.Write(p.buf.Bytes())
+	p.buf.Reset()
+	return writeFailed(err)
+}
+
+// writeFailed logs nothing and answers nothing for an error writing an answer whose
+// header is out: the client sees a cut answer. It gives the error to the request log.
+func writeFailed(err error) error {
+	if err != nil {
+		return &apiError{kind: kindClientGone, err: err}
+	}
+	return nil
+}
+
+// errorKind says how the API answers an error; errorStatus maps each to its status.
+type errorKind int
+
+const (
+	kindInternal             errorKind = iota // a failure of ours: logged, answered without its details
+	kindInvalid                               // the request breaks a rule: 400
+	kindUnauthorized                          // no valid token: 401
+	kindForbidden                             // a Host the service does not serve: 403
+	kindNotFound                              // no such record or route: 404
+	kindMethodNotAllowed                      // 405, with Allow
+	kindTooLarge                              // 413
+	kindUnsupportedMediaType                  // 415
+	kindRejected                              // a form rule SPEC.md §7 answers with 500 and the message
+	kindUnavailable                           // busy or down: 503, with Retry-After
+	kindClientGone                            // the client left: nothing is sent, 499 is logged
+)
+
+// errorStatus is the one table from error kinds to statuses.
+var errorStatus = map[errorKind]int{
+	kindInternal:             http.StatusInternalServerError,
+	kindInvalid:              http.StatusBadRequest,
+	kindUnauthorized:         http.StatusUnauthorized,
+	kindForbidden:            http.StatusForbidden,
+	kindNotFound:             http.StatusNotFound,
+	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
+	kindTooLarge:             http.StatusRequestEntityTooLarge,
+	kindUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	kindRejected:             http.StatusInternalServerError,
+	kindUnavailable:          http.StatusServiceUnavailable,
+	kindClientGone:           statusClientGone,
+}
+
+// statusClientGone is logged for a request whose client left before its answer, as
+// nginx logs it; it is never sent.
+const statusClientGone = 499
+
+// apiError is an error the client is told about: kind chooses the status, msg is the
+// message it reads. err, when set, is the cause, for the log only.
+type apiError struct {
+	kind   errorKind
+	msg    string
+	member string // the message's JSON member; "error" when empty
+	err    error
+}
+
+func (e *apiError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *apiError) Unwrap() error { return e.err }
+
+// invalid is the 400 of a request that breaks one of the API's rules.
+func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
+
+// The errors the middleware and most handlers answer.
+var (
+	errPDFTooLong   = errors.New("the PDF would be too long") // placeholder until pdf.go declares it
+	errNoRoute      = &apiError{kind: kindNotFound, msg: "Not found"}
+	errInvalidJSON  = invalid("Invalid JSON body")
+	errBodyTooLarge = &apiError{kind: kindTooLarge, msg: "Request body too large"}
+	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
+)
+
+// opError names the operation an error happened in: docs/SPEC.md §7's <context>, such
+// as "update form 7", which the answers of missing records and failures carry.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+// during wraps err, when not nil, with the operation it happened in.
+func during(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &opError{op: op, err: err}
+}
+
+// writeError answers err: the one place where errors become statuses and messages. An
+// error that is no *apiError is a failure of ours: the log gets it whole, the client
+// SPEC.md §7's "Failed to <context>: …" without addresses, paths or causes.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var op string
+	var oe *opError
+	if errors.As(err, &oe) {
+		op = oe.op
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		ae = &apiError{kind: kindClientGone, err: err}
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{kind: kindInternal, msg: "internal error"}
+	}
+	if rec, ok := w.(*statusRecorder); ok && rec.wrote && ae.kind != kindClientGone {
+		// Part of the answer is out (a list written page by page): the client sees it
+		// cut, which is all docs/SPEC.md asks, and the log says why.
+		s.log.Error("answer cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// writeJSON sends v as the JSON answer. encoding/json's Encoder encodes the whole value
-// into its own buffer and writes it with one Write, so the header goes out only once the
-// encoding has succeeded, and an encoding failure is still a clean 500.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	out := &headerOnWrite{w: w, status: status}
-	if err := json.NewEncoder(out).Encode(v); err != nil && !out.wrote {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Failed to encode answer"})
-	}
-}
-
-// headerOnWrite sends the JSON answer's header just before the first byte of its body.
-type headerOnWrite struct {
-	w      http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (h *headerOnWrite) Write(p []byte) (int, error) {
-	if !h.wrote {
-		h.wrote = true
-		h.w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		h.w.WriteHeader(h.status)
-	}
-	return h.w.Write(p)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-// requestError is an error answered with its exact status and message. The message is
-// sent as {"error": msg}, or as {"message": msg} where member is "message" (only the 404 of
-// GET /api/tracker-summary/today, docs/SPEC.md §7).
-type requestError struct {
-	status int
-	msg    string
-	member string // "error" when empty
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-func badRequest(msg string) error { return &requestError{status: http.StatusBadRequest, msg: msg} }
-
-// notFoundAs gives a missing record the answer of a read endpoint ("Form not found",
-// "Response not found"), where update, delete and submit answer "<context>: Record not found".
-func notFoundAs(msg string, err error) error {
-	if errors.Is(err, errNotFound) {
-		return &requestError{status: http.StatusNotFound, msg: msg}
-	}
-	return err
-}
-
-// fail answers err for the operation op, one of docs/SPEC.md §7's contexts. It is
-// the one place where errors become statuses.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, op string, err error) {
-	var re *requestError
-	var ve *validationError
-	var ce *configError
+	msg := ae.msg
 	switch {
-	case errors.As(err, &re) && re.member != "":
-		writeJSON(w, re.status, map[string]string{re.member: re.msg})
-	case errors.As(err, &re):
-		writeError(w, re.status, re.msg)
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client left (while waiting for a PDF slot, say): nobody reads an answer, and
-		// the log says so rather than showing a 200.
-		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path)
+	case ae.kind == kindClientGone:
+		// Nobody reads an answer; the log says so rather than showing a 200.
+		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path, "err", ae.err)
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.status = statusClientGone
 		}
-	case errors.Is(err, errNotFound):
-		writeError(w, http.StatusNotFound, op+": Record not found")
-	case errors.As(err, &ce):
-		// The earlier variant's on-demand summary answers missing configuration bare.
-		writeError(w, http.StatusInternalServerError, ce.msg)
-	case errors.As(err, &ve):
-		writeError(w, http.StatusInternalServerError, "Failed to "+op+": "+ve.msg)
-	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "Failed to "+op+": "+err.Error())
+		return
+	case ae.kind == kindInternal && op == "":
+		msg = "Internal server error"
+	case (ae.kind == kindInternal || ae.kind == kindRejected) && op != "":
+		msg = "Failed to " + op + ": " + msg
+	case ae.kind == kindNotFound && op != "":
+		msg = op + ": " + msg // "update form 7: Record not found"
+	case ae.kind == kindUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
+	member := cmp.Or(ae.member, "error")
+	body, _ := json.Marshal(map[string]string{member: msg}) // strings always encode
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(errorStatus[ae.kind])
+	w.Write(append(body, '\n'))
 }
 
-// readJSON reads a request body of at most maxBodyBytes that must be JSON. An empty body
-// counts as {}, as the original's body parser had it. Errors are *requestError: 413 over
-// maxBodyBytes (refused from Content-Length before reading when the client announces
-// it), 400 otherwise; either way nothing has been changed.
-func readJSON(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
-	tooLarge := &requestError{status: http.StatusRequestEntityTooLarge, msg: "Request body too large"}
-	if r.ContentLength > maxBodyBytes {
-		return nil, tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	var maxErr *http.MaxBytesError
-	if errors.As(err, &maxErr) {
-		return nil, tooLarge
-	}
-	if err != nil {
-		return nil, badRequest("Invalid JSON body")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return json.RawMessage("{}"), nil
-	}
-	if !json.Valid(body) {
-		return nil, badRequest("Invalid JSON body")
-	}
-	return body, nil
-}
-
-// readObject reads the request body, which ServeHTTP has checked with readJSON, as a
-// JSON object (see decodeObject). No body is {}.
+// readObject reads the request body as a JSON object (see decodeObject). No body is {},
+// as the original's body parser had it.
 func readObject(r *http.Request) (jsonObject, error) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, badRequest("Invalid JSON body")
-	}
-	if len(body) == 0 {
+	body := requestBody(r)
+	if len(bytes.TrimSpace(body)) == 0 {
 		return jsonObject{}, nil
 	}
 	return decodeObject(body, "")
@@ -671,9 +1067,9 @@ func decodeObject(raw json.RawMessage, path string) (jsonObject, error) {
 	var o jsonObject
 	if err := json.Unmarshal(raw, &o); err != nil {
 		if path == "" {
-			return nil, badRequest("Invalid JSON body: expected an object")
+			return nil, invalid("Invalid JSON body: expected an object")
 		}
-		return nil, badRequest(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
+		return nil, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
 	}
 	return o, nil
 }
@@ -689,7 +1085,7 @@ func (o jsonObject) get(name, path string, dst any) error {
 		if path != "" {
 			name = path + "." + name
 		}
-		return badRequest(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(reflect.TypeOf(dst))))
+		return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(reflect.TypeOf(dst))))
 	}
 	return nil
 }
@@ -731,25 +1127,27 @@ func jsonKind(t reflect.Type) string {
 // as 0, which no row has either (AUTOINCREMENT starts at 1), so the endpoint answers
 // its 404 as for any other missing id.
 func parseID(s string) (int64, bool) {
+	n, ok := parseDigits(s)
+	if n < 0 {
+		n = 0
+	}
+	return n, ok
+}
+
+// parseDigits reads s when it is one or more ASCII digits and nothing else; digits
+// beyond int64 read as -1.
+func parseDigits(s string) (int64, bool) {
 	if !isDigits(s) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, true // out of range, the one error digits can give
+		return -1, true // out of range, the one error digits can give
 	}
 	return n, true
 }
 
 // isDigits reports whether s is one or more ASCII digits and nothing else.
 func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }

@@ -115,11 +115,7 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rl, err := store.ListResponses(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := rl.Responses
+	list := allResponses(t, store, 1)
 	for _, r := range list {
 		if len(r.Values) != 1 {
 			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
@@ -241,6 +237,9 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 	req, err := http.NewRequest(method, e.http.URL+path, r)
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
+	}
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -476,6 +475,7 @@ func TestBodyTooLarge(t *testing.T) {
 	e.wantError("POST", "/api/forms", big, 413, "Request body too large")
 	// Without Content-Length the limit is enforced while reading.
 	req, _ := http.NewRequest("PUT", e.http.URL+"/api/settings/k", io.MultiReader(strings.NewReader(`{"value": "`), bytes.NewReader(bytes.Repeat([]byte("y"), 2*maxBodyBytes))))
+	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = -1
 	res, err := e.http.Client().Do(req)
 	if err != nil {
@@ -491,22 +491,24 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
-// TestFailCanceledWhileClientStays: an error that wraps context.Canceled is a client
-// gone (499, no answer) only when the request's own context ended; from anything else
-// (a job's context, say) it is a failure like any other, answered 500.
-func TestFailCanceledWhileClientStays(t *testing.T) {
+// TestWriteErrorCanceledWhileClientStays: an error that wraps context.Canceled is a
+// client gone (499, no answer) only when the request's own context ended; from anything
+// else (a job's context, say) it is a failure like any other, answered 500 without its
+// cause.
+func TestWriteErrorCanceledWhileClientStays(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	rec := httptest.NewRecorder()
-	e.srv.fail(rec, httptest.NewRequest("GET", "/api/forms", nil), "fetch forms", fmt.Errorf("run job: %w", context.Canceled))
-	if want := `{"error":"Failed to fetch forms: run job: context canceled"}`; rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != want {
-		t.Errorf("fail = %d %s, want 500 %s", rec.Code, rec.Body, want)
+	e.srv.writeError(rec, apiRequest("GET", "/api/forms", nil), during("fetch forms", fmt.Errorf("run job: %w", context.Canceled)))
+	if want := `{"error":"Failed to fetch forms: internal error"}`; rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("writeError = %d %s, want 500 %s", rec.Code, rec.Body, want)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rec = httptest.NewRecorder()
-	e.srv.fail(rec, httptest.NewRequestWithContext(ctx, "GET", "/api/forms", nil), "fetch forms", fmt.Errorf("query: %w", context.Canceled))
+	e.srv.writeError(rec, apiRequest("GET", "/api/forms", nil).WithContext(ctx), during("fetch forms", fmt.Errorf("query: %w", context.Canceled)))
 	if rec.Body.Len() != 0 {
-		t.Errorf("fail for a client gone wrote %q, want nothing", rec.Body)
+		t.Errorf("writeError for a client gone wrote %q, want nothing", rec.Body)
 	}
 }
 
@@ -565,6 +567,7 @@ func TestBodyLimitBoundary(t *testing.T) {
 			r = io.MultiReader(r) // hides the length: sent chunked
 		}
 		req, err := http.NewRequest("PUT", e.http.URL+"/api/settings/boundary", r)
+		req.Header.Set("Content-Type", "application/json")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -725,7 +728,7 @@ func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", target)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", target)
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("GET %s: %v", target, err)
@@ -788,7 +791,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	request := "GET /api/forms HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 200) + "\r\n\r\n"
+	request := "GET /api/forms HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + strings.Repeat("a", 200) + "\r\n\r\n"
 	var writeErr error
 	for i := 0; i < len(request) && writeErr == nil; i++ {
 		_, writeErr = conn.Write([]byte{request[i]})
@@ -817,7 +820,7 @@ func TestLargeBodyRefusedUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /api/forms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"title\": \"", 100<<20)
+	fmt.Fprintf(conn, "POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"title\": \"", 100<<20)
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -974,12 +977,8 @@ func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
 	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Errorf("integrity_check = %q, %v", integrity, err)
 	}
-	rl, err := store.ListResponses(context.Background(), formID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	listed := map[int64]int{}
-	for _, r := range rl.Responses {
+	for _, r := range allResponses(t, store, formID) {
 		listed[r.ID] = len(r.Values)
 	}
 	lost := 0
@@ -1094,8 +1093,8 @@ func TestDiskFull(t *testing.T) {
 			acked++
 		case 500:
 			failed++
-			if !strings.HasPrefix(string(raw), `{"error":"Failed to submit response for form `+itoa(f.ID)+`: `) || !strings.Contains(string(raw), "full") {
-				t.Errorf("disk-full answer = %s", raw)
+			if want := `{"error":"Failed to submit response for form ` + itoa(f.ID) + `: internal error"}`; strings.TrimSpace(string(raw)) != want {
+				t.Errorf("disk-full answer = %s, want %s", raw, want)
 			}
 		default:
 			t.Fatalf("submit = %d %s", status, raw)
@@ -1104,11 +1103,16 @@ func TestDiskFull(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("the page limit never stopped a write")
 	}
+	if !strings.Contains(e.logs.String(), "database or disk is full") {
+		t.Errorf("the log does not say the database is full:\n%s", e.logs)
+	}
 	status, raw := e.do("PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)})
 	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to update setting 'k': `) {
 		t.Errorf("setting write on a full database = %d %s", status, raw)
 	}
-	big := map[string]any{"title": strings.Repeat("t", 20000), "description": strings.Repeat("d", 20000)}
+	longField := map[string]any{"label": "l", "type": "text", "description": strings.Repeat("x", maxDescriptionChars)}
+	big := map[string]any{"title": strings.Repeat("t", maxTitleChars), "description": strings.Repeat("d", maxDescriptionChars),
+		"categories": []any{map[string]any{"name": "c", "fields": []any{longField, longField, longField}}}}
 	before := e.snapshot()
 	status, raw = e.do("POST", "/api/forms", big)
 	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to create form: `) {
@@ -1289,7 +1293,7 @@ func serve(b *testing.B, h http.Handler, method, path, body string, want int) {
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, r)
+	req := apiRequest(method, path, r)
 	w := &discardWriter{header: http.Header{}, status: http.StatusOK}
 	h.ServeHTTP(w, req)
 	if w.status != want {
@@ -1321,7 +1325,7 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	// write connection never released) into a failure within seconds rather than a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
+	req := apiRequest(method, path, strings.NewReader(body)).WithContext(ctx)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {
@@ -1330,7 +1334,7 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	if w.Code == 500 {
 		var e struct{ Error string }
 		json.Unmarshal(w.Body.Bytes(), &e)
-		if !regexp.MustCompile(`^Failed to (create|update) form( \d+)?: (Invalid field type: |Field label is required$)`).MatchString(e.Error) {
+		if !regexp.MustCompile(`^Failed to (create|update) form( \d+)?: (Invalid field type: |Field label is required$|(Field label|Field description|Category name) is too long)`).MatchString(e.Error) {
 			t.Fatalf("%s %s %q: unexpected 500 %s", method, path, body, w.Body)
 		}
 	}
@@ -1596,6 +1600,7 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	res, err := e.http.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -1838,33 +1843,50 @@ func TestPanicEndsTheAnswer(t *testing.T) {
 	}
 }
 
+// occupyHeavy takes every heavy slot; the function it returns gives them back.
+func occupyHeavy(t *testing.T, s *server) func() {
+	t.Helper()
+	release, err := s.heavy.acquire(context.Background(), s.heavy.capacity)
+	if err != nil {
+		t.Fatalf("take every heavy slot: %v", err)
+	}
+	return release
+}
+
+// gateUsed is what g has handed out.
+func gateUsed(g *gate) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
+}
+
 // TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
 // list and a CSV export wait; the moment a slot frees, the waiting one is answered.
 func TestHeavyAnswersWaitForASlot(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
-	for range cap(e.srv.heavySlots) {
-		e.srv.heavySlots <- struct{}{} // every slot busy
-	}
 	for _, path := range []string{
 		"/api/responses/" + itoa(responseID) + "/export/pdf",
 		"/api/forms/" + itoa(f.ID) + "/responses",
 		"/api/forms/" + itoa(f.ID) + "/responses.csv",
 	} {
+		release := occupyHeavy(t, e.srv)
 		answered := make(chan int, 1)
 		go func() {
 			w := httptest.NewRecorder()
-			e.srv.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+			e.srv.ServeHTTP(w, apiRequest("GET", path, nil))
 			answered <- w.Code
 		}()
 		select {
 		case status := <-answered:
 			t.Errorf("%s answered %d while every slot was busy", path, status)
+			release()
 			continue
 		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
 		}
-		<-e.srv.heavySlots // one slot frees
+		release()
 		select {
 		case status := <-answered:
 			if status != 200 {
@@ -1873,22 +1895,17 @@ func TestHeavyAnswersWaitForASlot(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s still waits after a slot freed", path)
 		}
-		e.srv.heavySlots <- struct{}{} // busy again
-	}
-	for range cap(e.srv.heavySlots) {
-		<-e.srv.heavySlots
 	}
 }
 
 // TestClientGoneWhileWaiting: a client that leaves while its PDF waits for a slot is
 // logged as gone (499), not as a 200.
 func TestClientGoneWhileWaiting(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	pdfPath := "/api/responses/" + itoa(e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})) + "/export/pdf"
-	for range cap(e.srv.heavySlots) {
-		e.srv.heavySlots <- struct{}{} // every slot busy
-	}
+	defer occupyHeavy(t, e.srv)()
 	arrived := make(chan struct{}, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -1915,9 +1932,6 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		if strings.Contains(line, "msg=request") && strings.Contains(line, "/export/pdf") && !strings.Contains(line, "status=499") {
 			t.Errorf("logged as %s", line)
 		}
-	}
-	for range cap(e.srv.heavySlots) {
-		<-e.srv.heavySlots
 	}
 }
 

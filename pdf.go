@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -47,39 +48,44 @@ var pdfFonts = []struct {
 	{"GoRegular", goregular.TTF},
 }
 
-func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	responseID, ok := parseID(r.PathValue("responseId"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid response ID"))
-		return
+		return invalid("Invalid response ID")
 	}
 	op := fmt.Sprintf("generate PDF for response %d", responseID)
-	// Rendering is CPU-bound and allocates about 20 MB.
-	release, err := s.acquireHeavy(r.Context())
+	// The whole document is built in memory first, in one of the heavy slots (it is
+	// CPU-bound), so that a failure is still a clean JSON error: nothing has been
+	// written yet. It then takes its room in s.answers until the client has it.
+	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
-	// The whole document is built in memory first, so that a failure is still a clean
-	// JSON error: nothing has been written yet.
 	var buf bytes.Buffer
 	if err == nil {
 		err = writeResponsePDF(&buf, form, values, s.now(), s.fonts)
 	}
 	release()
-	if err != nil {
-		s.fail(w, r, op, notFoundAs("Response not found", err))
-		return
+	switch {
+	case errors.Is(err, errNotFound):
+		return &apiError{kind: kindNotFound, msg: "Response not found"}
+	case errors.Is(err, errPDFTooLong):
+		return during(op, &apiError{kind: kindRejected, msg: errPDFTooLong.Error(), err: err})
+	case err != nil:
+		return during(op, err)
 	}
+	release, err = s.answers.acquire(r.Context(), int64(buf.Len()))
+	if err != nil {
+		return err
+	}
+	defer release()
 	w.Header().Set("Content-Type", "application/pdf")
 	w.Header().Set("Content-Disposition", contentDisposition(responseID, form.Title))
 	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		// Bytes are out: docs/SPEC.md ends the stream without a JSON error.
-		s.log.Warn("write PDF", "response", responseID, "err", err)
-	}
+	_, err = w.Write(buf.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
+	return writeFailed(err)
 }
 
 // writeResponsePDF lays out the form with the response's values filled in (docs/SPEC.md §4's

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -18,48 +18,47 @@ import (
 	"unicode/utf8"
 )
 
-func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) error {
 	formID, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid form ID"))
-		return
+		return errInvalidFormID
 	}
-	op := fmt.Sprintf("submit response for form %d", formID)
 	in, err := readObject(r)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	values, err := submittedValues(in["values"])
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	id, err := s.store.CreateResponse(r.Context(), formID, values)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return during(fmt.Sprintf("submit response for form %d", formID), err)
 	}
-	writeJSON(w, http.StatusCreated, map[string]int64{"responseId": id})
+	return s.writeJSON(w, r, http.StatusCreated, map[string]int64{"responseId": id})
 }
 
 // submittedValues reads the `values` object into String(value) by field id, nil for
-// null. Absent, null, non-objects (arrays included) and {} are a 400. Keys that are not
-// ids by the strict rule of parseID are skipped; whether an id is one of the form's
-// fields is the store's to check. Of a key given twice the last value counts, as in a
-// JavaScript object, and keys are visited in sorted order, so that two spellings of one
-// id ("7" and "07") resolve the same way every time.
+// null. Absent, null, non-objects (arrays included) and {} are a 400, and so is a value
+// longer than maxValueChars. Keys that are not ids by the strict rule of parseID are
+// skipped; whether an id is one of the form's fields is the store's to check. Of a key
+// given twice the last value counts, as in a JavaScript object, and keys are visited in
+// sorted order, so that two spellings of one id ("7" and "07") resolve the same way
+// every time.
 func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	raw = bytes.TrimSpace(raw)
 	var object map[string]json.RawMessage
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &object) != nil || len(object) == 0 {
-		return nil, badRequest("Response values are required")
+		return nil, invalid("Response values are required")
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
 		text, err := jsString(object[key])
 		if err != nil {
-			return nil, badRequest("Invalid JSON body")
+			return nil, errInvalidJSON
+		}
+		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
+			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
 		}
 		if id, ok := parseID(key); ok {
 			values[id] = text
@@ -68,108 +67,125 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	return values, nil
 }
 
-func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) {
-	list, op, release, ok := s.responseList(w, r)
-	if !ok {
-		return
-	}
-	var err error
-	// Each response is encoded on its own, so that the answer is held once, in pieces
-	// of their exact size: one buffer for the whole list grows to twice the answer
-	// (4.8 MB for 1,000 responses of 50 values) and is copied once more when done.
-	parts := make([][]byte, len(list.Responses))
-	for i := range list.Responses {
-		if parts[i], err = json.Marshal(list.Responses[i]); err != nil {
-			break
-		}
-	}
-	release()
+// handleListResponses answers a form's responses, newest first, as a JSON array written
+// a page at a time (see pagedWriter): a list of any length costs the memory of a page.
+func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
+	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	bw.WriteByte('[')
-	for i, part := range parts {
-		if i > 0 {
-			bw.WriteByte(',')
+	out := s.newPagedWriter(w, r)
+	out.buf.WriteByte('[')
+	first := true
+	err = s.eachResponsePage(r.Context(), formID, fields, func(page []Response) error {
+		for _, resp := range page {
+			if !first {
+				out.buf.WriteByte(',')
+			}
+			first = false
+			b, err := json.Marshal(resp)
+			if err != nil {
+				return fmt.Errorf("encode response %d: %w", resp.ID, err)
+			}
+			out.buf.Write(b)
 		}
-		bw.Write(part)
+		return out.flush()
+	})
+	if err != nil {
+		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 	}
-	bw.WriteString("]\n")
-	if err := bw.Flush(); err != nil {
-		s.log.Warn("write response list", "form", list.FormID, "err", err)
-	}
+	out.buf.WriteString("]\n")
+	return out.flush()
 }
 
-// responseList reads the responses of the form in the path for the list and the CSV
-// export, holding a heavy slot that the caller releases once its answer is built. When
-// it reports false, it has answered the request.
-func (s *server) responseList(w http.ResponseWriter, r *http.Request) (list ResponseList, op string, release func(), ok bool) {
-	formID, ok := parseID(r.PathValue("id"))
+// responseFields reads the form id of the path and the form's title and fields, for
+// the response list and the CSV export.
+func (s *server) responseFields(r *http.Request) (id int64, title string, fields []*ListedField, err error) {
+	id, ok := parseID(r.PathValue("id"))
 	if !ok {
-		s.fail(w, r, "", badRequest("Invalid form ID"))
-		return ResponseList{}, "", nil, false
+		return 0, "", nil, errInvalidFormID
 	}
-	op = fmt.Sprintf("fetch responses for form %d", formID)
-	release, err := s.acquireHeavy(r.Context())
-	if err != nil {
-		s.fail(w, r, op, err)
-		return ResponseList{}, "", nil, false
+	title, fields, err = s.store.ResponseFields(r.Context(), id)
+	if errors.Is(err, errNotFound) {
+		return 0, "", nil, errFormNotFound
 	}
-	list, err = s.store.ListResponses(r.Context(), formID)
 	if err != nil {
+		return 0, "", nil, during(fmt.Sprintf("fetch responses for form %d", id), err)
+	}
+	return id, title, fields, nil
+}
+
+// eachResponsePage reads a form's responses a page at a time and gives each page to
+// write. A page is read and handed over in one of the heavy slots, which write must not
+// keep while a client reads: it only builds the page's bytes, which pagedWriter.flush
+// then sends outside the slot.
+func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, write func([]Response) error) error {
+	for after := &listStart; after != nil; {
+		release, err := s.heavy.acquire(ctx, 1)
+		if err != nil {
+			return err
+		}
+		var page []Response
+		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 		release()
-		s.fail(w, r, op, notFoundAs("Form not found", err))
-		return ResponseList{}, "", nil, false
+		if err != nil {
+			return err
+		}
+		if err := write(page); err != nil {
+			return err
+		}
 	}
-	return list, op, release, true
+	return nil
 }
 
 // handleExportCSV answers a form's responses as a spreadsheet reads them: CSV quoted as
 // RFC 4180 says, UTF-8 with a byte-order mark so that spreadsheet programs
 // do not guess another charset, a header of id, submittedAt and the field labels in form
-// order, newest response first, null as an empty cell. The list is read whole before the
-// first byte goes out, so a slow client holds no connection or snapshot of the database.
-func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) {
-	list, _, release, ok := s.responseList(w, r)
-	if !ok {
-		return
+// order, newest response first, null as an empty cell. Written a page at a time, as the
+// JSON list.
+func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
+	formID, title, fields, err := s.responseFields(r)
+	if err != nil {
+		return err
 	}
-	release() // the rows are in memory: writing them needs no slot
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition",
-		dispositionHeader("attachment", fmt.Sprintf("responses_%d_%s.csv", list.FormID, fileTitle(list.Title))))
-	bw := bufio.NewWriter(w)
-	bw.WriteString("\uFEFF")
+	out := s.newPagedWriter(w, r)
+	out.header.Set("Content-Type", "text/csv; charset=utf-8")
+	out.header.Set("Content-Disposition",
+		dispositionHeader("attachment", fmt.Sprintf("responses_%d_%s.csv", formID, fileTitle(title))))
+	out.buf.WriteString("\uFEFF")
 	// Records end with LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv drops every
 	// carriage return inside a value, and a value must read back as it is stored.
 	// Spreadsheet programs read either.
-	cw := csv.NewWriter(bw)
-	column := make(map[int64]int, len(list.Fields)) // field id → index in a row
+	cw := csv.NewWriter(&out.buf)
+	column := make(map[int64]int, len(fields)) // field id → index in a row
 	row := []string{"id", "submittedAt"}
-	for _, f := range list.Fields {
+	for _, f := range fields {
 		column[f.ID] = len(row)
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	for _, resp := range list.Responses {
-		clear(row)
-		row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
-		for _, v := range resp.Values {
-			if v.Value != nil {
-				row[column[v.Field.ID]] = csvCell(*v.Value)
+	err = s.eachResponsePage(r.Context(), formID, fields, func(page []Response) error {
+		for _, resp := range page {
+			clear(row)
+			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
+			for _, v := range resp.Values {
+				if v.Value != nil {
+					row[column[v.Field.ID]] = csvCell(*v.Value)
+				}
 			}
+			cw.Write(row)
 		}
-		cw.Write(row)
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return fmt.Errorf("encode CSV: %w", err)
+		}
+		return out.flush()
+	})
+	if err != nil {
+		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 	}
 	cw.Flush()
-	if err := errors.Join(cw.Error(), bw.Flush()); err != nil {
-		// The status is out; the client sees a cut answer, and the log says why.
-		s.log.Warn("write CSV", "form", list.FormID, "err", err)
-	}
+	return out.flush()
 }
 
 // plainNumber is a number as a spreadsheet reads one: -5, +1.5, -2e3, .5.

@@ -22,54 +22,46 @@ type setting struct {
 // characters (a %00 in the path) or invalid UTF-8.
 func checkSettingKey(key string) error {
 	if len(key) > maxSettingKeyBytes {
-		return badRequest("Setting key is too long")
+		return invalid("Setting key is too long")
 	}
 	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
-		return badRequest("Invalid setting key")
+		return invalid("Invalid setting key")
 	}
 	return nil
 }
 
-func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := checkSettingKey(key); err != nil {
-		s.fail(w, r, "", err)
-		return
+		return err
 	}
 	value, err := s.store.Setting(r.Context(), key)
 	if err != nil {
-		s.fail(w, r, fmt.Sprintf("fetch setting '%s'", key), err)
-		return
+		return during(fmt.Sprintf("fetch setting '%s'", key), err)
 	}
-	writeJSON(w, http.StatusOK, setting{key, value})
+	return s.writeJSON(w, r, http.StatusOK, setting{key, value})
 }
 
-func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) {
+func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := checkSettingKey(key); err != nil {
-		s.fail(w, r, "", err)
-		return
+		return err
 	}
-	op := fmt.Sprintf("update setting '%s'", key)
 	in, err := readObject(r)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
 	// An absent value is a 400; null arrives as the raw text null and is stored as "null".
 	raw, ok := in["value"]
 	if !ok {
-		s.fail(w, r, op, badRequest("Setting value is required in the request body"))
-		return
+		return invalid("Setting value is required in the request body")
 	}
 	value, err := jsText(raw)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return errInvalidJSON
 	}
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
-		s.fail(w, r, op, err)
-		return
+		return during(fmt.Sprintf("update setting '%s'", key), err)
 	}
-	writeJSON(w, http.StatusOK, setting{key, value})
+	return s.writeJSON(w, r, http.StatusOK, setting{key, value})
 }

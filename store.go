@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"runtime"
 	"slices"
@@ -16,8 +17,10 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// errNotFound is returned by store methods when the record they operate on does not exist.
-var errNotFound = errors.New("record not found")
+// errNotFound is returned by store methods when the record they operate on does not
+// exist. Its message is docs/SPEC.md §7's: the answer of an update, delete or submit
+// reads "<context>: Record not found".
+var errNotFound = &apiError{kind: kindNotFound, msg: "Record not found"}
 
 // migrations are the schema, one step per entry, applied in order at start: a database
 // at PRAGMA user_version n gets migrations[n:], each in its own transaction that also
@@ -98,6 +101,14 @@ CREATE INDEX IF NOT EXISTS categories_form ON categories(formId, sortOrder);
 CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
 CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
 CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
+`,
+	// 2: the forms list reads its pages newest first by (createdAt, id), and the response
+	// list by (submittedAt, id): both keys whole in an index, so that a page is found
+	// without sorting the table.
+	`
+CREATE INDEX forms_created ON forms(createdAt, id);
+DROP INDEX responses_form;
+CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 `,
 }
 
@@ -280,12 +291,34 @@ type Field struct {
 	SortOrder   int     `json:"sortOrder"`
 }
 
-// ListForms returns every form, newest first.
-func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
+// Lists are read a page at a time, each page with its own statement, so that no
+// statement or snapshot is open while a client reads a page, however slowly: a page
+// holds at most listPageRows rows, and a page of responses stops at the first response
+// that begins past listPageBytes of values.
+const (
+	listPageRows  = 64
+	listPageBytes = 256 << 10
+)
+
+// Cursor is where the next page of a list, newest first, begins: after the row of this
+// time and id.
+type Cursor struct {
+	Time string
+	ID   int64
+}
+
+// listStart is the cursor of a list's first page: after every row.
+var listStart = Cursor{Time: "9999-12-31T23:59:59.999Z", ID: math.MaxInt64}
+
+// ListForms returns a page of forms, newest first, after the cursor, and the cursor of
+// the next page; nil when this is the last.
+func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, error) {
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, title, description, createdAt FROM forms ORDER BY createdAt DESC, id DESC`)
+		`SELECT id, title, description, createdAt FROM forms
+		  WHERE (createdAt, id) < (?, ?)
+		  ORDER BY createdAt DESC, id DESC LIMIT ?`, after.Time, after.ID, listPageRows)
 	if err != nil {
-		return nil, fmt.Errorf("list forms: %w", err)
+		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
 	defer rows.Close()
 	forms := []Form{}
@@ -293,33 +326,44 @@ func (s *Store) ListForms(ctx context.Context) ([]Form, error) {
 		var f Form
 		var desc sql.NullString
 		if err := rows.Scan(&f.ID, &f.Title, &desc, &f.CreatedAt); err != nil {
-			return nil, fmt.Errorf("list forms: %w", err)
+			return nil, nil, fmt.Errorf("list forms: %w", err)
 		}
 		f.Description = stringPtr(desc)
 		forms = append(forms, f)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list forms: %w", err)
+		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
-	return forms, nil
+	if len(forms) < listPageRows {
+		return forms, nil, nil
+	}
+	last := forms[len(forms)-1]
+	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
 // GetForm returns the form with its categories and fields, or errNotFound. The answer
-// may be shared with other callers: it must not be modified.
+// is the caller's own: the cache keeps a copy.
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if ok {
-		return f, nil
+		return f.clone(), nil
 	}
 	f, err := getForm(ctx, s.formQuery, id)
 	if err != nil {
 		return FormDetail{}, err
 	}
-	if s.forms.afterRead != nil {
-		s.forms.afterRead()
-	}
-	s.forms.put(id, gen, f)
+	s.forms.put(id, gen, f.clone())
 	return f, nil
+}
+
+// clone copies f with its categories and fields, so that the form cache and its
+// callers never share what one of them might change.
+func (f FormDetail) clone() FormDetail {
+	f.Categories = slices.Clone(f.Categories)
+	for i := range f.Categories {
+		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
+	}
+	return f
 }
 
 // formCacheBytes bounds the forms GetForm keeps, by formSize.
@@ -335,12 +379,11 @@ const formCacheBytes = 8 << 20
 // the old form, and must not put it back after the drop. (Creating a form needs no
 // drop: an id is never reused, and a missing form is not kept.)
 type formCache struct {
-	mu        sync.Mutex
-	gen       uint64
-	forms     map[int64]FormDetail
-	bytes     int // sum of formSize over forms
-	maxBytes  int
-	afterRead func() // tests only: runs between the database read and put
+	mu       sync.Mutex
+	gen      uint64
+	forms    map[int64]FormDetail
+	bytes    int // sum of formSize over forms
+	maxBytes int
 }
 
 // get returns the kept form, or the generation to give put.
@@ -520,15 +563,28 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 }
 
 // insertCategories checks and inserts categories and fields in array order, which is
-// their sortOrder. It stops at the first invalid field with checkField's
-// *validationError, which the caller's rollback turns into "nothing created".
+// their sortOrder, with one prepared statement per table. It stops at the first
+// category or field that breaks a rule, with checkField's error, which the caller's
+// rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
+	insertCategory, err := tx.PrepareContext(ctx,
+		`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`)
+	if err != nil {
+		return fmt.Errorf("prepare category insert: %w", err)
+	}
+	defer insertCategory.Close()
+	insertField, err := tx.PrepareContext(ctx,
+		`INSERT INTO fields (categoryId, label, type, description, sortOrder) VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare field insert: %w", err)
+	}
+	defer insertField.Close()
 	for ci, c := range cats {
+		if err := checkCategory(c); err != nil {
+			return err
+		}
 		var catID int64
-		err := tx.QueryRowContext(ctx,
-			`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`,
-			formID, c.Name, ci).Scan(&catID)
-		if err != nil {
+		if err := insertCategory.QueryRowContext(ctx, formID, c.Name, ci).Scan(&catID); err != nil {
 			return fmt.Errorf("insert category: %w", err)
 		}
 		for fi, fd := range c.Fields {
@@ -540,10 +596,7 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if fd.Description != nil && *fd.Description != "" {
 				desc = fd.Description
 			}
-			_, err = tx.ExecContext(ctx,
-				`INSERT INTO fields (categoryId, label, type, description, sortOrder) VALUES (?, ?, ?, ?, ?)`,
-				catID, *fd.Label, typ, nullString(desc), fi)
-			if err != nil {
+			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, nullString(desc), fi); err != nil {
 				return fmt.Errorf("insert field: %w", err)
 			}
 		}
@@ -648,67 +701,72 @@ type ListedField struct {
 	position int // category sortOrder, then field sortOrder, as an index
 }
 
-// ResponseList is a form's responses as the list and the CSV export show them.
-type ResponseList struct {
-	FormID    int64
-	Title     string         // of the form
-	Fields    []*ListedField // of the form, in form order
-	Responses []Response     // newest first, each with its values in form order
-}
-
-// ListResponses returns the title and fields of a form and its responses, newest first,
-// each with its values in form order. It reads them with three statements whatever their
-// number, in one read transaction that ends before the caller writes a byte, so that no
-// client, however slow, holds a connection or a snapshot. errNotFound when the form does
-// not exist.
-func (s *Store) ListResponses(ctx context.Context, formID int64) (ResponseList, error) {
+// ResponseFields returns the title and the fields of a form in form order, as the
+// response list and the CSV export show them, or errNotFound.
+func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*ListedField, error) {
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
-		return ResponseList{}, fmt.Errorf("begin: %w", err)
+		return "", nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	return listedFields(ctx, tx, formID)
+}
 
-	title, fields, err := listedFields(ctx, tx, formID)
-	if err != nil {
-		return ResponseList{}, err
-	}
+// ListResponses returns a page of a form's responses, newest first, after the cursor,
+// each with the values of the given fields in form order, and the cursor of the next
+// page; nil when this is the last. A value of another field (the form was replaced
+// since its fields were read) is left out. A form that does not exist has no responses.
+func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
 		byID[f.ID] = f
 	}
-	rows, err := tx.QueryContext(ctx,
+	rows, err := s.read.QueryContext(ctx,
 		`SELECT r.id, r.submittedAt, v.fieldId, v.value
-		   FROM responses r LEFT JOIN response_values v ON v.responseId = r.id
-		  WHERE r.formId = ?
-		  ORDER BY r.submittedAt DESC, r.id DESC`, formID)
+		   FROM (SELECT id, submittedAt FROM responses
+		          WHERE formId = ? AND (submittedAt, id) < (?, ?)
+		          ORDER BY submittedAt DESC, id DESC LIMIT ?) r
+		   LEFT JOIN response_values v ON v.responseId = r.id
+		  ORDER BY r.submittedAt DESC, r.id DESC`, formID, after.Time, after.ID, listPageRows)
 	if err != nil {
-		return ResponseList{}, fmt.Errorf("list responses: %w", err)
+		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
 	defer rows.Close()
 	list := []Response{}
+	size := 0    // bytes of the values read
+	cut := false // the page stopped at listPageBytes
 	for rows.Next() {
 		var id int64
 		var submittedAt sql.RawBytes // copied once per response, not once per value
 		var fieldID sql.NullInt64
 		var value sql.NullString
 		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
-			return ResponseList{}, fmt.Errorf("list responses: %w", err)
+			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
 		if n := len(list); n == 0 || list[n-1].ID != id {
+			if size > listPageBytes {
+				cut = true
+				break
+			}
 			list = append(list, Response{ID: id, SubmittedAt: string(submittedAt), Values: ResponseValues{}})
 		}
 		if f, ok := byID[fieldID.Int64]; fieldID.Valid && ok {
 			r := &list[len(list)-1]
 			r.Values = append(r.Values, ResponseValue{Field: f, Value: stringPtr(value)})
+			size += len(value.String)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return ResponseList{}, fmt.Errorf("list responses: %w", err)
+		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
 	for i := range list {
 		slices.SortFunc(list[i].Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
 	}
-	return ResponseList{FormID: formID, Title: title, Fields: fields, Responses: list}, nil
+	if !cut && len(list) < listPageRows {
+		return list, nil, nil
+	}
+	last := list[len(list)-1]
+	return list, &Cursor{last.SubmittedAt, last.ID}, nil
 }
 
 // listedFields returns the title and the fields of a form in form order, or errNotFound

@@ -300,11 +300,11 @@ func TestWriteFailingAtCommit(t *testing.T) {
 		want                string
 		status              int // once the trigger is gone
 	}{
-		{"INSERT ON main.forms", "POST", "/api/forms", fullForm(), "Failed to create form: commit: ", 201},
-		{"UPDATE ON main.forms", "PUT", "/api/forms/" + id, fullForm(), "Failed to update form " + id + ": commit: ", 200},
-		{"INSERT ON main.responses", "POST", "/api/forms/" + id + "/responses", values, "Failed to submit response for form " + id + ": commit: ", 201},
-		{"INSERT ON main.settings", "PUT", "/api/settings/k", map[string]any{"value": "v"}, "Failed to update setting 'k': write setting: ", 200},
-		{"DELETE ON main.forms", "DELETE", "/api/forms/" + id, nil, "Failed to delete form " + id + ": delete form: ", 200},
+		{"INSERT ON main.forms", "POST", "/api/forms", fullForm(), "Failed to create form: ", 201},
+		{"UPDATE ON main.forms", "PUT", "/api/forms/" + id, fullForm(), "Failed to update form " + id + ": ", 200},
+		{"INSERT ON main.responses", "POST", "/api/forms/" + id + "/responses", values, "Failed to submit response for form " + id + ": ", 201},
+		{"INSERT ON main.settings", "PUT", "/api/settings/k", map[string]any{"value": "v"}, "Failed to update setting 'k': ", 200},
+		{"DELETE ON main.forms", "DELETE", "/api/forms/" + id, nil, "Failed to delete form " + id + ": ", 200},
 	} {
 		trigger := `CREATE TEMP TRIGGER fail_commit AFTER ` + tc.event + ` BEGIN INSERT INTO commit_child VALUES (-1); END`
 		if _, err := e.store.write.Exec(trigger); err != nil {
@@ -314,11 +314,14 @@ func TestWriteFailingAtCommit(t *testing.T) {
 		status, raw := e.do(tc.method, tc.path, tc.body)
 		var answer struct{ Error string }
 		json.Unmarshal(raw, &answer)
-		if status != 500 || answer.Error != tc.want+"FOREIGN KEY constraint failed" {
-			t.Errorf("%s %s failing at commit = %d %s, want 500 %sFOREIGN KEY constraint failed", tc.method, tc.path, status, raw, tc.want)
+		if status != 500 || answer.Error != tc.want+"internal error" {
+			t.Errorf("%s %s failing at commit = %d %s, want 500 %sinternal error", tc.method, tc.path, status, raw, tc.want)
 		}
 		if e.snapshot() != before {
 			t.Errorf("%s %s failing at commit changed the database", tc.method, tc.path)
+		}
+		if !strings.Contains(e.logs.String(), "FOREIGN KEY constraint failed") {
+			t.Errorf("%s %s failing at commit: the log does not say why:\n%s", tc.method, tc.path, e.logs)
 		}
 		if _, err := e.store.write.Exec(`DROP TRIGGER temp.fail_commit`); err != nil {
 			t.Fatal(err)

@@ -299,84 +299,83 @@ type summaryAnswer struct {
 	GeneratedAt string `json:"generatedAt"`
 }
 
-func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Request) error {
 	today := startOfDay(s.now())
 	sum, err := s.store.TrackerSummary(r.Context(), today)
 	if errors.Is(err, errNotFound) {
-		err = &requestError{status: http.StatusNotFound, member: "message",
+		return &apiError{kind: kindNotFound, member: "message",
 			msg: fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02"))}
 	}
 	if err != nil {
-		s.fail(w, r, "fetch today's tracker summary", err)
-		return
+		return during("fetch today's tracker summary", err)
 	}
-	writeJSON(w, http.StatusOK, summaryAnswer{sum.SummaryDate, sum.SummaryText, sum.GeneratedAt})
+	return s.writeJSON(w, r, http.StatusOK, summaryAnswer{sum.SummaryDate, sum.SummaryText, sum.GeneratedAt})
 }
 
-func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) {
-	s.listSummaries(w, r, trackerSummaries, "fetch paginated tracker summaries")
+func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) error {
+	return during("fetch paginated tracker summaries", s.listSummaries(w, r, trackerSummaries))
 }
 
-func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request) {
-	s.listSummaries(w, r, emailSummaries, "fetch paginated Email summaries")
+func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request) error {
+	return during("fetch paginated Email summaries", s.listSummaries(w, r, emailSummaries))
 }
 
 // listSummaries answers one page of a summary list: page and limit as positiveOr reads
-// them, newest summaryDate first, with the total count.
-func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind, op string) {
+// them (limit at most maxSummaryPage), newest summaryDate first, with the total count.
+func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
 	page := positiveOr(r.URL.Query().Get("page"), 1)
-	limit := positiveOr(r.URL.Query().Get("limit"), 10)
+	limit := min(positiveOr(r.URL.Query().Get("limit"), 10), maxSummaryPage)
 	offset := int64(math.MaxInt64) // past every row when (page-1)*limit would overflow
 	if page-1 <= offset/limit {
 		offset = (page - 1) * limit
 	}
 	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, offset)
 	if err != nil {
-		s.fail(w, r, op, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"summaries": list, "total": total})
+	return s.writeJSON(w, r, http.StatusOK, map[string]any{"summaries": list, "total": total})
 }
 
 // positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
 // int64 is still a positive integer and reads as the largest: a page past the end, or
 // no limit.
 func positiveOr(s string, def int64) int64 {
-	if !isDigits(s) {
-		return def
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	n, ok := parseDigits(s)
 	switch {
-	case err != nil:
-		return math.MaxInt64 // out of range, the one error digits can give
-	case n == 0:
+	case !ok || n == 0:
 		return def
+	case n < 0:
+		return math.MaxInt64 // out of range, the one error digits can give
 	}
 	return n
 }
 
-func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) error {
 	s.startJob(trackerPipeline)
-	writeJSON(w, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
+	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
 }
 
-func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Request) error {
 	s.startJob(emailPipeline)
-	writeJSON(w, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
+	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
 }
 
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
 // pipeline run while the client waits, storing nothing.
-func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) {
+func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	// Answer, if only with the error, before the server's write timeout swallows it.
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout-10*time.Second)
 	defer cancel()
 	text, err := s.summaryText(ctx, trackerPipeline, s.now())
-	if err != nil {
-		s.fail(w, r, "generate summary", err)
-		return
+	var ce *configError
+	if errors.As(err, &ce) {
+		// The earlier variant answers missing configuration with the bare message.
+		return &apiError{kind: kindRejected, msg: ce.msg}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"summary": text})
+	if err != nil {
+		return during("generate summary", err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }
 
 const (

@@ -509,7 +509,7 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 		{"no tickets", nil, nil, nil, 200, `{"summary":"No tracker tickets updated recently."}`},
 		{"no key", func(c *config) { c.GenAIKey = "" }, nil, nil, 500, `{"error":"GENAI_API_KEY is not configured"}`},
 		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable: /nonexistent/p.txt"}`},
-		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: read tracker page 1: tracker answered 502: failure 502"}`},
+		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: internal error"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

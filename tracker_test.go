@@ -237,8 +237,8 @@ func TestTrackerErrorHidesKey(t *testing.T) {
 		c.GenAIKey = "model-key"
 	})
 	status, raw := e.do("GET", "/api/tracker-summary", nil)
-	if status != 500 || !strings.Contains(string(raw), "tracker answered 403: API token [redacted] not found") {
-		t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming the 403 and its message", status, raw)
+	if status != 500 || !strings.Contains(e.logs.String(), "tracker answered 403: API token [redacted] not found") {
+		t.Errorf("GET /api/tracker-summary = %d %s, want 500 and a log naming the 403 and its message:\n%s", status, raw, e.logs)
 	}
 	if strings.Contains(string(raw), token) || strings.Contains(e.logs.String(), token) {
 		t.Errorf("the token leaked: answer %s\nlogs:\n%s", raw, e.logs)
@@ -263,8 +263,8 @@ func TestEndpointCredentialsHidden(t *testing.T) {
 			e := newSummaryEnv(t, time.Now(), tc.change)
 			e.tracker.issues = []map[string]any{issue(1, time.Now().Format(time.RFC3339))}
 			status, raw := e.do("GET", "/api/tracker-summary", nil)
-			if status != 500 || !strings.Contains(string(raw), addr) {
-				t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming %s", status, raw, addr)
+			if status != 500 || strings.Contains(string(raw), addr) || !strings.Contains(e.logs.String(), addr) {
+				t.Errorf("GET /api/tracker-summary = %d %s, want 500 without %s, which the log names:\n%s", status, raw, addr, e.logs)
 			}
 			for _, secret := range []string{"user-7f3a", "pass-9b2c"} {
 				if strings.Contains(string(raw), secret) || strings.Contains(e.logs.String(), secret) {
