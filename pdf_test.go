@@ -374,12 +374,16 @@ func TestContentDisposition(t *testing.T) {
 		{"a,b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%2Cb.pdf`, "response_7_a,b.pdf"},
 		{"a;b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%3Bb.pdf`, "response_7_a;b.pdf"},
 		{"a=b", `inline; filename="response_7_a_b.pdf"; filename*=UTF-8''response_7_a%3Db.pdf`, "response_7_a=b.pdf"},
-		{"x\x00y\x7f", `inline; filename="response_7_x_y_.pdf"; filename*=UTF-8''response_7_x%00y%7F.pdf`, "response_7_x\x00y\x7f.pdf"},
-		// %, ' and * are token characters but not RFC 8187 attr-chars: plain in filename,
-		// percent-encoded in filename*.
-		{`50% "off"`, `inline; filename="response_7_50%__off_.pdf"; filename*=UTF-8''response_7_50%25_%22off%22.pdf`, `response_7_50%_"off".pdf`},
+		// Control and format characters (Cc, Cf: bidi overrides and isolates, zero-width
+		// spaces) are dropped from both names (RFC 6266 appendix D).
+		{"x\x00y\x7f", "inline; filename=response_7_xy.pdf", "response_7_xy.pdf"},
+		{"a\u202Eb\u200Bc\u2066d\u2069", "inline; filename=response_7_abcd.pdf", "response_7_abcd.pdf"},
+		// ' and * are token characters but not RFC 8187 attr-chars: plain in filename,
+		// percent-encoded in filename*. % is never in filename, which some programs decode.
+		{`50% "off"`, `inline; filename="response_7_50___off_.pdf"; filename*=UTF-8''response_7_50%25_%22off%22.pdf`, `response_7_50%_"off".pdf`},
+		{"%2e%2e%2f%0d%0a", `inline; filename="response_7__2e_2e_2f_0d_0a.pdf"; filename*=UTF-8''response_7_%252e%252e%252f%250d%250a.pdf`, "response_7_%2e%2e%2f%0d%0a.pdf"},
 		{"it's*", "inline; filename=response_7_it's*.pdf", "response_7_it's*.pdf"},
-		{`50% "off" it's*`, `inline; filename="response_7_50%__off__it's*.pdf"; filename*=UTF-8''response_7_50%25_%22off%22_it%27s%2A.pdf`, `response_7_50%_"off"_it's*.pdf`},
+		{`50% "off" it's*`, `inline; filename="response_7_50___off__it's*.pdf"; filename*=UTF-8''response_7_50%25_%22off%22_it%27s%2A.pdf`, `response_7_50%_"off"_it's*.pdf`},
 	}
 	for _, tc := range cases {
 		got := contentDisposition(7, tc.title)
@@ -387,6 +391,9 @@ func TestContentDisposition(t *testing.T) {
 			t.Errorf("contentDisposition(%q) = %s, want %s", tc.title, got, tc.want)
 		}
 		disp, params, err := mime.ParseMediaType(got)
+		if fallback, _, _ := strings.Cut(got, "filename*"); strings.Contains(fallback, "%") {
+			t.Errorf("contentDisposition(%q) = %s: a %% in filename", tc.title, got)
+		}
 		if err != nil || disp != "inline" || params["filename"] != tc.wantName {
 			t.Errorf("ParseMediaType(%s) = %q %q %v, want inline with filename %q", got, disp, params, err, tc.wantName)
 		}
@@ -549,7 +556,7 @@ func BenchmarkExportPDFEndpoint(b *testing.B) {
 // holds only RFC 8187 attr-chars and %XX escapes, so an unescaped %, ' or * fails (Go's
 // mime package would pass a ' or * through undecoded).
 func FuzzContentDisposition(f *testing.F) {
-	for _, s := range []string{"Report", `a/b\c d`, `"x";y`, "Café ü", "new\nline", "   ", "", "%41", "a*b'c", "\x00\x7f", "🙂", "\xff", `50% "off" it's*`} {
+	for _, s := range []string{"Report", `a/b\c d`, `"x";y`, "Café ü", "new\nline", "   ", "", "%41", "a*b'c", "\x00\x7f", "🙂", "\xff", `50% "off" it's*`, "a\u202Eb\u200B", "%2e%2e%2f"} {
 		f.Add(int64(7), s)
 	}
 	f.Fuzz(func(t *testing.T, id int64, title string) {
@@ -565,6 +572,12 @@ func FuzzContentDisposition(f *testing.F) {
 			t.Fatalf("ParseMediaType(%q) = %q, %v", h, disp, err)
 		}
 		want := "response_" + strconv.FormatInt(id, 10) + "_" + sanitisedTitle(title) + ".pdf"
+		if fallback, _, _ := strings.Cut(h, "filename*"); strings.Contains(fallback, "%") {
+			t.Errorf("title %q: a %% in filename: %s", title, h)
+		}
+		if strings.IndexFunc(params["filename"], func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }) >= 0 {
+			t.Errorf("title %q: a control or format character in the name %q", title, params["filename"])
+		}
 		if params["filename"] != want {
 			t.Errorf("title %q: filename %q, want %q (header %s)", title, params["filename"], want, h)
 		}
@@ -582,8 +595,11 @@ func FuzzContentDisposition(f *testing.F) {
 func sanitisedTitle(title string) string {
 	var b strings.Builder
 	for _, r := range title {
-		if unicode.IsSpace(r) && r != '\u0085' || r == '\uFEFF' || r == '/' || r == '\\' {
+		switch {
+		case unicode.IsSpace(r) && r != '\u0085' || r == '\uFEFF' || r == '/' || r == '\\':
 			r = '_'
+		case unicode.In(r, unicode.Cc, unicode.Cf):
+			continue
 		}
 		b.WriteRune(r)
 	}

@@ -203,11 +203,16 @@ func csvCell(s string) string {
 
 // fileTitle makes a form title part of a download's file name: every white-space
 // character, backslash and slash becomes an underscore, and an empty result is "form"
-// (docs/SPEC.md §4, the PDF export).
+// (docs/SPEC.md §4, the PDF export). Control and format characters (bidi overrides and
+// isolates, zero-width spaces: Unicode's Cc and Cf) are dropped, as RFC 6266 appendix D
+// advises: they would let a name read otherwise than it is saved.
 func fileTitle(title string) string {
 	safe := strings.Map(func(r rune) rune {
-		if isJSSpace(r) || r == '/' || r == '\\' {
+		switch {
+		case isJSSpace(r) || r == '/' || r == '\\':
 			return '_'
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return -1
 		}
 		return r
 	}, title)
@@ -218,16 +223,19 @@ func fileTitle(title string) string {
 }
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
-// name of HTTP token characters only stands bare (disposition; filename=name); any other
-// name (quotes, semicolons, non-ASCII) takes RFC 6266's form, an ASCII fallback and the
-// exact name percent-encoded as RFC 8187 says, so that no title can break or inject a
-// header.
+// name of HTTP token characters only, but for "%", stands bare (disposition;
+// filename=name); any other name (quotes, semicolons, non-ASCII) takes RFC 6266's form,
+// an ASCII fallback and the exact name percent-encoded as RFC 8187 says, so that no
+// title can break or inject a header. "%" is no part of a bare name or the fallback
+// (an underscore there), since some programs decode %XX sequences in filename (RFC
+// 6266 appendix D).
 func dispositionHeader(disposition, name string) string {
-	if strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) < 0 {
+	plain := func(r rune) bool { return isTokenChar(r) && r != '%' }
+	if strings.IndexFunc(name, func(r rune) bool { return !plain(r) }) < 0 {
 		return disposition + "; filename=" + name
 	}
 	fallback := strings.Map(func(r rune) rune {
-		if isTokenChar(r) {
+		if plain(r) {
 			return r
 		}
 		return '_'
@@ -347,30 +355,43 @@ func decodeAny(raw json.RawMessage) (any, error) {
 // jsStringOf is JavaScript's String(v) for a decoded JSON value: an array joins its
 // elements with commas (null elements empty), an object is "[object Object]".
 func jsStringOf(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	var b strings.Builder
+	appendJS(&b, v)
+	return b.String()
+}
+
+// appendJS writes String(v) to b. Nested arrays are written in place, not joined from
+// their own strings, so that the cost is linear in the input however deep it nests.
+func appendJS(b *strings.Builder, v any) {
 	switch v := v.(type) {
 	case nil:
-		return "null"
+		b.WriteString("null")
 	case string:
-		return v
+		b.WriteString(v)
 	case bool:
-		return strconv.FormatBool(v)
+		b.WriteString(strconv.FormatBool(v))
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil && !math.IsInf(f, 0) {
-			return string(v) // not reachable for numbers the JSON decoder accepted
+			b.WriteString(string(v)) // not reachable for numbers the JSON decoder accepted
+			return
 		}
-		return jsNumber(f)
+		b.WriteString(jsNumber(f))
 	case []any:
 		// Array.prototype.join: null and undefined elements become "".
-		parts := make([]string, len(v))
 		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
 			if e != nil {
-				parts[i] = jsStringOf(e)
+				appendJS(b, e)
 			}
 		}
-		return strings.Join(parts, ",")
 	default:
-		return "[object Object]"
+		b.WriteString("[object Object]")
 	}
 }
 

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestFormLimits: past each limit of docs/DESIGN.md a create or update is answered as
+// the table says, and nothing is stored or changed; at the limit it is accepted.
+func TestFormLimits(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	existing := e.createForm(fullForm())
+	field := func(label, desc string) map[string]any {
+		return map[string]any{"label": label, "type": "text", "description": desc}
+	}
+	fields := func(n int) []any {
+		var fs []any
+		for i := range n {
+			fs = append(fs, field(fmt.Sprint("f", i), ""))
+		}
+		return fs
+	}
+	cats := func(n, fieldsEach int) []any {
+		var cs []any
+		for range n {
+			cs = append(cs, map[string]any{"name": "c", "fields": fields(fieldsEach)})
+		}
+		return cs
+	}
+	long := func(n int) string { return strings.Repeat("é", n) } // characters, not bytes
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		msg    string
+	}{
+		{"title at the limit", map[string]any{"title": long(maxTitleChars)}, 201, ""},
+		{"title too long", map[string]any{"title": long(maxTitleChars + 1)}, 400, fmt.Sprintf("Form title is too long (at most %d characters)", maxTitleChars)},
+		{"description too long", map[string]any{"title": "t", "description": long(maxDescriptionChars + 1)}, 400, fmt.Sprintf("Form description is too long (at most %d characters)", maxDescriptionChars)},
+		{"categories at the limit", map[string]any{"title": "t", "categories": cats(maxCategories, 0)}, 201, ""},
+		{"too many categories", map[string]any{"title": "t", "categories": cats(maxCategories+1, 0)}, 400, fmt.Sprintf("Too many categories (at most %d)", maxCategories)},
+		{"fields at the limit", map[string]any{"title": "t", "categories": cats(10, maxFields/10)}, 201, ""},
+		{"too many fields", map[string]any{"title": "t", "categories": cats(10, maxFields/10+1)}, 400, fmt.Sprintf("Too many fields (at most %d in a form)", maxFields)},
+		{"empty categories past the limit", map[string]any{"title": "t", "categories": strings.Repeat("{},", 5000) + "{}"}, 400, fmt.Sprintf("Too many categories (at most %d)", maxCategories)},
+		{"label too long", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{field(long(maxLabelChars+1), "")}}}}, 500, fmt.Sprintf("Failed to %%s: Field label is too long (at most %d characters)", maxLabelChars)},
+		{"field description too long", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{field("l", long(maxDescriptionChars+1))}}}}, 500, fmt.Sprintf("Failed to %%s: Field description is too long (at most %d characters)", maxDescriptionChars)},
+		{"category name too long", map[string]any{"title": "t", "categories": []any{map[string]any{"name": long(maxLabelChars + 1)}}}, 500, fmt.Sprintf("Failed to %%s: Category name is too long (at most %d characters)", maxLabelChars)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			if s, ok := body["categories"].(string); ok { // a raw JSON array, built as text
+				raw, _ := json.Marshal(map[string]any{"title": body["title"]})
+				body = nil
+				for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
+					before := e.snapshot()
+					text := strings.TrimSuffix(string(raw), "}") + `,"categories":[` + s + `]}`
+					status, answer := e.do(target.method, target.path, text)
+					if status != tc.status || !strings.Contains(string(answer), tc.msg) || e.snapshot() != before {
+						t.Errorf("%s %s = %d %s, want %d %q and nothing changed", target.method, target.path, status, answer, tc.status, tc.msg)
+					}
+				}
+				return
+			}
+			for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
+				before := e.snapshot()
+				status, answer := e.do(target.method, target.path, body)
+				want := tc.msg
+				if strings.Contains(want, "%s") {
+					want = fmt.Sprintf(want, target.op)
+				}
+				if status != tc.status && !(tc.status == 201 && target.method == "PUT" && status == 200) {
+					t.Errorf("%s %s = %d %.200s, want %d", target.method, target.path, status, answer, tc.status)
+				}
+				if tc.status >= 400 {
+					if got := strings.TrimSpace(string(answer)); got != `{"error":"`+want+`"}` {
+						t.Errorf("%s %s = %.200s, want %q", target.method, target.path, got, want)
+					}
+					if e.snapshot() != before {
+						t.Errorf("%s %s refused but changed the database", target.method, target.path)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestValueLimit: a submitted value past maxValueChars is a 400 and stores nothing.
+func TestValueLimit(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	if id := e.submit(f.ID, map[string]any{field: strings.Repeat("x", maxValueChars)}); id == 0 {
+		t.Fatal("a value at the limit was refused")
+	}
+	before := e.snapshot()
+	want := fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars)
+	e.wantError("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("x", maxValueChars+1)}}, 400, want)
+	if e.snapshot() != before {
+		t.Error("a refused value changed the database")
+	}
+}
+
+// TestJSStringLinear: String() of arrays nested thousands deep allocates in proportion to
+// its input, not to depth × size (each level once joined its own string).
+func TestJSStringLinear(t *testing.T) {
+	const depth, leaf = 5000, 100_000
+	raw := strings.Repeat("[", depth) + `"` + strings.Repeat("x", leaf) + `"` + strings.Repeat(",1]", depth)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, err := jsText(json.RawMessage(raw))
+	runtime.ReadMemStats(&after)
+	if err != nil || len(s) != leaf+2*depth {
+		t.Fatalf("jsText = %d characters, %v; want %d", len(s), err, leaf+2*depth)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 50*uint64(len(raw)) {
+		t.Errorf("String() of %d bytes nested %d deep allocated %d bytes, more than 50 times its input", len(raw), depth, alloc)
+	}
+}
+
+// TestListsAcrossPages: lists longer than a page, and pages cut by the bytes of their
+// values, read back whole, newest first, each item once, in the JSON list and the CSV.
+func TestListsAcrossPages(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	var formIDs []int64
+	for range listPageRows*2 + 3 {
+		formIDs = append(formIDs, e.createForm(map[string]any{"title": "t"}).ID)
+	}
+	var forms []Form
+	if status := e.doJSON("GET", "/api/forms", nil, &forms); status != 200 || len(forms) != len(formIDs) {
+		t.Fatalf("GET /api/forms = %d with %d forms, want %d", status, len(forms), len(formIDs))
+	}
+	for i, f := range forms {
+		if want := formIDs[len(formIDs)-1-i]; f.ID != want {
+			t.Fatalf("forms[%d] = %d, want %d (newest first, each once)", i, f.ID, want)
+		}
+	}
+
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	big := strings.Repeat("v", listPageBytes/3) // a page cut after about three of these
+	var ids []int64
+	for i := range listPageRows + 20 {
+		value := "small"
+		if i%10 == 0 {
+			value = big
+		}
+		ids = append(ids, e.submit(f.ID, map[string]any{field: value}))
+	}
+	var list []struct {
+		ID     int64                      `json:"id"`
+		Values map[string]json.RawMessage `json:"values"`
+	}
+	if status := e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list); status != 200 || len(list) != len(ids) {
+		t.Fatalf("response list = %d with %d responses, want %d", status, len(list), len(ids))
+	}
+	for i, r := range list {
+		if want := ids[len(ids)-1-i]; r.ID != want || len(r.Values) != 1 {
+			t.Fatalf("responses[%d] = %d with %d values, want %d with 1", i, r.ID, len(r.Values), want)
+		}
+	}
+	res, body := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
+	if rows := strings.Count(string(body), "\n"); res.StatusCode != 200 || rows != len(ids)+1 {
+		t.Errorf("CSV = %d with %d lines, want %d", res.StatusCode, rows, len(ids)+1)
+	}
+}

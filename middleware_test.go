@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newBareServer is a server without a database, for middleware tests that never reach
+// a route.
+func newBareServer(t *testing.T, change func(*config)) (*server, *syncBuffer) {
+	t.Helper()
+	cfg := loadConfig(func(string) string { return "" })
+	if change != nil {
+		change(&cfg)
+	}
+	logs := &syncBuffer{}
+	return newServer(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)), time.Now, &http.Client{}), logs
+}
+
+// okHandler answers 200 "ok" and reports that it ran.
+func okHandler(ran *bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*ran = true
+		io.WriteString(w, "ok")
+	})
+}
+
+// TestValidToken: only the exact token passes; a prefix, an extension or another case
+// of the token does not, whatever the case of "Bearer".
+func TestValidToken(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token-value"
+	for _, tc := range []struct {
+		header string
+		want   bool
+	}{
+		{"Bearer s3cret-token-value", true},
+		{"bearer s3cret-token-value", true},
+		{"BEARER s3cret-token-value", true},
+		{"Bearer s3cret", false},              // a prefix of the token
+		{"Bearer s3cret-token-valu", false},   // one character short
+		{"Bearer s3cret-token-value2", false}, // one character more
+		{"Bearer S3CRET-TOKEN-VALUE", false},  // the token is case-sensitive
+		{"Bearer  s3cret-token-value", false}, // the blank belongs to the token
+		{"Basic s3cret-token-value", false},   // another scheme
+		{"s3cret-token-value", false},         // no scheme
+		{"Bearer", false},
+		{"", false},
+	} {
+		if got := validToken(tc.header, token); got != tc.want {
+			t.Errorf("validToken(%q) = %v, want %v", tc.header, got, tc.want)
+		}
+	}
+}
+
+// TestRequireToken: the middleware alone lets the token through and answers anything
+// else 401 with WWW-Authenticate, on /api paths only.
+func TestRequireToken(t *testing.T) {
+	t.Parallel()
+	s, _ := newBareServer(t, func(c *config) { c.APIToken = "s3cret-token-value" })
+	for _, tc := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/api/forms", "Bearer s3cret-token-value", 200},
+		{"/api/forms", "Bearer s3cret", 401},
+		{"/api/forms", "Bearer s3cret-token-value-and-more", 401},
+		{"/api", "", 401},
+		{"/healthz", "", 200},
+		{"/apiary", "", 200}, // not under /api
+	} {
+		var ran bool
+		w := httptest.NewRecorder()
+		r := apiRequest("GET", tc.path, nil)
+		r.Header.Set("Authorization", tc.auth)
+		s.requireToken(okHandler(&ran)).ServeHTTP(w, r)
+		if w.Code != tc.want || ran != (tc.want == 200) {
+			t.Errorf("%s with %q = %d (handler ran %v), want %d", tc.path, tc.auth, w.Code, ran, tc.want)
+		}
+		if tc.want == 401 && (w.Header().Get("WWW-Authenticate") != "Bearer" || strings.TrimSpace(w.Body.String()) != `{"error":"Unauthorized"}`) {
+			t.Errorf("%s: 401 answered %q with WWW-Authenticate %q", tc.path, w.Body, w.Header().Get("WWW-Authenticate"))
+		}
+	}
+}
+
+// TestCORSOriginExact: an origin is allowed only as configured, character for
+// character: a longer host, another port or scheme, or a prefix gets no CORS header.
+func TestCORSOriginExact(t *testing.T) {
+	t.Parallel()
+	s, _ := newBareServer(t, func(c *config) { c.CORSOrigins = []string{"https://forms.example.com"} })
+	for _, tc := range []struct {
+		origin string
+		want   bool
+	}{
+		{"https://forms.example.com", true},
+		{"https://forms.example.com.evil.net", false},
+		{"https://forms.example.com:8443", false},
+		{"http://forms.example.com", false},
+		{"https://forms.example.co", false},
+		{"https://evil.forms.example.com", false},
+		{"null", false},
+	} {
+		var ran bool
+		w := httptest.NewRecorder()
+		r := apiRequest("GET", "/api/forms", nil)
+		r.Header.Set("Origin", tc.origin)
+		s.allowCORS(okHandler(&ran)).ServeHTTP(w, r)
+		if got := w.Header().Get("Access-Control-Allow-Origin"); (got == tc.origin) != tc.want || (!tc.want && got != "") {
+			t.Errorf("origin %q: Access-Control-Allow-Origin %q, allowed should be %v", tc.origin, got, tc.want)
+		}
+		if !ran {
+			t.Errorf("origin %q: the request did not go on", tc.origin)
+		}
+	}
+}
+
+// TestCheckHost: without a token, API requests for a Host name the service does not
+// know are refused 403 (DNS rebinding); localhost, IP addresses and ALLOWED_HOSTS pass,
+// and with a token every Host does.
+func TestCheckHost(t *testing.T) {
+	t.Parallel()
+	open, _ := newBareServer(t, func(c *config) { c.AllowedHosts = []string{"forms.internal"} })
+	guarded, _ := newBareServer(t, func(c *config) { c.APIToken = "t" })
+	for _, tc := range []struct {
+		s    *server
+		host string
+		path string
+		want int
+	}{
+		{open, "localhost:8080", "/api/forms", 200},
+		{open, "LOCALHOST", "/api/forms", 200},
+		{open, "app.localhost", "/api/forms", 200},
+		{open, "127.0.0.1:8080", "/api/forms", 200},
+		{open, "[::1]:8080", "/api/forms", 200},
+		{open, "192.168.1.20", "/api/forms", 200},
+		{open, "forms.internal:8080", "/api/forms", 200},
+		{open, "FORMS.internal.", "/api/forms", 200},
+		{open, "attacker.example", "/api/forms", 403},
+		{open, "forms.internal.attacker.example", "/api/forms", 403},
+		{open, "localhost.attacker.example", "/api/forms", 403},
+		{open, "attacker.example", "/healthz", 200},
+		{guarded, "attacker.example", "/api/forms", 200},
+	} {
+		var ran bool
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", tc.path, nil)
+		r.Host = tc.host
+		tc.s.checkHost(okHandler(&ran)).ServeHTTP(w, r)
+		if w.Code != tc.want || ran != (tc.want == 200) {
+			t.Errorf("Host %q %s (token %v) = %d, want %d", tc.host, tc.path, tc.s.cfg.APIToken != "", w.Code, tc.want)
+		}
+		if tc.want == 403 && strings.TrimSpace(w.Body.String()) != `{"error":"Host not allowed"}` {
+			t.Errorf("Host %q: answer %s", tc.host, w.Body)
+		}
+	}
+}
+
+// TestReadBodyContentType: a body is read only as application/json; any other type, or
+// none, is a 415 before the handler runs, which ends cross-site "simple" requests.
+func TestReadBodyContentType(t *testing.T) {
+	t.Parallel()
+	s, _ := newBareServer(t, nil)
+	for _, tc := range []struct {
+		contentType string
+		want        int
+	}{
+		{"application/json", 200},
+		{"application/json; charset=utf-8", 200},
+		{"Application/JSON", 200},
+		{"text/plain", 415},
+		{"application/x-www-form-urlencoded", 415},
+		{"multipart/form-data; boundary=x", 415},
+		{"", 415},
+		{"application/jsonp", 415},
+	} {
+		var ran bool
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/api/forms", strings.NewReader(`{"title":"x"}`))
+		if tc.contentType != "" {
+			r.Header.Set("Content-Type", tc.contentType)
+		}
+		s.readBody(okHandler(&ran)).ServeHTTP(w, r)
+		if w.Code != tc.want || ran != (tc.want == 200) {
+			t.Errorf("Content-Type %q = %d, want %d", tc.contentType, w.Code, tc.want)
+		}
+	}
+}
+
+// TestCrossSiteSimpleRequestsCreateNothing: the three bodies a page on another site can
+// send without a preflight create no form.
+func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"} {
+		status, raw := e.do("POST", "/api/forms", `{"title":"csrf"}`, "Content-Type", ct)
+		if status != 415 || !strings.Contains(string(raw), "application/json") {
+			t.Errorf("POST as %s = %d %s, want 415", ct, status, raw)
+		}
+	}
+	if n := e.count("forms"); n != 0 {
+		t.Errorf("%d forms created by cross-site requests", n)
+	}
+}
+
+// TestRecoverPanics alone: a panic before any byte is a JSON 500 and a log line; after
+// bytes are out, the connection is aborted.
+func TestRecoverPanics(t *testing.T) {
+	t.Parallel()
+	s, logs := newBareServer(t, nil)
+	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") })))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, apiRequest("GET", "/x", nil))
+	if w.Code != 500 || strings.TrimSpace(w.Body.String()) != `{"error":"Internal server error"}` {
+		t.Errorf("panic answered %d %s", w.Code, w.Body)
+	}
+	if !strings.Contains(logs.String(), "panic=boom") || !strings.Contains(logs.String(), "status=500") {
+		t.Errorf("log:\n%s", logs)
+	}
+	after := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "[")
+		panic("late")
+	})))
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("a panic after the first byte gave %v, want http.ErrAbortHandler", v)
+		}
+	}()
+	after.ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/x", nil))
+}
+
+// TestLogRequests alone: one line per request with method, path and status.
+func TestLogRequests(t *testing.T) {
+	t.Parallel()
+	s, logs := newBareServer(t, nil)
+	h := s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	h.ServeHTTP(httptest.NewRecorder(), apiRequest("DELETE", "/api/forms/3", nil))
+	if line := logs.String(); !strings.Contains(line, "method=DELETE") || !strings.Contains(line, "path=/api/forms/3") || !strings.Contains(line, "status=418") {
+		t.Errorf("log line: %s", line)
+	}
+}
+
+// TestErrorTable: each kind of error gets its status and message shape, and a failure
+// of ours never shows its cause.
+func TestErrorTable(t *testing.T) {
+	t.Parallel()
+	s, logs := newBareServer(t, nil)
+	for _, tc := range []struct {
+		err        error
+		status     int
+		body       string
+		retryAfter bool
+	}{
+		{invalid("Invalid form ID"), 400, `{"error":"Invalid form ID"}`, false},
+		{during("update form 7", errNotFound), 404, `{"error":"update form 7: Record not found"}`, false},
+		{errFormNotFound, 404, `{"error":"Form not found"}`, false},
+		{&apiError{kind: kindNotFound, member: "message", msg: "none today"}, 404, `{"message":"none today"}`, false},
+		{during("create form", rejected("Field label is required")), 500, `{"error":"Failed to create form: Field label is required"}`, false},
+		{during("fetch forms", errors.New("dial tcp 10.0.0.1:5432: connection refused")), 500, `{"error":"Failed to fetch forms: internal error"}`, false},
+		{fmt.Errorf("open /etc/secret/prompt.txt: no such file"), 500, `{"error":"Internal server error"}`, false},
+		{errBodyTooLarge, 413, `{"error":"Request body too large"}`, false},
+		{errBusy, 503, `{"error":"Server busy, retry later"}`, true},
+		{&apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}, 415, `{"error":"Content-Type must be application/json"}`, false},
+	} {
+		w := httptest.NewRecorder()
+		s.writeError(w, apiRequest("GET", "/api/x", nil), tc.err)
+		if w.Code != tc.status || strings.TrimSpace(w.Body.String()) != tc.body || (w.Header().Get("Retry-After") != "") != tc.retryAfter {
+			t.Errorf("writeError(%v) = %d %s (Retry-After %q), want %d %s", tc.err, w.Code, w.Body, w.Header().Get("Retry-After"), tc.status, tc.body)
+		}
+	}
+	for _, cause := range []string{"10.0.0.1:5432", "/etc/secret/prompt.txt"} {
+		if !strings.Contains(logs.String(), cause) {
+			t.Errorf("the log lacks %q:\n%s", cause, logs)
+		}
+	}
+}
+
+// TestGate: a gate admits up to its capacity, in order; a waiter past the queue's length
+// or its wait is refused errBusy at once or at the deadline; a client gone while
+// waiting gets its context's error; whatever gives up leaves the gate as it found it.
+func TestGate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGate(10, 2, 100*time.Millisecond)
+	hold, err := g.acquire(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two wait (the queue's length), the third is refused at once.
+	results := make(chan error, 2)
+	for range 2 {
+		go func() {
+			release, err := g.acquire(ctx, 5)
+			if err == nil {
+				release()
+			}
+			results <- err
+		}()
+	}
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 2 })
+	if _, err := g.acquire(ctx, 1); err != errBusy {
+		t.Errorf("a third waiter = %v, want errBusy at once", err)
+	}
+	for range 2 {
+		if err := <-results; err != errBusy {
+			t.Errorf("a waiter past its deadline = %v, want errBusy", err)
+		}
+	}
+	hold()
+	if used := gateUsed(g); used != 0 {
+		t.Errorf("after every release the gate holds %d", used)
+	}
+	// A release admits the first in line.
+	hold, _ = g.acquire(ctx, 10)
+	admitted := make(chan error, 1)
+	go func() {
+		release, err := g.acquire(ctx, 10)
+		if err == nil {
+			release()
+		}
+		admitted <- err
+	}()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 1 })
+	hold()
+	if err := <-admitted; err != nil {
+		t.Errorf("a waiter after a release = %v, want admitted", err)
+	}
+	// A client that leaves gets its context's error.
+	hold, _ = g.acquire(ctx, 10)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.acquire(cctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled waiter = %v, want context.Canceled", err)
+	}
+	hold()
+	if used := gateUsed(g); used != 0 {
+		t.Errorf("the gate holds %d after everyone left", used)
+	}
+}
+
+// TestHeavyQueueBounded: with every heavy slot busy and the queue full, one more PDF is
+// answered 503 with Retry-After at once.
+func TestHeavyQueueBounded(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	pdf := "/api/responses/" + itoa(e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})) + "/export/pdf"
+	release := occupyHeavy(t, e.srv)
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range heavyQueue {
+		go func() {
+			req := apiRequest("GET", pdf, nil).WithContext(ctx)
+			e.srv.ServeHTTP(httptest.NewRecorder(), req)
+		}()
+	}
+	waitFor(t, func() bool { g := e.srv.heavy; g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == heavyQueue })
+	res, body := e.getRaw(pdf)
+	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "busy") {
+		t.Errorf("PDF with a full queue = %d %s (Retry-After %q), want 503", res.StatusCode, body, res.Header.Get("Retry-After"))
+	}
+}
+
+// TestConnectionLimit: past the cap, a connection is answered 503 and closed; once one
+// closes, the next is served.
+func TestConnectionLimit(t *testing.T) {
+	t.Parallel()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &limitListener{Listener: inner, slots: make(chan struct{}, 2)}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go hs.Serve(ln)
+	defer hs.Close()
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	waitFor(t, func() bool { return len(ln.slots) == 2 })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(c)
+	c.Close()
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 503") || !strings.HasSuffix(string(answer), "{\"error\":\"Too many connections\"}\n") {
+		t.Errorf("a connection past the cap got %q", answer)
+	}
+	held[0].Close()
+	waitFor(t, func() bool { return len(ln.slots) == 1 })
+	res, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil || res.StatusCode != 200 {
+		t.Errorf("after a connection closed: %v %v", res, err)
+	}
+	if res != nil {
+		res.Body.Close()
+	}
+	held[1].Close()
+}
