@@ -281,9 +281,12 @@ const (
 	// maxConnections bounds the open connections; one more is answered 503 and closed.
 	maxConnections = 512
 	// maxUploadBytes bounds the request bodies being read and held at once; a body
-	// that finds no room within maxUploadWait is refused 503.
+	// that finds no room within maxUploadWait is refused 503. Small bodies (at most
+	// smallBodyBytes, every ordinary request) go in without it: maxConnections bounds
+	// them, and a crowd of stalled large uploads cannot hold them up.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
+	smallBodyBytes = 64 << 10
 	// maxAnswersBytes bounds the answers built and not yet read by their clients; an
 	// answer that finds no room within maxAnswerWait is refused 503. Small answers
 	// (under smallAnswerBytes) go out without it: maxConnections bounds them.
@@ -639,13 +642,15 @@ func (s *server) checkedBody(w http.ResponseWriter, r *http.Request) (body []byt
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return nil, nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
 	}
-	size := int64(maxBodyBytes)
-	if r.ContentLength > 0 {
-		size = r.ContentLength
-	}
-	release, err = s.uploads.acquire(r.Context(), size)
-	if err != nil {
-		return nil, nil, err
+	release = func() {}
+	if r.ContentLength < 0 || r.ContentLength > smallBodyBytes {
+		size := int64(maxBodyBytes) // of unknown length: as much as it may be
+		if r.ContentLength > 0 {
+			size = r.ContentLength
+		}
+		if release, err = s.uploads.acquire(r.Context(), size); err != nil {
+			return nil, nil, err
+		}
 	}
 	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var maxErr *http.MaxBytesError

@@ -495,13 +495,15 @@ func TestExportCSV(t *testing.T) {
 }
 
 // TestFileTitle: white space as JavaScript's \s sees it (U+FEFF yes, U+0085 no),
-// slashes and backslashes become underscores; nothing left is "form".
+// slashes and backslashes become underscores; control and format characters go (U+0085
+// is a control character); nothing left is "form".
 func TestFileTitle(t *testing.T) {
 	for _, tc := range []struct{ title, want string }{
 		{"Q3 report", "Q3_report"},
 		{"a/b\\c\td", "a_b_c_d"},
 		{"\uFEFF", "_"},
-		{"a\u0085b", "a\u0085b"},
+		{"a\u0085b", "ab"},
+		{"a\u202Eb\u2066c\u2069\u200Bd\x01", "abcd"},
 		{"a\u00a0b\u2003c", "a_b_c"},
 		{"", "form"},
 	} {

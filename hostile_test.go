@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The hostile suite runs the service, built as a user builds it (no race detector), as a
+// child process, attacks it, and checks the bounds docs/DESIGN.md promises: peak memory
+// (VmHWM) within hostileRSSBudget, /healthz within a second and another client's
+// ordinary request within two while the attack runs, and every acknowledged write kept.
+const hostileRSSBudget = 256 << 20
+
+// hostileBinary builds the service once for the suite.
+var hostileBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "formsvc-hostile")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "formsvc")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// hostileChild is the built service under attack.
+type hostileChild struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	addr string
+}
+
+func startHostileChild(t *testing.T) *hostileChild {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("peak memory is read from /proc (Linux)")
+	}
+	bin, err := hostileBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(cmd.Dir, "forms.db"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("service did not start: %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	c := &hostileChild{t: t, cmd: cmd, base: "http://" + m[1], addr: m[1]}
+	waitHealthy(t, c.base)
+	return c
+}
+
+// peakRSS is the child's VmHWM.
+func (c *hostileChild) peakRSS() int64 {
+	c.t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(status)
+	if m == nil {
+		c.t.Fatalf("no VmHWM in /proc status")
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
+}
+
+// post sends a JSON body and decodes the answer into out (when not nil).
+func (c *hostileChild) post(method, path string, body any, out any) int {
+	c.t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, c.base+path, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	if out != nil {
+		json.NewDecoder(res.Body).Decode(out)
+	}
+	io.Copy(io.Discard, res.Body)
+	return res.StatusCode
+}
+
+// within reports how long a GET took and fails it past limit or on an unexpected status.
+func (c *hostileChild) within(path string, want int, limit time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	start := time.Now()
+	res, err := (&http.Client{Transport: &http.Transport{}}).Do(req) // a connection of its own
+	if err != nil {
+		c.t.Errorf("GET %s during the attack: %v after %v", path, err, time.Since(start))
+		return
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != want {
+		c.t.Errorf("GET %s during the attack = %d, want %d", path, res.StatusCode, want)
+	}
+}
+
+// rawConn opens a connection and writes head; the attack decides what follows.
+func (c *hostileChild) rawConn(head string) net.Conn {
+	c.t.Helper()
+	conn, err := net.Dial("tcp", c.addr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	io.WriteString(conn, head)
+	return conn
+}
+
+// TestHostile runs each attack on a fresh service and checks the bounds meanwhile.
+func TestHostile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the hostile suite builds and attacks the service (seconds); -short skips it")
+	}
+	type setup struct {
+		form     FormDetail
+		response int64
+	}
+	attacks := []struct {
+		name   string
+		attack func(c *hostileChild, s setup) (stop func())
+	}{
+		{"PDF of characters that print as their names", func(c *hostileChild, s setup) func() {
+			var id struct{ ResponseID int64 }
+			field := itoa(s.form.Categories[0].Fields[0].ID)
+			c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("\U0001FBA9", maxValueChars)}}, &id)
+			return repeatGETs(c, "/api/responses/"+itoa(id.ResponseID)+"/export/pdf", 4)
+		}},
+		{"clients that never read a large list and CSV", func(c *hostileChild, s setup) func() {
+			field := itoa(s.form.Categories[0].Fields[0].ID)
+			for range 60 {
+				c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("v", 100_000)}}, nil)
+			}
+			for i := range 80 {
+				path := "/api/forms/" + itoa(s.form.ID) + "/responses"
+				if i%2 == 1 {
+					path += ".csv"
+				}
+				c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			}
+			return func() {}
+		}},
+		{"a long label repeated in every listed response", func(c *hostileChild, s setup) func() {
+			var f FormDetail
+			c.post("POST", "/api/forms", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{
+				map[string]any{"label": strings.Repeat("L", maxLabelChars), "type": "text"}}}}}, &f)
+			c.post("GET", "/api/forms/"+itoa(f.ID), nil, &f)
+			for range 300 {
+				c.post("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{itoa(f.Categories[0].Fields[0].ID): "a"}}, nil)
+			}
+			return repeatGETs(c, "/api/forms/"+itoa(f.ID)+"/responses", 8)
+		}},
+		{"a body of a hundred thousand empty categories", func(c *hostileChild, s setup) func() {
+			body := `{"title":"t","categories":[` + strings.Repeat("{},", 100_000) + `{}]}`
+			return repeatRaw(c, "POST", "/api/forms", body, 6)
+		}},
+		{"a thousand PDF requests at once", func(c *hostileChild, s setup) func() {
+			var wg sync.WaitGroup
+			for range 1000 {
+				wg.Go(func() {
+					res, err := http.Get(c.base + "/api/responses/" + itoa(s.response) + "/export/pdf")
+					if err == nil {
+						io.Copy(io.Discard, res.Body)
+						res.Body.Close()
+					}
+				})
+			}
+			return wg.Wait
+		}},
+		{"uploads that stall short of their end", func(c *hostileChild, s setup) func() {
+			chunk := `{"title":"` + strings.Repeat("x", maxBodyBytes-100)
+			for range 300 {
+				conn := c.rawConn(fmt.Sprintf("POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes))
+				go io.WriteString(conn, chunk) // and stop short
+			}
+			return func() {}
+		}},
+		{"values nested ten thousand deep", func(c *hostileChild, s setup) func() {
+			deep := strings.Repeat("[", 9990) + strings.Repeat("1,", 200_000) + "1" + strings.Repeat("]", 9990)
+			body := `{"values":{"` + itoa(s.form.Categories[0].Fields[0].ID) + `":` + deep + `}}`
+			return repeatRaw(c, "POST", "/api/forms/"+itoa(s.form.ID)+"/responses", body, 4)
+		}},
+		{"headers sent a byte at a time", func(c *hostileChild, s setup) func() {
+			for range 400 {
+				conn := c.rawConn("GET /api/forms HTTP/1.1\r\nHost: localhost\r\n")
+				go func() {
+					for range 10 {
+						if _, err := io.WriteString(conn, "X: y\r\n"); err != nil {
+							return
+						}
+						time.Sleep(time.Second)
+					}
+				}()
+			}
+			return func() {}
+		}},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			c := startHostileChild(t)
+			var s setup
+			c.post("POST", "/api/forms", fullForm(), &s.form)
+			c.post("GET", "/api/forms/"+itoa(s.form.ID), nil, &s.form)
+			field := itoa(s.form.Categories[0].Fields[0].ID)
+			var first struct{ ResponseID int64 }
+			c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: "x"}}, &first)
+			s.response = first.ResponseID
+
+			stop := a.attack(c, s)
+			acked := 0
+			for range 5 {
+				time.Sleep(200 * time.Millisecond) // the attack under way
+				c.within("/healthz", 200, time.Second)
+				c.within("/api/forms/"+itoa(s.form.ID), 200, 2*time.Second)
+				if c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: "ack"}}, nil) == 201 {
+					acked++
+				}
+			}
+			stop()
+			if peak := c.peakRSS(); peak > hostileRSSBudget {
+				t.Errorf("peak RSS %d MiB, budget %d MiB", peak>>20, hostileRSSBudget>>20)
+			} else {
+				t.Logf("peak RSS %d MiB", peak>>20)
+			}
+			var list []struct {
+				Values map[string]struct{ Value *string }
+			}
+			c.post("GET", "/api/forms/"+itoa(s.form.ID)+"/responses", nil, &list)
+			kept := 0
+			for _, r := range list {
+				if v := r.Values[field].Value; v != nil && *v == "ack" {
+					kept++
+				}
+			}
+			if acked == 0 || kept != acked {
+				t.Errorf("%d submits acknowledged during the attack, %d kept", acked, kept)
+			}
+		})
+	}
+}
+
+// repeatGETs runs n clients that GET path over and over until stopped.
+func repeatGETs(c *hostileChild, path string, n int) func() {
+	return repeatRaw(c, "GET", path, "", n)
+}
+
+// repeatRaw runs n clients sending the request over and over until stopped.
+func repeatRaw(c *hostileChild, method, path, body string, n int) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			client := &http.Client{Transport: &http.Transport{}}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if res, err := client.Do(req); err == nil {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
+}
