@@ -58,6 +58,7 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 // textarea's lines or a document's fields fill the pages; a document of pdfMaxPages
 // pages is still written.
 func TestExportPDFTooLong(t *testing.T) {
+	t.Parallel()
 	fonts := newFontIndex(nil)
 	// A frame holds 55 lines of 13.2 pt on a page (741.89 pt less 10 of padding), 51 on
 	// the first under the title and label: 54,996 lines on 1000 pages. "x\n" n times is
@@ -91,6 +92,7 @@ func TestExportPDFTooLong(t *testing.T) {
 // TestPDFNameBudget: names are printed until the next would pass pdfNameBudget, then
 // U+FFFD, per document.
 func TestPDFNameBudget(t *testing.T) {
+	t.Parallel()
 	l := &pdfLayout{}
 	name := runeName(0x1F642) // [SLIGHTLY SMILING FACE], 23 letters
 	n := pdfNameBudget / len(name)
@@ -110,6 +112,7 @@ func TestPDFNameBudget(t *testing.T) {
 // TestPDFTitleMetadata: the metadata title is the title as typed, emoji included (as
 // UTF-16 surrogate pairs), without bidi controls or names.
 func TestPDFTitleMetadata(t *testing.T) {
+	t.Parallel()
 	form, values := oneFieldForm("Report \u202Eשלום\u202C 🙂 (draft)\x07", "text", "v")
 	pdf, err, _ := exportAllocs(t, form, values, newFontIndex(nil))
 	if err != nil {
