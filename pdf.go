@@ -25,6 +25,7 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/text/unicode/bidi"
+	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
 )
 
@@ -457,6 +458,10 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		l.pdf.SetFont(gs[i].font, "", size)
 		j := i
 		for ; j < len(gs) && gs[j].font == gs[i].font; j++ {
+			if gs[j].r == softHyphen {
+				gs[j].w = l.pdf.GetStringWidth("-") // its width where it prints
+				continue
+			}
 			gs[j].w = l.pdf.GetStringWidth(string(gs[j].r))
 		}
 		i = j
@@ -515,10 +520,15 @@ func runeName(r rune) string {
 	return fmt.Sprintf("[U+%04X]", r)
 }
 
+// softHyphen marks where a word may be hyphenated: it prints only at the end of a line
+// that breaks there, as a hyphen; elsewhere it is invisible.
+const softHyphen = '\u00AD'
+
 // breakLines breaks a paragraph's glyphs (in logical order) into lines no wider than
-// width: after a space, or between two characters of a script written without spaces
-// (Chinese, Japanese), or, for a word longer than the line, before the character that
-// would overflow. The spaces at a break are dropped.
+// width: where canBreak allows, or, for a word longer than the line, before the character
+// that would overflow (never before a mark, which stays with its base). The spaces at a
+// break are dropped; a soft hyphen at a break becomes a hyphen (its glyph's advance is
+// the hyphen's), others are dropped.
 func breakLines(gs []glyph, width float64) [][]glyph {
 	var lines [][]glyph
 	for len(gs) > 0 {
@@ -526,13 +536,15 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		brk := 0 // the last break opportunity: the line may end before gs[brk]
 		n := 0
 		for n < len(gs) {
-			if n > 0 && (gs[n-1].r == ' ' || (gs[n].r != ' ' && (breaksAnywhere(gs[n-1].r) || breaksAnywhere(gs[n].r)))) {
+			if n > 0 && canBreak(gs[n-1].r, gs[n].r) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
 				brk = n
 			}
-			if w+gs[n].w > width && gs[n].r != ' ' && n > 0 {
+			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !isMark(gs[n].r) {
 				break
 			}
-			w += gs[n].w
+			if gs[n].r != softHyphen {
+				w += gs[n].w
+			}
 			n++
 		}
 		end := n
@@ -542,6 +554,13 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		line := gs[:end]
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
+		}
+		hyphen := end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen
+		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
+		if hyphen {
+			h := gs[end-1]
+			h.r = '-'
+			line = append(line, h) // into the place of a soft hyphen deleted
 		}
 		if len(line) > 0 {
 			lines = append(lines, line)
@@ -554,11 +573,49 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 	return lines
 }
 
+// canBreak reports whether a line may break between a and b, two characters of a
+// paragraph: after a space or a soft hyphen, and between two characters where one is of
+// a script written without spaces (breaksAnywhere), but never before a mark (which
+// belongs to the character before it), before closing punctuation or after opening
+// punctuation (noBreakBefore, noBreakAfter).
+func canBreak(a, b rune) bool {
+	switch {
+	case isMark(b):
+		return false
+	case a == ' ' || a == softHyphen:
+		return true
+	case b == ' ' || noBreakBefore(b) || noBreakAfter(a):
+		return false
+	}
+	return breaksAnywhere(a) || breaksAnywhere(b)
+}
+
+// isMark reports a combining mark, drawn on the character before it.
+func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) }
+
 // breaksAnywhere reports a character of a script written without spaces between words,
-// where a line may break between any two characters.
+// where a line may break between any two characters: Chinese, Japanese and Thai. For Thai
+// this is a rule without a dictionary: it may break inside a word, but never after a
+// leading vowel (noBreakAfter), nor before a mark, a following vowel or a repetition mark
+// (noBreakBefore), so that no syllable loses its vowel.
 func breaksAnywhere(r rune) bool {
 	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
-		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF // CJK and full-width punctuation
+		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF || // CJK and full-width punctuation
+		r >= 0x0E01 && r <= 0x0E5B // Thai
+}
+
+// noBreakBefore reports a character a line does not start with: closing punctuation, the
+// Chinese and Japanese punctuation and small kana that follow what they close (UAX #14's
+// classes CL, CP, EX, IS and NS), and Thai's following vowels and repetition marks.
+func noBreakBefore(r rune) bool {
+	return unicode.In(r, unicode.Pe, unicode.Pf) ||
+		strings.ContainsRune("!%),.:;?、。〃〆〻ゝゞ゠ーヽヾ・ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶ！％），．：；？｡､ｰ"+"ะาำๅๆฯ", r)
+}
+
+// noBreakAfter reports a character a line does not end with: opening punctuation, and a
+// Thai leading vowel, which is written before the consonant it follows in speech.
+func noBreakAfter(r rune) bool {
+	return unicode.In(r, unicode.Ps, unicode.Pi) || r >= 0x0E40 && r <= 0x0E44
 }
 
 // formatValue turns a stored value into the text printed for its field type.
@@ -582,23 +639,27 @@ func formatValue(fieldType, value string) string {
 	}
 }
 
-// pdfText cleans text for layout: invalid UTF-8 becomes U+FFFD, control characters
-// become a space, except newlines where keepNewlines is set (textareas), with CRLF and CR
-// read as one. Characters above U+FFFF stay: fpdf draws none of them, and the layout
+// pdfText cleans text for layout: it is composed (NFC), invalid UTF-8 becomes U+FFFD,
+// control characters become a space, and so do line breaks (LF, CR, CRLF as one, and
+// the line and paragraph separators U+2028 and U+2029) unless keepNewlines is set
+// (textareas): then they become LF. Characters above U+FFFF stay: fpdf draws none of them, and the layout
 // prints what it can instead (pdfLayout.missing).
 func pdfText(s string, keepNewlines bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
+	// Composed, as fpdf draws character by character: a letter and its accent in one
+	// glyph where the font has it.
+	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
 		switch {
-		case r == '\n' || r == '\r':
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
 			if keepNewlines {
 				b.WriteByte('\n')
 			} else {
 				b.WriteByte(' ')
 			}
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case unicode.IsControl(r):
 			b.WriteByte(' ')
 		default:
 			b.WriteRune(r)

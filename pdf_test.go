@@ -870,8 +870,10 @@ func TestShapeArabic(t *testing.T) {
 }
 
 // TestBreakLines: with every glyph 1 wide, lines break after spaces, between Chinese
-// and Japanese characters, and inside a word only when it does not fit on a line alone;
-// a line that fits exactly is not broken, and spaces at a break are dropped.
+// and Japanese characters (not before closing punctuation nor after opening), and inside
+// a word only when it does not fit on a line alone; a line that fits exactly is not
+// broken, and spaces at a break are dropped; a soft hyphen prints only at a break; Thai
+// breaks between characters but not after a leading vowel; a mark stays with its base.
 func TestBreakLines(t *testing.T) {
 	lines := func(s string, width float64) []string {
 		var gs []glyph
@@ -900,7 +902,15 @@ func TestBreakLines(t *testing.T) {
 		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
 		{"a 北京北京", 4, []string{"a 北京", "北京"}},
 		{"a bc de", 4, []string{"a bc", "de"}}, // the space after a full line is no overflow
-		{"ab ！！！", 4, []string{"ab ！", "！！"}},  // full-width forms break like ideographs
+		{"ab ＡＡＡ", 4, []string{"ab Ａ", "ＡＡ"}},  // full-width forms break like ideographs
+		{"ab ！！！", 4, []string{"ab", "！！！"}},   // but not before closing punctuation
+		{"東京です。", 4, []string{"東京で", "す。"}},    // a line never starts with 。
+		{"東京「大阪」", 3, []string{"東京", "「大", "阪」"}},
+		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
+		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
+		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
+		{"abc\u0301d", 3, []string{"abc\u0301", "d"}}, // a mark stays with its base
+		{"กินแมว", 4, []string{"กิน", "แมว"}},         // Thai: never a break after a leading vowel (แ)
 	} {
 		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
 			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)
@@ -923,7 +933,7 @@ func TestRuneNames(t *testing.T) {
 }
 
 // TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
-// space elsewhere, as are the Unicode line and paragraph separators.
+// space elsewhere, as are the Unicode line and paragraph separators; text is composed.
 func TestPDFTextLineBreaks(t *testing.T) {
 	for _, tc := range []struct {
 		in           string
@@ -934,6 +944,8 @@ func TestPDFTextLineBreaks(t *testing.T) {
 		{"one\r\ntwo", true, "one\ntwo"},
 		{"one\rtwo", false, "one two"},
 		{"a\u2028b\u2029c", false, "a b c"},
+		{"a\u2028b\u2029c", true, "a\nb\nc"},
+		{"pho\u0302\u0301 a\u0302\u0300", false, "phố ầ"}, // composed (NFC)
 		{"a\tb", true, "a b"},
 	} {
 		if got := pdfText(tc.in, tc.keepNewlines); got != tc.want {
