@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-pdf/fpdf"
@@ -24,6 +25,7 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/text/unicode/bidi"
+	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
 )
 
@@ -88,9 +90,24 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	return writeFailed(err)
 }
 
+// Bounds of a document, so that its cost follows its input and not what the text expands
+// into (docs/DESIGN.md, PDF).
+const (
+	// pdfMaxPages is far beyond any real form: a form of a few hundred fields with long
+	// answers fills tens of pages.
+	pdfMaxPages = 1000
+	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
+	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
+	pdfNameBudget = 2000
+)
+
+// errPDFTooLong is returned, wrapped, for a document that would pass pdfMaxPages.
+var errPDFTooLong = errors.New("PDF too long")
+
 // writeResponsePDF lays out the form with the response's values filled in (docs/SPEC.md §4's
 // content rules) and writes the finished document to buf. fonts supplies the fallback
-// fonts for characters the Go fonts lack.
+// fonts for characters the Go fonts lack. A document that would pass pdfMaxPages is not
+// finished: the error wraps errPDFTooLong.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
 	// fpdf reports most failures through pdf.Err, but some inputs still panic inside it;
 	// the text is sanitised below so none should, and this turns any that remains into an
@@ -102,9 +119,11 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	}()
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
-	pdf.SetAutoPageBreak(true, pdfMargin)
+	// The layout breaks its own pages (pdfLayout.flow), so that it can bound their number
+	// and keep a label with its value.
+	pdf.SetAutoPageBreak(false, pdfMargin)
 	pdf.SetCellMargin(0)
-	pdf.SetTitle(pdfText(form.Title, false), true)
+	pdf.SetTitle(pdfTitle(form.Title), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
 	// garbage, for every page, which made a five-page document cost a quarter more than
@@ -122,38 +141,97 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		}
 	}
 	pdf.SetLineWidth(1)
-	pdf.AddPage()
 
 	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
-	l.text("GoBold", 18, form.Title, "C")
+	l.newPage()
+	l.text(l.paragraph("GoBold", 18, form.Title, "C"))
 	l.moveDown(18)
 	for _, c := range form.Categories {
-		if c.Name != "" {
-			l.text("GoBold", 14, c.Name, "L")
-			l.moveDown(14 / 2)
-		}
-		for _, fd := range c.Fields {
-			l.text("GoMedium", 12, fd.Label+":", "L")
-			if fd.Description != nil && *fd.Description != "" {
-				l.text("GoItalic", 9, *fd.Description, "L")
-			}
+		fields := make([]fieldBlock, len(c.Fields))
+		for i, fd := range c.Fields {
 			value := ""
 			if v := values[fd.ID]; v != nil {
 				value = *v
 			}
-			if fd.Type == "textarea" {
-				l.textarea(value)
-			} else {
-				l.underlined(formatValue(fd.Type, value))
+			fields[i] = l.layoutField(fd, value)
+		}
+		if c.Name != "" {
+			heading := l.paragraph("GoBold", 14, c.Name, "L")
+			// A heading stays on the page of its first field's label and value.
+			keep := heading.height()
+			if len(fields) > 0 {
+				keep += lineHeight(14/2) + fields[0].keepHeight()
 			}
+			l.keepTogether(keep)
+			l.text(heading)
+			l.moveDown(14 / 2)
+		}
+		for _, f := range fields {
+			l.field(f)
 			l.moveDown(11)
 		}
 		l.moveDown(11 / 2)
+	}
+	if l.err != nil {
+		return l.err
 	}
 	if err := pdf.Output(buf); err != nil {
 		return fmt.Errorf("pdf output: %w", err)
 	}
 	return nil
+}
+
+// fieldBlock is one field laid out: its label, its description (none when it has none)
+// and its value, underlined or in a frame.
+type fieldBlock struct {
+	label, description paragraph
+	hasDescription     bool
+	value              paragraph
+	textarea           bool
+}
+
+// layoutField lays out a field and its value as docs/SPEC.md §4 prints them.
+func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", "L"), textarea: fd.Type == "textarea"}
+	if fd.Description != nil && *fd.Description != "" {
+		b.description, b.hasDescription = l.paragraph("GoItalic", 9, *fd.Description, "L"), true
+	}
+	if b.textarea {
+		b.value = l.textareaLines(value)
+	} else {
+		b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), "L")
+	}
+	return b
+}
+
+// keepHeight is the height of what must share a page: the label, the description, and
+// the first line of the value, or the top of the frame (its least height) for a textarea.
+func (b fieldBlock) keepHeight() float64 {
+	h := b.label.height() + lineHeight(11)
+	if b.hasDescription {
+		h += b.description.height()
+	}
+	if b.textarea {
+		h += pdfMinBoxHeight - lineHeight(11)
+	}
+	return h
+}
+
+// field prints a laid-out field, starting a new page first when its label would be parted
+// from its value.
+func (l *pdfLayout) field(b fieldBlock) {
+	l.keepTogether(b.keepHeight())
+	l.text(b.label)
+	if b.hasDescription {
+		l.text(b.description)
+	}
+	if b.textarea {
+		l.textarea(b.value)
+		return
+	}
+	l.text(b.value)
+	y := l.pdf.GetY()
+	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
 }
 
 // usedFonts names the Go font families a form's document prints with.
@@ -178,15 +256,17 @@ type pdfLayout struct {
 	fonts *fontIndex
 	added map[*fallbackFont]bool // fallback fonts already in this document
 	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
+	names int                    // letters of character names printed, against pdfNameBudget
+	err   error                  // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
 // of the bidirectional algorithm (odd is right to left) and its advance.
 type glyph struct {
-	r     rune
-	font  string
-	level int8
 	w     float64
+	font  string
+	r     rune
+	level int8
 }
 
 // textLine is one line of glyphs in visual (left-to-right drawing) order.
@@ -196,37 +276,125 @@ type textLine struct {
 	rtl    bool // of a right-to-left paragraph: aligned to the right
 }
 
+// paragraph is text laid out in lines of one size, ready to be drawn: at least one line,
+// which may be empty.
+type paragraph struct {
+	lines []textLine
+	size  float64
+	align string // "C" centres the lines; otherwise a line goes by its direction
+}
+
+func (p paragraph) height() float64 { return float64(len(p.lines)) * lineHeight(p.size) }
+
 func lineHeight(size float64) float64 { return size * pdfLineSpacing }
 
 func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
-// text prints wrapped text over the content width, breaking pages as needed. Empty text
-// still takes a line, as fpdf's MultiCell did.
-func (l *pdfLayout) text(font string, size float64, s, align string) {
-	pdf := l.pdf
-	lh := lineHeight(size)
+func (l *pdfLayout) bottom() float64 {
+	_, pageHeight := l.pdf.GetPageSize()
+	return pageHeight - pdfMargin
+}
+
+// newPage starts a page, unless the document has reached pdfMaxPages: then it records
+// errPDFTooLong and reports false, and the layout stops drawing.
+func (l *pdfLayout) newPage() bool {
+	if l.err != nil {
+		return false
+	}
+	if l.pdf.PageNo() >= pdfMaxPages {
+		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
+		return false
+	}
+	l.pdf.AddPage()
+	return true
+}
+
+// keepTogether starts a new page when height no longer fits on this one, unless the page
+// is still empty (what does not fit on an empty page breaks where it must).
+func (l *pdfLayout) keepTogether(height float64) {
+	if y := l.pdf.GetY(); y+height > l.bottom() && y > pdfMargin {
+		l.newPage()
+	}
+}
+
+// paragraph lays out text of one font and size over the content width.
+func (l *pdfLayout) paragraph(font string, size float64, s, align string) paragraph {
 	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth)
 	if len(lines) == 0 {
 		lines = []textLine{{}}
 	}
-	_, pageHeight := pdf.GetPageSize()
-	y := pdf.GetY()
-	for _, line := range lines {
-		if y+lh > pageHeight-pdfMargin {
-			pdf.AddPage()
-			y = pdf.GetY()
+	return paragraph{lines: lines, size: size, align: align}
+}
+
+// textareaLines lays out a textarea's value, each of its own lines a paragraph, inside
+// the frame's padding. An empty value has no lines.
+func (l *pdfLayout) textareaLines(s string) paragraph {
+	var lines []textLine
+	if s != "" {
+		for _, para := range strings.Split(pdfText(s, true), "\n") {
+			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding)
+			if len(pl) == 0 {
+				pl = []textLine{{}}
+			}
+			lines = append(lines, pl...)
 		}
-		x := pdfMargin
-		switch {
-		case align == "C":
-			x += (pdfContentWidth - line.width) / 2
-		case line.rtl:
-			x += pdfContentWidth - line.width
-		}
-		l.drawLine(line, x, y, size)
-		y += lh
 	}
-	pdf.SetXY(pdfMargin, y)
+	return paragraph{lines: lines, size: 11, align: "L"}
+}
+
+// text prints a paragraph down the content width, breaking pages as needed.
+func (l *pdfLayout) text(p paragraph) {
+	l.flow(p.lines, p.size, 0, 0, func(lines []textLine, y, _ float64) {
+		for i, line := range lines {
+			x := pdfMargin
+			switch {
+			case p.align == "C":
+				x += (pdfContentWidth - line.width) / 2
+			case line.rtl:
+				x += pdfContentWidth - line.width
+			}
+			l.drawLine(line, x, y+float64(i)*lineHeight(p.size), p.size)
+		}
+	})
+}
+
+// textarea prints a textarea's lines inside a frame the width of the content, at least
+// pdfMinBoxHeight high. Lines that do not fit on the page continue on the next, in a
+// frame of their own.
+func (l *pdfLayout) textarea(p paragraph) {
+	l.flow(p.lines, p.size, pdfPadding, pdfMinBoxHeight, func(lines []textLine, y, height float64) {
+		l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
+		for i, line := range lines {
+			x := pdfMargin + pdfPadding
+			if line.rtl {
+				x = pdfMargin + pdfContentWidth - pdfPadding - line.width
+			}
+			l.drawLine(line, x, y+pdfPadding+float64(i)*lineHeight(p.size), p.size)
+		}
+	})
+}
+
+// flow lays lines of one size down the page from the current position, in pieces that
+// fit above the bottom margin, each piece after the first on a new page. A piece is
+// padded by padding above and below and at least minHeight high; draw draws it at y,
+// height high. A piece that cannot hold even its least height here starts on a new page.
+// Without lines, one piece of the least height is drawn.
+func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, draw func(lines []textLine, y, height float64)) {
+	lh := lineHeight(size)
+	for first := true; first || len(lines) > 0; first = false {
+		least := max(minHeight, float64(min(len(lines), 1))*lh+2*padding)
+		if !first || l.pdf.GetY()+least > l.bottom() {
+			if !l.newPage() {
+				return
+			}
+		}
+		y := l.pdf.GetY()
+		n := min(len(lines), int((l.bottom()-y-2*padding)/lh+1e-9)) // 1e-9: a line that fits exactly
+		height := max(minHeight, float64(n)*lh+2*padding)
+		draw(lines[:n], y, height)
+		lines = lines[n:]
+		l.pdf.SetXY(pdfMargin, y+height)
+	}
 }
 
 // drawLine draws a line's glyphs from x, one cell per run of the same font.
@@ -251,73 +419,18 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	}
 }
 
-// underlined prints a value with a line under it the width of the content.
-func (l *pdfLayout) underlined(s string) {
-	if s == "" {
-		s = " " // keeps the line below an empty value a line lower than the label
-	}
-	l.text("GoRegular", 11, s, "L")
-	y := l.pdf.GetY()
-	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
-}
-
-// textarea prints s inside a frame the width of the content, at least pdfMinBoxHeight
-// high. Text that does not fit on the page continues on the next, in a frame of its own.
-func (l *pdfLayout) textarea(s string) {
-	pdf := l.pdf
-	const size = 11
-	lh := lineHeight(size)
-	var lines []textLine
-	if s != "" {
-		for _, para := range strings.Split(pdfText(s, true), "\n") {
-			pl := l.layout("GoRegular", size, para, pdfContentWidth-2*pdfPadding)
-			if len(pl) == 0 {
-				pl = []textLine{{}}
-			}
-			lines = append(lines, pl...)
-		}
-	}
-	_, pageHeight := pdf.GetPageSize()
-	bottom := pageHeight - pdfMargin
-	for {
-		y := pdf.GetY()
-		room := bottom - y - 2*pdfPadding
-		// Start on a new page when not even the minimal frame or one line fits here.
-		if y+pdfMinBoxHeight > bottom || (len(lines) > 0 && room < lh) {
-			pdf.AddPage()
-			y = pdf.GetY()
-			room = bottom - y - 2*pdfPadding
-		}
-		n := min(len(lines), int(room/lh))
-		height := max(pdfMinBoxHeight, float64(n)*lh+2*pdfPadding)
-		pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
-		for i, line := range lines[:n] {
-			x := pdfMargin + pdfPadding
-			if line.rtl {
-				x = pdfMargin + pdfContentWidth - pdfPadding - line.width
-			}
-			l.drawLine(line, x, y+pdfPadding+float64(i)*lh, size)
-		}
-		lines = lines[n:]
-		pdf.SetXY(pdfMargin, y+height)
-		if len(lines) == 0 {
-			return
-		}
-		pdf.AddPage()
-	}
-}
-
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
 // at most width wide. Arabic letters take their joined forms; each character is drawn in
 // the Go font family where it has the glyph, else in the first fallback font that has it
 // (the previous character's fallback first, so that a run stays in one font), else as
-// its name in brackets. The bidirectional algorithm gives each glyph its level, and each
-// line is put in visual order.
+// its name in brackets (missing). The bidirectional algorithm gives each glyph its level,
+// and each line is put in visual order.
 func (l *pdfLayout) layout(family string, size float64, para string, width float64) []textLine {
-	var gs []glyph
+	rs := shapeArabic([]rune(para))
+	gs := make([]glyph, 0, len(rs))
 	var prev *fallbackFont
-	for _, r := range shapeArabic([]rune(para)) {
-		if r < utf8.RuneSelf || l.fonts.goCovers(&l.sb, family, r) {
+	for _, r := range rs {
+		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
 			gs = append(gs, glyph{r: r, font: family})
 			continue
 		}
@@ -326,7 +439,7 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		f := l.fonts.fallbackFor(r, prev)
 		if f == nil || !l.addFont(f) {
-			for _, c := range runeName(r) {
+			for _, c := range l.missing(r) {
 				gs = append(gs, glyph{r: c, font: family})
 			}
 			continue
@@ -337,9 +450,9 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	if len(gs) == 0 {
 		return nil
 	}
-	rs := make([]rune, len(gs))
-	for i, g := range gs {
-		rs[i] = g.r
+	rs = rs[:0]
+	for _, g := range gs {
+		rs = append(rs, g.r)
 	}
 	levels, paraLevel := bidiLevels(rs)
 	for i := range gs {
@@ -350,6 +463,10 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		l.pdf.SetFont(gs[i].font, "", size)
 		j := i
 		for ; j < len(gs) && gs[j].font == gs[i].font; j++ {
+			if gs[j].r == softHyphen {
+				gs[j].w = l.pdf.GetStringWidth("-") // its width where it prints
+				continue
+			}
 			gs[j].w = l.pdf.GetStringWidth(string(gs[j].r))
 		}
 		i = j
@@ -387,6 +504,18 @@ func invisible(r rune) bool {
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF'
 }
 
+// missing is the text printed for a character no font can draw: its name (runeName) while
+// the document's names stay within pdfNameBudget, U+FFFD past it, so that a long run of
+// such characters costs a glyph each, as any other character does.
+func (l *pdfLayout) missing(r rune) string {
+	name := runeName(r)
+	if l.names+len(name) > pdfNameBudget {
+		return "\uFFFD"
+	}
+	l.names += len(name)
+	return name
+}
+
 // runeName is the text printed for a character no font can draw: its Unicode name in
 // brackets, or its code point when it has none.
 func runeName(r rune) string {
@@ -396,10 +525,15 @@ func runeName(r rune) string {
 	return fmt.Sprintf("[U+%04X]", r)
 }
 
+// softHyphen marks where a word may be hyphenated: it prints only at the end of a line
+// that breaks there, as a hyphen; elsewhere it is invisible.
+const softHyphen = '\u00AD'
+
 // breakLines breaks a paragraph's glyphs (in logical order) into lines no wider than
-// width: after a space, or between two characters of a script written without spaces
-// (Chinese, Japanese), or, for a word longer than the line, before the character that
-// would overflow. The spaces at a break are dropped.
+// width: where canBreak allows, or, for a word longer than the line, before the character
+// that would overflow (never before a mark, which stays with its base). The spaces at a
+// break are dropped; a soft hyphen at a break becomes a hyphen (its glyph's advance is
+// the hyphen's), others are dropped.
 func breakLines(gs []glyph, width float64) [][]glyph {
 	var lines [][]glyph
 	for len(gs) > 0 {
@@ -407,13 +541,15 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		brk := 0 // the last break opportunity: the line may end before gs[brk]
 		n := 0
 		for n < len(gs) {
-			if n > 0 && (gs[n-1].r == ' ' || (gs[n].r != ' ' && (breaksAnywhere(gs[n-1].r) || breaksAnywhere(gs[n].r)))) {
+			if n > 0 && canBreak(gs[n-1].r, gs[n].r) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
 				brk = n
 			}
-			if w+gs[n].w > width && gs[n].r != ' ' && n > 0 {
+			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !isMark(gs[n].r) {
 				break
 			}
-			w += gs[n].w
+			if gs[n].r != softHyphen {
+				w += gs[n].w
+			}
 			n++
 		}
 		end := n
@@ -423,6 +559,13 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		line := gs[:end]
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
+		}
+		hyphen := end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen
+		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
+		if hyphen {
+			h := gs[end-1]
+			h.r = '-'
+			line = append(line, h) // into the place of a soft hyphen deleted
 		}
 		if len(line) > 0 {
 			lines = append(lines, line)
@@ -435,11 +578,49 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 	return lines
 }
 
+// canBreak reports whether a line may break between a and b, two characters of a
+// paragraph: after a space or a soft hyphen, and between two characters where one is of
+// a script written without spaces (breaksAnywhere), but never before a mark (which
+// belongs to the character before it), before closing punctuation or after opening
+// punctuation (noBreakBefore, noBreakAfter).
+func canBreak(a, b rune) bool {
+	switch {
+	case isMark(b):
+		return false
+	case a == ' ' || a == softHyphen:
+		return true
+	case b == ' ' || noBreakBefore(b) || noBreakAfter(a):
+		return false
+	}
+	return breaksAnywhere(a) || breaksAnywhere(b)
+}
+
+// isMark reports a combining mark, drawn on the character before it.
+func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) }
+
 // breaksAnywhere reports a character of a script written without spaces between words,
-// where a line may break between any two characters.
+// where a line may break between any two characters: Chinese, Japanese and Thai. For Thai
+// this is a rule without a dictionary: it may break inside a word, but never after a
+// leading vowel (noBreakAfter), nor before a mark, a following vowel or a repetition mark
+// (noBreakBefore), so that no syllable loses its vowel.
 func breaksAnywhere(r rune) bool {
 	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
-		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF // CJK and full-width punctuation
+		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF || // CJK and full-width punctuation
+		r >= 0x0E01 && r <= 0x0E5B // Thai
+}
+
+// noBreakBefore reports a character a line does not start with: closing punctuation, the
+// Chinese and Japanese punctuation and small kana that follow what they close (UAX #14's
+// classes CL, CP, EX, IS and NS), and Thai's following vowels and repetition marks.
+func noBreakBefore(r rune) bool {
+	return unicode.In(r, unicode.Pe, unicode.Pf) ||
+		strings.ContainsRune("!%),.:;?、。〃〆〻ゝゞ゠ーヽヾ・ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶ！％），．：；？｡､ｰ"+"ะาำๅๆฯ", r)
+}
+
+// noBreakAfter reports a character a line does not end with: opening punctuation, and a
+// Thai leading vowel, which is written before the consonant it follows in speech.
+func noBreakAfter(r rune) bool {
+	return unicode.In(r, unicode.Ps, unicode.Pi) || r >= 0x0E40 && r <= 0x0E44
 }
 
 // formatValue turns a stored value into the text printed for its field type.
@@ -463,32 +644,52 @@ func formatValue(fieldType, value string) string {
 	}
 }
 
-// pdfText makes any string printable by fpdf's UTF-8 fonts, which cover only the Basic
-// Multilingual Plane: a rune above U+FFFF (an emoji) would make fpdf fail the document or
-// panic, so it becomes its Unicode name in brackets ([SLIGHTLY SMILING FACE]), and
-// invalid UTF-8 becomes U+FFFD. Control characters become a space, except newlines where
-// keepNewlines is set (textareas), with CRLF and CR read as one.
+// pdfText cleans text for layout: it is composed (NFC), invalid UTF-8 becomes U+FFFD,
+// control characters become a space, and so do line breaks (LF, CR, CRLF as one, and
+// the line and paragraph separators U+2028 and U+2029) unless keepNewlines is set
+// (textareas): then they become LF. Characters above U+FFFF stay: fpdf draws none of them, and the layout
+// prints what it can instead (pdfLayout.missing).
 func pdfText(s string, keepNewlines bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
+	// Composed, as fpdf draws character by character: a letter and its accent in one
+	// glyph where the font has it.
+	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
 		switch {
-		case r == '\n' || r == '\r':
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
 			if keepNewlines {
 				b.WriteByte('\n')
 			} else {
 				b.WriteByte(' ')
 			}
-		case r > 0xFFFF:
-			b.WriteString(runeName(r))
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case unicode.IsControl(r):
 			b.WriteByte(' ')
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// pdfTitle is the document's metadata title, the form's title as typed (control
+// characters as spaces, without bidi controls), as the UTF-16BE text string
+// of PDF (with its byte order mark), which fpdf's own conversion writes wrongly above
+// U+FFFF.
+func pdfTitle(title string) string {
+	var u []uint16
+	for _, r := range pdfText(title, false) {
+		if !unicode.Is(unicode.Bidi_Control, r) {
+			u = utf16.AppendRune(u, r)
+		}
+	}
+	b := make([]byte, 2, 2+2*len(u))
+	b[0], b[1] = 0xFE, 0xFF
+	for _, c := range u {
+		b = binary.BigEndian.AppendUint16(b, c)
+	}
+	return string(b)
 }
 
 // contentDisposition names a response's PDF response_<id>_<title>.pdf, shown inline

@@ -1,0 +1,991 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+)
+
+// popplerTool runs one of poppler-utils' programs on a PDF and returns its output. The
+// Go reader below (readPDF) carries the core checks everywhere; poppler's programs are an
+// extra layer, run where they are installed (.ci/run installs them) and skipped elsewhere.
+func popplerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		t.Skipf("%s not installed: %v (install poppler-utils for the poppler checks)", tool, err)
+	}
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, path)
+	if tool == "pdftotext" {
+		args = append(args, "-") // to standard output
+	}
+	out, err := exec.Command(tool, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", tool, args, err, out)
+	}
+	return string(out)
+}
+
+// exportPDF fetches the PDF of a response and checks that it is one.
+func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
+	e.t.Helper()
+	res, body := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf")
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
+		e.t.Fatalf("export %d = %d %s %.200q, want 200 and a PDF", responseID, res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	return body, res.Header
+}
+
+// textLines is the document's text as the Go reader finds it: non-empty lines, top to
+// bottom, page after page, white space runs made one space.
+func textLines(t *testing.T, pdf []byte) []string {
+	t.Helper()
+	return readPDF(t, pdf).lines()
+}
+
+// popplerLines is pdftotext -layout's output in textLines' form; it skips the test when
+// pdftotext is missing.
+func popplerLines(t *testing.T, pdf []byte) []string {
+	t.Helper()
+	var lines []string
+	for _, l := range strings.Split(popplerTool(t, pdf, "pdftotext", "-layout"), "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// checkPopplerAgrees checks, in a subtest that skips without poppler, that pdftotext
+// reads the same lines as the Go reader.
+func checkPopplerAgrees(t *testing.T, pdf []byte) {
+	t.Helper()
+	t.Run("pdftotext agrees", func(t *testing.T) {
+		want := strings.Join(textLines(t, pdf), "\n")
+		if got := strings.Join(popplerLines(t, pdf), "\n"); got != want {
+			t.Errorf("pdftotext reads:\n%s\n\nthe Go reader:\n%s", got, want)
+		}
+	})
+}
+
+// A reader of the PDFs this service writes, so that the core checks need nothing but Go.
+// It knows what fpdf writes: objects one after another (no object streams, no
+// encryption), zlib FlateDecode streams, Type0 fonts with Identity-H, a ToUnicode CMap and
+// a /W widths array, and text shown with Tj/TJ strings placed by Td/Tm inside BT/ET. It
+// is not a general PDF reader and fails the test on anything it does not know.
+
+// pdfDoc is what readPDF finds in a document.
+type pdfDoc struct {
+	Title string    // of the document information dictionary
+	Pages []pdfPage // in page-tree order
+	// Fonts are the BaseFont names of the fonts the document embeds (FontFile2).
+	Fonts []string
+}
+
+// pdfPage is one page: its media box and its text, line by line from the top, each line's
+// pieces ordered left to right (for right-to-left scripts this is visual order).
+type pdfPage struct {
+	MediaBox [4]float64
+	Lines    []string
+	// Fonts are the BaseFont names of the fonts text on this page is shown in.
+	Fonts []string
+	// Right is where the rightmost character other than a space ends.
+	Right float64
+	// Rects are the rectangles drawn (re), as x, y, width, height in PDF space.
+	Rects [][4]float64
+	// Segments are the straight lines drawn (m, l), as x1, y1, x2, y2 in PDF space.
+	Segments [][4]float64
+	// TextLines are Lines with where and how each is set.
+	TextLines []pdfTextLine
+}
+
+// pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
+// the left edge) and the font and size of its first character.
+type pdfTextLine struct {
+	Text    string
+	X, EndX float64
+	Y       float64 // the baseline, in points from the bottom edge
+	Font    string  // BaseFont without its subset prefix, e.g. utf8gobold
+	Size    float64
+}
+
+// text is the page's lines joined with newlines.
+func (p pdfPage) text() string { return strings.Join(p.Lines, "\n") }
+
+// text is every page's lines joined with newlines.
+func (d pdfDoc) text() string {
+	var pages []string
+	for _, p := range d.Pages {
+		pages = append(pages, p.text())
+	}
+	return strings.Join(pages, "\n")
+}
+
+// textLines is every page's text lines, in order.
+func (d pdfDoc) textLines() []pdfTextLine {
+	var lines []pdfTextLine
+	for _, p := range d.Pages {
+		lines = append(lines, p.TextLines...)
+	}
+	return lines
+}
+
+// lines is every page's lines, in order.
+func (d pdfDoc) lines() []string {
+	var lines []string
+	for _, p := range d.Pages {
+		lines = append(lines, p.Lines...)
+	}
+	return lines
+}
+
+// PDF values as the reader holds them: float64, bool, nil, pdfName, pdfRef, pdfString,
+// []any, pdfDict and *pdfStream.
+type (
+	pdfName   string
+	pdfString []byte
+	pdfRef    int // object number; fpdf writes generation 0 only
+	pdfDict   map[string]any
+	pdfStream struct {
+		dict pdfDict
+		data []byte // decoded
+	}
+	pdfKeyword string // an operator of a content stream, or obj, endobj, R ...
+)
+
+// readPDF reads a document fpdf wrote; a document it cannot read fails the test.
+func readPDF(t *testing.T, data []byte) pdfDoc {
+	t.Helper()
+	doc, err := parsePDF(data)
+	if err != nil {
+		t.Fatalf("read PDF: %v", err)
+	}
+	return doc
+}
+
+func parsePDF(data []byte) (doc pdfDoc, err error) {
+	objs, trailer, err := pdfObjects(data)
+	if err != nil {
+		return doc, err
+	}
+	r := pdfReader{objs: objs, fonts: map[string]*pdfFont{}}
+	if info, ok := r.resolve(trailer["Info"]).(pdfDict); ok {
+		if s, ok := r.resolve(info["Title"]).(pdfString); ok {
+			doc.Title = pdfTextString(s)
+		}
+	}
+	root, ok := r.resolve(trailer["Root"]).(pdfDict)
+	if !ok {
+		return doc, fmt.Errorf("no document catalog")
+	}
+	if err := r.walkPages(root["Pages"], nil, &doc); err != nil {
+		return doc, err
+	}
+	for _, o := range objs {
+		d, ok := o.(pdfDict)
+		if !ok || d["Type"] != pdfName("FontDescriptor") {
+			continue
+		}
+		if d["FontFile2"] != nil || d["FontFile"] != nil || d["FontFile3"] != nil {
+			name, _ := d["FontName"].(pdfName)
+			doc.Fonts = append(doc.Fonts, string(name))
+		}
+	}
+	slices.Sort(doc.Fonts)
+	return doc, nil
+}
+
+// pdfObjects reads the numbered objects in file order up to the cross-reference table,
+// and the trailer dictionary after it.
+func pdfObjects(data []byte) (map[int]any, pdfDict, error) {
+	objs := map[int]any{}
+	lx := &pdfLexer{data: data}
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		return nil, nil, fmt.Errorf("no %%PDF- header")
+	}
+	for {
+		lx.skipSpace()
+		if lx.pos >= len(data) {
+			return nil, nil, fmt.Errorf("no trailer")
+		}
+		if bytes.HasPrefix(data[lx.pos:], []byte("xref")) {
+			i := bytes.Index(data[lx.pos:], []byte("trailer"))
+			if i < 0 {
+				return nil, nil, fmt.Errorf("no trailer")
+			}
+			lx.pos += i + len("trailer")
+			v, err := lx.value()
+			if err != nil {
+				return nil, nil, fmt.Errorf("trailer: %w", err)
+			}
+			d, ok := v.(pdfDict)
+			if !ok {
+				return nil, nil, fmt.Errorf("trailer is %T", v)
+			}
+			return objs, d, nil
+		}
+		num, err := lx.value()
+		if err != nil {
+			return nil, nil, err
+		}
+		gen, err := lx.value()
+		if err != nil {
+			return nil, nil, err
+		}
+		kw, err := lx.value()
+		n, ok1 := num.(float64)
+		_, ok2 := gen.(float64)
+		if err != nil || !ok1 || !ok2 || kw != pdfKeyword("obj") {
+			return nil, nil, fmt.Errorf("at byte %d: want an object header, got %v %v %v", lx.pos, num, gen, kw)
+		}
+		v, err := lx.value()
+		if err != nil {
+			return nil, nil, fmt.Errorf("object %v: %w", n, err)
+		}
+		lx.skipSpace()
+		if d, ok := v.(pdfDict); ok && bytes.HasPrefix(data[lx.pos:], []byte("stream")) {
+			s, err := lx.stream(d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("object %v: %w", n, err)
+			}
+			v = s
+		}
+		if end, err := lx.value(); err != nil || end != pdfKeyword("endobj") {
+			return nil, nil, fmt.Errorf("object %v: no endobj (%v, %v)", n, end, err)
+		}
+		objs[int(n)] = v
+	}
+}
+
+// pdfLexer reads PDF values from data (the file, or a content stream).
+type pdfLexer struct {
+	data []byte
+	pos  int
+}
+
+func isPDFSpace(c byte) bool { return strings.IndexByte("\x00\t\n\f\r ", c) >= 0 }
+
+func isPDFDelim(c byte) bool { return strings.IndexByte("()<>[]{}/%", c) >= 0 }
+
+func (lx *pdfLexer) skipSpace() {
+	for lx.pos < len(lx.data) {
+		c := lx.data[lx.pos]
+		switch {
+		case isPDFSpace(c):
+			lx.pos++
+		case c == '%':
+			for lx.pos < len(lx.data) && lx.data[lx.pos] != '\n' && lx.data[lx.pos] != '\r' {
+				lx.pos++
+			}
+		default:
+			return
+		}
+	}
+}
+
+// errPDFEnd is the end of the data where a value was expected.
+var errPDFEnd = fmt.Errorf("unexpected end of data")
+
+// value reads the next value; a reference N G R is folded into a pdfRef.
+func (lx *pdfLexer) value() (any, error) {
+	v, err := lx.token()
+	if err != nil {
+		return nil, err
+	}
+	switch v {
+	case pdfKeyword("<<"):
+		d := pdfDict{}
+		for {
+			k, err := lx.value()
+			if err != nil {
+				return nil, err
+			}
+			if k == pdfKeyword(">>") {
+				return d, nil
+			}
+			name, ok := k.(pdfName)
+			if !ok {
+				return nil, fmt.Errorf("dictionary key %v", k)
+			}
+			if d[string(name)], err = lx.value(); err != nil {
+				return nil, err
+			}
+		}
+	case pdfKeyword("["):
+		var a []any
+		for {
+			e, err := lx.value()
+			if err != nil {
+				return nil, err
+			}
+			if e == pdfKeyword("]") {
+				return a, nil
+			}
+			a = append(a, e)
+		}
+	}
+	// A number may be the start of a reference: look ahead for "G R".
+	if n, ok := v.(float64); ok {
+		save := lx.pos
+		if g, err := lx.token(); err == nil {
+			if _, ok := g.(float64); ok {
+				if r, err := lx.token(); err == nil && r == pdfKeyword("R") {
+					return pdfRef(n), nil
+				}
+			}
+		}
+		lx.pos = save
+	}
+	return v, nil
+}
+
+// token reads one lexical token: a number, name, string, keyword or delimiter.
+func (lx *pdfLexer) token() (any, error) {
+	lx.skipSpace()
+	if lx.pos >= len(lx.data) {
+		return nil, errPDFEnd
+	}
+	d := lx.data
+	c := d[lx.pos]
+	switch {
+	case c == '/':
+		lx.pos++
+		start := lx.pos
+		for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
+			lx.pos++
+		}
+		return pdfName(d[start:lx.pos]), nil
+	case c == '(':
+		return lx.literal()
+	case c == '<' && lx.pos+1 < len(d) && d[lx.pos+1] == '<', c == '>' && lx.pos+1 < len(d) && d[lx.pos+1] == '>':
+		lx.pos += 2
+		return pdfKeyword(d[lx.pos-2 : lx.pos]), nil
+	case c == '<':
+		end := bytes.IndexByte(d[lx.pos:], '>')
+		if end < 0 {
+			return nil, errPDFEnd
+		}
+		hex := strings.Map(func(r rune) rune {
+			if isPDFSpace(byte(r)) {
+				return -1
+			}
+			return r
+		}, string(d[lx.pos+1:lx.pos+end]))
+		lx.pos += end + 1
+		if len(hex)%2 == 1 {
+			hex += "0"
+		}
+		var s pdfString
+		for i := 0; i < len(hex); i += 2 {
+			b, err := strconv.ParseUint(hex[i:i+2], 16, 8)
+			if err != nil {
+				return nil, fmt.Errorf("hex string: %w", err)
+			}
+			s = append(s, byte(b))
+		}
+		return s, nil
+	case c == '[', c == ']', c == '{', c == '}':
+		lx.pos++
+		return pdfKeyword(d[lx.pos-1 : lx.pos]), nil
+	}
+	start := lx.pos
+	for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
+		lx.pos++
+	}
+	word := string(d[start:lx.pos])
+	if word == "" {
+		return nil, fmt.Errorf("unexpected %q at byte %d", c, start)
+	}
+	switch word {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "null":
+		return nil, nil
+	}
+	if f, err := strconv.ParseFloat(word, 64); err == nil && strings.Trim(word, "+-.0123456789") == "" {
+		return f, nil
+	}
+	return pdfKeyword(word), nil
+}
+
+// literal reads a (string) with its escapes and balanced parentheses.
+func (lx *pdfLexer) literal() (pdfString, error) {
+	d := lx.data
+	lx.pos++ // (
+	var s pdfString
+	depth := 1
+	for lx.pos < len(d) {
+		c := d[lx.pos]
+		lx.pos++
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return s, nil
+			}
+		case '\\':
+			if lx.pos >= len(d) {
+				return nil, errPDFEnd
+			}
+			e := d[lx.pos]
+			lx.pos++
+			switch e {
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case '\r', '\n': // a line continuation
+				if e == '\r' && lx.pos < len(d) && d[lx.pos] == '\n' {
+					lx.pos++
+				}
+				continue
+			default:
+				if e >= '0' && e <= '7' {
+					v := int(e - '0')
+					for i := 0; i < 2 && lx.pos < len(d) && d[lx.pos] >= '0' && d[lx.pos] <= '7'; i++ {
+						v = v*8 + int(d[lx.pos]-'0')
+						lx.pos++
+					}
+					c = byte(v)
+				} else {
+					c = e // \( \) \\ and unknown escapes stand for the character
+				}
+			}
+		}
+		s = append(s, c)
+	}
+	return nil, errPDFEnd
+}
+
+// stream reads the stream after its dictionary d and decodes FlateDecode.
+func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
+	lx.pos += len("stream")
+	if lx.pos < len(lx.data) && lx.data[lx.pos] == '\r' {
+		lx.pos++
+	}
+	if lx.pos < len(lx.data) && lx.data[lx.pos] == '\n' {
+		lx.pos++
+	}
+	n, ok := d["Length"].(float64)
+	if !ok || lx.pos+int(n) > len(lx.data) {
+		return nil, fmt.Errorf("stream length %v", d["Length"])
+	}
+	raw := lx.data[lx.pos : lx.pos+int(n)]
+	lx.pos += int(n)
+	lx.skipSpace()
+	if !bytes.HasPrefix(lx.data[lx.pos:], []byte("endstream")) {
+		return nil, fmt.Errorf("no endstream")
+	}
+	lx.pos += len("endstream")
+	switch d["Filter"] {
+	case nil:
+		return &pdfStream{d, raw}, nil
+	case pdfName("FlateDecode"):
+		zr, err := zlib.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("inflate: %w", err)
+		}
+		return &pdfStream{d, data}, nil
+	}
+	return nil, fmt.Errorf("filter %v", d["Filter"])
+}
+
+// pdfTextString decodes a text string: UTF-16BE after a byte-order mark, else bytes as
+// Latin-1 (close enough to PDFDocEncoding for the tests).
+func pdfTextString(s pdfString) string {
+	if len(s) >= 2 && s[0] == 0xFE && s[1] == 0xFF {
+		u := make([]uint16, 0, len(s)/2)
+		for i := 2; i+1 < len(s); i += 2 {
+			u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
+		}
+		return string(utf16.Decode(u))
+	}
+	r := make([]rune, len(s))
+	for i, b := range s {
+		r[i] = rune(b)
+	}
+	return string(r)
+}
+
+// pdfReader resolves references and remembers the fonts it has read.
+type pdfReader struct {
+	objs  map[int]any
+	fonts map[string]*pdfFont // by resource name
+}
+
+func (r *pdfReader) resolve(v any) any {
+	for i := 0; i < 10; i++ {
+		ref, ok := v.(pdfRef)
+		if !ok {
+			return v
+		}
+		v = r.objs[int(ref)]
+	}
+	return nil
+}
+
+// walkPages appends the pages under node to doc; inherited carries the media box down.
+func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
+	d, ok := r.resolve(node).(pdfDict)
+	if !ok {
+		return fmt.Errorf("page tree node %v is not a dictionary", node)
+	}
+	if mb, ok := r.resolve(d["MediaBox"]).([]any); ok {
+		inherited = mb
+	}
+	switch d["Type"] {
+	case pdfName("Pages"):
+		kids, _ := r.resolve(d["Kids"]).([]any)
+		for _, k := range kids {
+			if err := r.walkPages(k, inherited, doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	case pdfName("Page"):
+		var page pdfPage
+		if len(inherited) != 4 {
+			return fmt.Errorf("page without a media box")
+		}
+		for i, v := range inherited {
+			page.MediaBox[i], _ = r.resolve(v).(float64)
+		}
+		var content []byte
+		contents := r.resolve(d["Contents"])
+		if a, ok := contents.([]any); ok {
+			for _, c := range a {
+				if s, ok := r.resolve(c).(*pdfStream); ok {
+					content = append(append(content, s.data...), '\n')
+				}
+			}
+		} else if s, ok := contents.(*pdfStream); ok {
+			content = s.data
+		}
+		res, _ := r.resolve(d["Resources"]).(pdfDict)
+		fontRes, _ := r.resolve(res["Font"]).(pdfDict)
+		glyphs, fonts, rects, segments, err := r.showText(content, fontRes)
+		if err != nil {
+			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
+		}
+		page.TextLines = pdfLines(glyphs)
+		for _, l := range page.TextLines {
+			page.Lines = append(page.Lines, l.Text)
+		}
+		for _, g := range glyphs {
+			if g.text != " " {
+				page.Right = max(page.Right, g.endX)
+			}
+		}
+		page.Fonts = fonts
+		page.Rects = rects
+		page.Segments = segments
+		doc.Pages = append(doc.Pages, page)
+		return nil
+	}
+	return fmt.Errorf("page tree node of type %v", d["Type"])
+}
+
+// pdfFont is what the reader needs of a font: its name, how many bytes a character code
+// takes, the code's text (ToUnicode) and its width (in 1/1000 of the font size).
+type pdfFont struct {
+	name      string
+	codeBytes int
+	toUnicode map[int]string
+	ranges    []pdfCMapRange
+	widths    map[int]float64
+	dw        float64
+}
+
+type pdfCMapRange struct {
+	lo, hi int
+	dst    []rune // the text of lo; the last rune counts up for the rest of the range
+}
+
+func (f *pdfFont) text(code int) string {
+	if s, ok := f.toUnicode[code]; ok {
+		return s
+	}
+	for _, rg := range f.ranges {
+		if code >= rg.lo && code <= rg.hi && len(rg.dst) > 0 {
+			rs := slices.Clone(rg.dst)
+			rs[len(rs)-1] += rune(code - rg.lo)
+			return string(rs)
+		}
+	}
+	if f.codeBytes == 1 {
+		return string(rune(code))
+	}
+	return "\uFFFD"
+}
+
+func (f *pdfFont) width(code int) float64 {
+	if w, ok := f.widths[code]; ok {
+		return w
+	}
+	return f.dw
+}
+
+// font reads the font of resource name res from the page's font resources.
+func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
+	if f, ok := r.fonts[res]; ok {
+		return f, nil
+	}
+	d, ok := r.resolve(fontRes[res]).(pdfDict)
+	if !ok {
+		return nil, fmt.Errorf("font resource %s missing", res)
+	}
+	name, _ := d["BaseFont"].(pdfName)
+	f := &pdfFont{name: string(name), codeBytes: 1, toUnicode: map[int]string{}, widths: map[int]float64{}, dw: 1000}
+	if d["Subtype"] == pdfName("Type0") {
+		if d["Encoding"] != pdfName("Identity-H") {
+			return nil, fmt.Errorf("font %s: encoding %v", name, d["Encoding"])
+		}
+		f.codeBytes = 2
+		desc, _ := r.resolve(d["DescendantFonts"]).([]any)
+		if len(desc) != 1 {
+			return nil, fmt.Errorf("font %s: descendant fonts %v", name, desc)
+		}
+		cid, _ := r.resolve(desc[0]).(pdfDict)
+		if dw, ok := r.resolve(cid["DW"]).(float64); ok {
+			f.dw = dw
+		}
+		// /W: c [w1 w2 ...] gives widths from c on; c1 c2 w gives one width to c1..c2.
+		w, _ := r.resolve(cid["W"]).([]any)
+		for i := 0; i < len(w); {
+			first, ok := r.resolve(w[i]).(float64)
+			if !ok || i+1 >= len(w) {
+				return nil, fmt.Errorf("font %s: bad /W at %d", name, i)
+			}
+			if a, ok := r.resolve(w[i+1]).([]any); ok {
+				for j, v := range a {
+					f.widths[int(first)+j], _ = r.resolve(v).(float64)
+				}
+				i += 2
+				continue
+			}
+			last, ok1 := r.resolve(w[i+1]).(float64)
+			if i+2 >= len(w) || !ok1 {
+				return nil, fmt.Errorf("font %s: bad /W at %d", name, i)
+			}
+			width, _ := r.resolve(w[i+2]).(float64)
+			for c := int(first); c <= int(last); c++ {
+				f.widths[c] = width
+			}
+			i += 3
+		}
+	} else {
+		first, _ := r.resolve(d["FirstChar"]).(float64)
+		ws, _ := r.resolve(d["Widths"]).([]any)
+		for i, v := range ws {
+			f.widths[int(first)+i], _ = r.resolve(v).(float64)
+		}
+		f.dw = 500
+	}
+	if s, ok := r.resolve(d["ToUnicode"]).(*pdfStream); ok {
+		if err := f.readCMap(s.data); err != nil {
+			return nil, fmt.Errorf("font %s ToUnicode: %w", name, err)
+		}
+	}
+	r.fonts[res] = f
+	return f, nil
+}
+
+// readCMap reads the bfchar and bfrange sections of a ToUnicode CMap.
+func (f *pdfFont) readCMap(data []byte) error {
+	lx := &pdfLexer{data: data}
+	code := func(v any) int {
+		n := 0
+		for _, b := range v.(pdfString) {
+			n = n<<8 | int(b)
+		}
+		return n
+	}
+	utf16Of := func(v any) []rune {
+		s := v.(pdfString)
+		u := make([]uint16, 0, len(s)/2)
+		for i := 0; i+1 < len(s); i += 2 {
+			u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
+		}
+		return utf16.Decode(u)
+	}
+	var stack []any
+	for {
+		v, err := lx.value()
+		if err == errPDFEnd {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch v {
+		case pdfKeyword("endbfchar"):
+			for i := 0; i+1 < len(stack); i += 2 {
+				f.toUnicode[code(stack[i])] = string(utf16Of(stack[i+1]))
+			}
+		case pdfKeyword("endbfrange"):
+			for i := 0; i+2 < len(stack); i += 3 {
+				lo, hi := code(stack[i]), code(stack[i+1])
+				if a, ok := stack[i+2].([]any); ok {
+					for j, s := range a {
+						f.toUnicode[lo+j] = string(utf16Of(s))
+					}
+				} else {
+					f.ranges = append(f.ranges, pdfCMapRange{lo, hi, utf16Of(stack[i+2])})
+				}
+			}
+		}
+		if _, ok := v.(pdfKeyword); ok {
+			stack = stack[:0]
+		} else {
+			stack = append(stack, v)
+		}
+	}
+}
+
+// pdfGlyph is one shown character: its text, where it starts and ends on the baseline,
+// and the font size.
+type pdfGlyph struct {
+	text       string
+	x, y, endX float64
+	size       float64
+	font       string
+}
+
+// pdfMatrix is [a b c d e f] of PDF's transformation matrices.
+type pdfMatrix [6]float64
+
+var pdfIdentity = pdfMatrix{1, 0, 0, 1, 0, 0}
+
+// mul is m × n (m applied first).
+func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
+	return pdfMatrix{
+		m[0]*n[0] + m[1]*n[2], m[0]*n[1] + m[1]*n[3],
+		m[2]*n[0] + m[3]*n[2], m[2]*n[1] + m[3]*n[3],
+		m[4]*n[0] + m[5]*n[2] + n[4], m[4]*n[1] + m[5]*n[3] + n[5],
+	}
+}
+
+// showText runs a content stream's text and path operators and returns the glyphs it
+// shows, the names of the fonts it shows them in, and the rectangles and straight lines
+// it draws.
+func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, [][4]float64, [][4]float64, error) {
+	var (
+		rects    [][4]float64
+		segments [][4]float64
+		pathX    float64 // the current point of a path
+		pathY    float64
+		glyphs   []pdfGlyph
+		used     []string
+		stack    []any
+		ctm      = pdfIdentity
+		saved    []pdfMatrix
+		tm, tlm  = pdfIdentity, pdfIdentity
+		font     *pdfFont
+		size     float64
+		leading  float64
+		charSp   float64
+		wordSp   float64
+		hScale   = 1.0
+		numberAt = func(i int) float64 { f, _ := stack[i].(float64); return f }
+	)
+	show := func(s pdfString) error {
+		if font == nil {
+			return fmt.Errorf("text shown without a font")
+		}
+		if !slices.Contains(used, font.name) {
+			used = append(used, font.name)
+		}
+		for i := 0; i+font.codeBytes <= len(s); i += font.codeBytes {
+			c := 0
+			for _, b := range s[i : i+font.codeBytes] {
+				c = c<<8 | int(b)
+			}
+			adv := font.width(c)/1000*size + charSp
+			if font.codeBytes == 1 && c == ' ' {
+				adv += wordSp
+			}
+			adv *= hScale
+			m := tm.mul(ctm)
+			end := pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm).mul(ctm)
+			glyphs = append(glyphs, pdfGlyph{text: font.text(c), x: m[4], y: m[5], endX: end[4], size: size * m[3], font: font.name})
+			tm = pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm)
+		}
+		return nil
+	}
+	nextLine := func(tx, ty float64) {
+		tlm = pdfMatrix{1, 0, 0, 1, tx, ty}.mul(tlm)
+		tm = tlm
+	}
+	lx := &pdfLexer{data: content}
+	for {
+		v, err := lx.value()
+		if err == errPDFEnd {
+			return glyphs, used, rects, segments, nil
+		}
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		op, ok := v.(pdfKeyword)
+		if !ok {
+			stack = append(stack, v)
+			continue
+		}
+		need := map[pdfKeyword]int{"m": 2, "l": 2, "cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3}[op]
+		if len(stack) < need {
+			return nil, nil, nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
+		}
+		switch op {
+		case "m", "l":
+			p := pdfMatrix{1, 0, 0, 1, numberAt(len(stack) - 2), numberAt(len(stack) - 1)}.mul(ctm)
+			if op == "l" {
+				segments = append(segments, [4]float64{pathX, pathY, p[4], p[5]})
+			}
+			pathX, pathY = p[4], p[5]
+		case "re":
+			if len(stack) >= 4 {
+				rects = append(rects, [4]float64{numberAt(len(stack) - 4), numberAt(len(stack) - 3), numberAt(len(stack) - 2), numberAt(len(stack) - 1)})
+			}
+		case "q":
+			saved = append(saved, ctm)
+		case "Q":
+			if len(saved) > 0 {
+				ctm, saved = saved[len(saved)-1], saved[:len(saved)-1]
+			}
+		case "cm":
+			var m pdfMatrix
+			for i := range m {
+				m[i] = numberAt(len(stack) - 6 + i)
+			}
+			ctm = m.mul(ctm)
+		case "BT":
+			tm, tlm = pdfIdentity, pdfIdentity
+		case "Tm":
+			for i := range tlm {
+				tlm[i] = numberAt(len(stack) - 6 + i)
+			}
+			tm = tlm
+		case "Td":
+			nextLine(numberAt(len(stack)-2), numberAt(len(stack)-1))
+		case "TD":
+			leading = -numberAt(len(stack) - 1)
+			nextLine(numberAt(len(stack)-2), numberAt(len(stack)-1))
+		case "T*":
+			nextLine(0, -leading)
+		case "TL":
+			leading = numberAt(len(stack) - 1)
+		case "Tc":
+			charSp = numberAt(len(stack) - 1)
+		case "Tw":
+			wordSp = numberAt(len(stack) - 1)
+		case "Tz":
+			hScale = numberAt(len(stack)-1) / 100
+		case "Tf":
+			name, _ := stack[len(stack)-2].(pdfName)
+			if font, err = r.font(fontRes, string(name)); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			size = numberAt(len(stack) - 1)
+		case "Tj", "'", "\"":
+			if op != "Tj" {
+				nextLine(0, -leading)
+			}
+			s, _ := stack[len(stack)-1].(pdfString)
+			if err := show(s); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		case "TJ":
+			a, _ := stack[len(stack)-1].([]any)
+			for _, e := range a {
+				switch e := e.(type) {
+				case pdfString:
+					if err := show(e); err != nil {
+						return nil, nil, nil, nil, err
+					}
+				case float64:
+					tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * size * hScale, 0}.mul(tm)
+				}
+			}
+		}
+		stack = stack[:0]
+	}
+}
+
+// pdfLines groups glyphs into lines by their baseline, top to bottom, and orders each
+// line's glyphs left to right. A gap wider than a fifth of the font size between two
+// glyphs is a space, as pdftotext reads it. Lines of only spaces are left out.
+func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
+	type line struct {
+		y      float64
+		glyphs []pdfGlyph
+	}
+	var lines []*line
+	for _, g := range glyphs {
+		var into *line
+		for _, l := range lines {
+			if math.Abs(l.y-g.y) < g.size*0.3 {
+				into = l
+				break
+			}
+		}
+		if into == nil {
+			into = &line{y: g.y}
+			lines = append(lines, into)
+		}
+		into.glyphs = append(into.glyphs, g)
+	}
+	slices.SortStableFunc(lines, func(a, b *line) int { return cmp.Compare(b.y, a.y) })
+	var out []pdfTextLine
+	for _, l := range lines {
+		slices.SortStableFunc(l.glyphs, func(a, b pdfGlyph) int { return cmp.Compare(a.x, b.x) })
+		var b strings.Builder
+		tl := pdfTextLine{X: -1, Y: l.y}
+		for i, g := range l.glyphs {
+			if i > 0 {
+				prev := l.glyphs[i-1]
+				if g.x-prev.endX > g.size*0.2 && prev.text != " " && g.text != " " {
+					b.WriteByte(' ')
+				}
+			}
+			b.WriteString(g.text)
+			if g.text != " " {
+				if tl.X < 0 {
+					tl.X, tl.Font, tl.Size = g.x, g.font, g.size
+				}
+				tl.EndX = g.endX
+			}
+		}
+		if tl.Text = strings.Join(strings.Fields(b.String()), " "); tl.Text != "" {
+			tl.Font = tl.Font[strings.IndexByte(tl.Font, '+')+1:] // drop the subset prefix
+			out = append(out, tl)
+		}
+	}
+	return out
+}
