@@ -970,7 +970,6 @@ func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
 
 // The errors the middleware and most handlers answer.
 var (
-	errPDFTooLong   = errors.New("the PDF would be too long") // placeholder until pdf.go declares it
 	errNoRoute      = &apiError{kind: kindNotFound, msg: "Not found"}
 	errInvalidJSON  = invalid("Invalid JSON body")
 	errBodyTooLarge = &apiError{kind: kindTooLarge, msg: "Request body too large"}

@@ -73,7 +73,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, errNotFound):
 		return &apiError{kind: kindNotFound, msg: "Response not found"}
 	case errors.Is(err, errPDFTooLong):
-		return during(op, &apiError{kind: kindRejected, msg: errPDFTooLong.Error(), err: err})
+		return during(op, &apiError{kind: kindRejected, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
 	case err != nil:
 		return during(op, err)
 	}
