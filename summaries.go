@@ -63,7 +63,8 @@ var trackerPipeline = summaryPipeline{
 	placeholder: "$TRACKER_TICKETS",
 	emptyText:   noTicketsText,
 	gather: func(ctx context.Context, s *server, start time.Time) (any, int, error) {
-		tickets, err := recentTickets(ctx, s.client, s.cfg, start)
+		// Private issues and notes stay out: every API client reads the summary.
+		tickets, err := recentTickets(ctx, s.client, s.cfg, start, false)
 		return tickets, len(tickets), err
 	},
 	save: (*Store).SaveTrackerSummary,

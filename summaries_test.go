@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,8 +25,7 @@ import (
 )
 
 const (
-	testTrackerKey = "tracker-key-123"
-	testModelKey   = "model-key-456"
+	testModelKey = "model-key-456"
 )
 
 func berlin(t *testing.T) *time.Location {
@@ -37,53 +35,6 @@ func berlin(t *testing.T) *time.Location {
 		t.Fatal(err)
 	}
 	return loc
-}
-
-// fakeTracker speaks MantisBT's GET /issues and checks every request it gets.
-type fakeTracker struct {
-	t        *testing.T
-	mu       sync.Mutex
-	issues   []map[string]any // newest-updated first, as MantisBT sorts them
-	pages    []int            // pages requested, in order
-	failures []int            // statuses answered before the real answers, one per request
-	project  string           // the project_id expected; "1", the default, when empty
-}
-
-func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q := r.URL.Query()
-	switch {
-	case r.Method != http.MethodGet || r.URL.Path != "/api/rest/issues":
-		f.t.Errorf("tracker got %s %s, want GET /api/rest/issues", r.Method, r.URL.Path)
-	case r.Header.Get("Authorization") != testTrackerKey || r.Header.Get("Accept") != "application/json" || r.Header.Get("Content-Type") != "application/json":
-		f.t.Errorf("tracker headers = %v", r.Header)
-	case q.Get("project_id") != cmp.Or(f.project, "1") || q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,notes" || len(q) != 4:
-		f.t.Errorf("tracker query = %v", q)
-	}
-	if len(f.failures) > 0 {
-		status := f.failures[0]
-		f.failures = f.failures[1:]
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"message": "failure %d", "code": 1}`, status)
-		return
-	}
-	page, err := strconv.Atoi(q.Get("page"))
-	if err != nil || page < 1 {
-		f.t.Errorf("tracker page = %q", q.Get("page"))
-		page = 1
-	}
-	f.pages = append(f.pages, page)
-	from := min((page-1)*50, len(f.issues))
-	to := min(page*50, len(f.issues))
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"issues": f.issues[from:to]})
-}
-
-func (f *fakeTracker) requestedPages() []int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.pages)
 }
 
 // fakeModel speaks the chat-completions protocol and checks every request it gets.
@@ -219,25 +170,6 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// issue builds a MantisBT issue as its REST API writes one.
-func issue(id int, updated string, notes ...map[string]any) map[string]any {
-	m := map[string]any{
-		"id": id, "summary": fmt.Sprintf("Ticket %d", id), "description": fmt.Sprintf("Description %d", id),
-		"created_at": "2026-01-01T09:00:00+01:00", "updated_at": updated,
-		"reporter": map[string]any{"id": 1, "name": "admin", "real_name": "Ada"},
-		"status":   map[string]any{"id": 10, "name": "new"}, // not requested, not passed on
-	}
-	if notes != nil {
-		m["notes"] = notes
-	}
-	return m
-}
-
-func note(id int, created, text string) map[string]any {
-	return map[string]any{"id": id, "text": text, "created_at": created, "updated_at": created,
-		"reporter": map[string]any{"id": 2, "name": "dev"}}
-}
-
 // TestTrackerPrompt checks the exact prompt: placeholders replaced, the kept tickets as
 // JSON with the requested fields only, old notes dropped, `notes` absent when MantisBT
 // left it out, long texts cut.
@@ -248,24 +180,24 @@ func TestTrackerPrompt(t *testing.T) {
 	e.tracker.issues = []map[string]any{
 		issue(3, "2026-11-25T09:00:00+01:00",
 			note(31, "2026-11-22T23:59:59+01:00", "too old"),
-			note(32, "2026-11-22T23:00:00Z", "exactly at the start"),
+			note(32, "2026-11-22T23:00:00+00:00", "exactly at the start"),
 			note(33, "2026-11-24T10:00:00-05:00", long)),
 		issue(2, "2026-11-23T01:30:00+02:00"), // 22 Nov 23:30 UTC = 23 Nov 00:30 CET: inside, no notes field
-		issue(1, "2026-11-22T22:59:59Z", note(11, "2026-11-24T10:00:00Z", "new note on an old ticket")),
+		issue(1, "2026-11-22T22:59:59+00:00", note(11, "2026-11-24T10:00:00+00:00", "new note on an old ticket")),
 	}
 	e.tracker.issues[0]["description"] = long
 	e.model.answer = "Tickets were worked on."
 	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
 		t.Fatal(err)
 	}
-	reporter := `{"id":1,"name":"admin","real_name":"Ada"}`
+	reporter := `{"id":1,"name":"admin"}` // no real_name, no email
 	noteReporter := `{"id":2,"name":"dev"}`
 	cut := strings.Repeat("é", 2000)
 	want := "Tickets of 2026-11-25:\n[" +
-		`{"id":3,"summary":"Ticket 3","description":"` + cut + `","created_at":"2026-01-01T09:00:00+01:00","updated_at":"2026-11-25T09:00:00+01:00","reporter":` + reporter +
-		`,"notes":[{"id":32,"reporter":` + noteReporter + `,"text":"exactly at the start","created_at":"2026-11-22T23:00:00Z","updated_at":"2026-11-22T23:00:00Z"},` +
+		`{"id":3,"summary":"Ticket 3","description":"` + cut + `","created_at":"2026-01-01T08:00:00+00:00","updated_at":"2026-11-25T09:00:00+01:00","reporter":` + reporter +
+		`,"notes":[{"id":32,"reporter":` + noteReporter + `,"text":"exactly at the start","created_at":"2026-11-22T23:00:00+00:00","updated_at":"2026-11-22T23:00:00+00:00"},` +
 		`{"id":33,"reporter":` + noteReporter + `,"text":"` + cut + `","created_at":"2026-11-24T10:00:00-05:00","updated_at":"2026-11-24T10:00:00-05:00"}]},` +
-		`{"id":2,"summary":"Ticket 2","description":"Description 2","created_at":"2026-01-01T09:00:00+01:00","updated_at":"2026-11-23T01:30:00+02:00","reporter":` + reporter + `}` +
+		`{"id":2,"summary":"Ticket 2","description":"Description 2","created_at":"2026-01-01T08:00:00+00:00","updated_at":"2026-11-23T01:30:00+02:00","reporter":` + reporter + `}` +
 		"]\nEnd."
 	calls := e.model.calls()
 	if len(calls) != 1 || calls[0] != want {
@@ -307,15 +239,15 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"a ticket too large for the prompt", nil, func(e *summaryEnv) {
 			notes := make([]map[string]any, 110) // each cut at 2,000 characters: 220,000 in all
 			for i := range notes {
-				notes[i] = note(i+1, now.Format(time.RFC3339), strings.Repeat("n", 3000))
+				notes[i] = note(i+1, mantisDate(now), strings.Repeat("n", 3000))
 			}
-			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339), notes...)}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now), notes...)}
 		}, "none of the 1 items fits in 200000 characters", 0, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now, tc.change)
-			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			if tc.setup != nil {
 				tc.setup(e)
 			}
@@ -356,7 +288,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 	e.model.release = make(chan struct{})
 	e.model.entered = make(chan struct{}, 10)
 
@@ -383,7 +315,7 @@ func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 
 	e.model.answer = "First."
 	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
@@ -423,7 +355,7 @@ func TestNothingToSummarise(t *testing.T) {
 		os.Mkdir(filepath.Join(empty, sub), 0o700)
 	}
 	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
-	e.tracker.issues = []map[string]any{issue(1, now.Add(-100*time.Hour).Format(time.RFC3339))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-100*time.Hour)))}
 	for _, p := range []summaryPipeline{trackerPipeline, emailPipeline} {
 		if err := e.srv.generate(context.Background(), p); err != nil {
 			t.Fatal(err)
@@ -505,11 +437,11 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"summary", nil, []map[string]any{issue(1, now.Format(time.RFC3339))}, nil, 200, `{"summary":"The summary."}`},
+		{"summary", nil, []map[string]any{issue(1, mantisDate(now))}, nil, 200, `{"summary":"The summary."}`},
 		{"no tickets", nil, nil, nil, 200, `{"summary":"No tracker tickets updated recently."}`},
 		{"no key", func(c *config) { c.GenAIKey = "" }, nil, nil, 500, `{"error":"GENAI_API_KEY is not configured"}`},
 		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable: /nonexistent/p.txt"}`},
-		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: read tracker page 1: tracker answered 502: failure 502"}`},
+		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: read tracker page 1: tracker answered 502"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -722,7 +654,7 @@ func TestScheduleCatchesUp(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
-			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			ctx := context.Background()
 			for _, what := range tc.existing {
 				var err error
@@ -768,7 +700,7 @@ func TestScheduleCatchesUp(t *testing.T) {
 func TestScheduleRunsDaily(t *testing.T) {
 	runAt := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, runAt)
-	e.tracker.issues = []map[string]any{issue(1, runAt.Format(time.RFC3339))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(runAt))}
 	started := time.Now()
 	e.srv.now = func() time.Time { return runAt.Add(-300*time.Millisecond + time.Since(started)) }
 	e.srv.scheduleSummaries(11, 0)
@@ -802,7 +734,7 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 	ms := httptest.NewServer(model)
 	defer ms.Close()
 	defer close(model.release)
-	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, time.Now().Format(time.RFC3339))}}
+	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
 	ts := httptest.NewServer(tracker)
 	defer ts.Close()
 	prompt := filepath.Join(t.TempDir(), "p.txt")
