@@ -356,7 +356,7 @@ func TestNothingToSummarise(t *testing.T) {
 	}
 	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-100*time.Hour)))}
-	for _, p := range []summaryPipeline{trackerPipeline, emailPipeline} {
+	for _, p := range []summaryRunner{trackerPipeline, emailPipeline} {
 		if err := e.srv.generate(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 		{"summary", nil, []map[string]any{issue(1, mantisDate(now))}, nil, 200, `{"summary":"The summary."}`},
 		{"no tickets", nil, nil, nil, 200, `{"summary":"No tracker tickets updated recently."}`},
 		{"no key", func(c *config) { c.GenAIKey = "" }, nil, nil, 500, `{"error":"GENAI_API_KEY is not configured"}`},
-		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable: /nonexistent/p.txt"}`},
+		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable"}`},
 		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: read tracker page 1: tracker answered 502"}`},
 	}
 	for _, tc := range cases {
@@ -494,39 +494,79 @@ func TestWindowStart(t *testing.T) {
 	}
 }
 
-func TestFitJSON(t *testing.T) {
+// TestPromptFit: items offered newest first fill the prompt's array up to its size in
+// characters (not bytes, and < unescaped); the first that does not fit ends the offers.
+func TestPromptFit(t *testing.T) {
 	a, zh, lt := strings.Repeat("a", 50), strings.Repeat("ж", 50), strings.Repeat("<", 50)
 	huge := strings.Repeat("h", 500)
 	for _, tc := range []struct {
-		items []string // newest first
-		max   int
-		want  []string
+		items   []string // newest first
+		max     int
+		want    []string
+		offered int // before the fit answers full, or all
 	}{
-		{[]string{a, zh, lt}, 1000, []string{a, zh, lt}},
-		{[]string{a, zh, lt}, 160, []string{a, zh, lt}},
-		{[]string{a, zh, lt}, 159, []string{a, zh}},
-		{[]string{a, zh, lt}, 107, []string{a, zh}},
-		{[]string{a, zh, lt}, 106, []string{a}},
-		{[]string{a, zh, lt}, 54, []string{a}},
-		{[]string{a, zh, lt}, 53, []string{}},
+		{[]string{a, zh, lt}, 1000, []string{a, zh, lt}, 3},
+		{[]string{a, zh, lt}, 160, []string{a, zh, lt}, 3},
+		{[]string{a, zh, lt}, 159, []string{a, zh}, 3},
+		{[]string{a, zh, lt}, 107, []string{a, zh}, 3},
+		{[]string{a, zh, lt}, 106, []string{a}, 2},
+		{[]string{a, zh, lt}, 54, []string{a}, 2},
+		{[]string{a, zh, lt}, 53, []string{}, 3},
 		// An item that could never fit is passed over; the others still go.
-		{[]string{huge, a, zh}, 107, []string{a, zh}},
-		{[]string{a, huge, zh}, 107, []string{a, zh}},
-		{[]string{huge}, 107, []string{}},
+		{[]string{huge, a, zh}, 107, []string{a, zh}, 3},
+		{[]string{a, huge, zh}, 107, []string{a, zh}, 3},
+		{[]string{huge}, 107, []string{}, 1},
 		// Newest first: once one does not fit, no older one goes, however small.
-		{[]string{a, strings.Repeat("b", 60), "c"}, 110, []string{a}},
+		{[]string{a, strings.Repeat("b", 60), "c"}, 110, []string{a}, 2},
 	} {
-		data, kept, err := fitJSON(tc.items, tc.max)
-		if err != nil {
-			t.Fatal(err)
+		fit := promptFit{maxChars: tc.max, size: 2}
+		offered := 0
+		for _, item := range tc.items {
+			offered++
+			more, err := fit.offer(item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !more {
+				break
+			}
 		}
+		data := fit.json()
 		var got []string
 		if err := json.Unmarshal(data, &got); err != nil {
-			t.Fatalf("fitJSON(max %d) = %s: %v", tc.max, data, err)
+			t.Fatalf("promptFit(max %d) = %s: %v", tc.max, data, err)
 		}
-		if !slices.Equal(got, tc.want) || kept != len(tc.want) || len([]rune(string(data))) > tc.max {
-			t.Errorf("fitJSON(%d items, max %d) = %d items (kept %d, %d chars), want %d", len(tc.items), tc.max, len(got), kept, len([]rune(string(data))), len(tc.want))
+		if got == nil {
+			got = []string{}
 		}
+		if !slices.Equal(got, tc.want) || len([]rune(string(data))) > tc.max || offered != tc.offered {
+			t.Errorf("promptFit(%d items, max %d) = %d items (%d chars) after %d offers, want %d after %d", len(tc.items), tc.max, len(got), len([]rune(string(data))), offered, len(tc.want), tc.offered)
+		}
+	}
+}
+
+// marshalCounter counts its JSON encodings.
+type marshalCounter struct{ n *int }
+
+func (m marshalCounter) MarshalJSON() ([]byte, error) {
+	*m.n++
+	return []byte(`"item"`), nil
+}
+
+// TestPromptFitMarshalsOnce: fitting costs one encoding per item offered, and none is
+// offered once the prompt is full.
+func TestPromptFitMarshalsOnce(t *testing.T) {
+	n := 0
+	fit := promptFit{maxChars: 2 + 3*7 - 1, size: 2} // room for three "item"s
+	offered := 0
+	for range 10 {
+		offered++
+		if more, err := fit.offer(marshalCounter{&n}); err != nil || !more {
+			break
+		}
+	}
+	if got := string(fit.json()); n != 4 || offered != 4 || got != `["item","item","item"]` {
+		t.Errorf("encodings %d over %d offers, array %s; want 4, 4 and three items", n, offered, got)
 	}
 }
 
@@ -544,7 +584,7 @@ func TestParseEmailFixtures(t *testing.T) {
 	fixtures := os.DirFS("testdata/maildir")
 	quiet := slog.New(slog.DiscardHandler)
 	for _, tc := range cases {
-		got, err := readEmailFile(fixtures, tc.file, quiet)
+		got, err := readEmailFile(fixtures, tc.file, time.Time{}, quiet)
 		if err != nil {
 			t.Errorf("%s: %v", tc.file, err)
 			continue
@@ -555,8 +595,8 @@ func TestParseEmailFixtures(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, want)
 		}
 	}
-	for _, bad := range []string{"new/1795590000.M7P1.host", "new/1795590300.M8P1.host"} {
-		if _, err := readEmailFile(fixtures, bad, quiet); err == nil {
+	for _, bad := range []string{"new/1795590000.M7P1.host"} {
+		if _, err := readEmailFile(fixtures, bad, time.Time{}, quiet); err == nil {
 			t.Errorf("%s parsed, want an error", bad)
 		}
 	}
@@ -583,13 +623,14 @@ func TestEmailSummaryPrompt(t *testing.T) {
 	for _, m := range sent {
 		subjects = append(subjects, m.Subject)
 	}
-	// Newest first; the old message and the two broken ones are left out.
-	want := []string{"Status", "HTML only", "Deploy finished", "Grüße aus Köln", "Café crème"}
+	// Newest delivered first; the old message and the file that is not one are left out,
+	// the undated one is dated by its delivery.
+	want := []string{"Status", "No date", "HTML only", "Deploy finished", "Grüße aus Köln", "Café crème"}
 	if !slices.Equal(subjects, want) {
 		t.Errorf("subjects sent = %q, want %q", subjects, want)
 	}
-	if !strings.Contains(e.logs.String(), "skip e-mail message") || strings.Count(e.logs.String(), "skip e-mail message") != 4 {
-		t.Errorf("want one skip line per broken message and job:\n%s", e.logs)
+	if strings.Count(e.logs.String(), "skip e-mail message") != 2 {
+		t.Errorf("want one skip line per job, for the file that is not a message:\n%s", e.logs)
 	}
 	var list struct {
 		Summaries []Summary
@@ -790,7 +831,7 @@ func FuzzParseEmail(f *testing.F) {
 	f.Add([]byte("Subject: =?utf-8?b?/w==?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"))                                                // invalid UTF-8 inside a word
 	f.Add([]byte("To: " + strings.Repeat("someone@example.com, ", 200) + "last@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")) // a mass mailing
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		m, err := parseEmail(bytes.NewReader(raw), slog.New(slog.DiscardHandler))
+		m, err := parseEmail(raw, time.Time{}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return
 		}
@@ -884,7 +925,9 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "Grüße", "Grüße", true},
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
-		{"utf-7", "a+AOk-", "a+AOk-", true},
+		{"utf-7", "a+AOk-", "aé", false},
+		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
+		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
 	}
 	for _, tc := range cases {
 		var logs bytes.Buffer
@@ -913,7 +956,7 @@ func TestUnknownCharsetInMessage(t *testing.T) {
 		"To: team@example.com\r\nSubject: =?x-klingon?q?Qapla=27?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n"+
 		"Content-Type: text/plain; charset=x-klingon\r\nContent-Transfer-Encoding: 8bit\r\n\r\nnuqneH \xff Grüße\r\n")
 	var logs bytes.Buffer
-	got, err := readMaildir(os.DirFS(dir), time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), slog.New(slog.NewTextHandler(&logs, nil)))
+	got, err := readAllMail(os.DirFS(dir), time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || len(got) != 1 {
 		t.Fatalf("readMaildir = %d messages, %v", len(got), err)
 	}
@@ -923,6 +966,16 @@ func TestUnknownCharsetInMessage(t *testing.T) {
 	if n := strings.Count(logs.String(), "charset=x-klingon"); n != 3 || !strings.Contains(logs.String(), "file=new/"+name) {
 		t.Errorf("want three log lines naming the charset and the file, got %d:\n%s", n, logs.String())
 	}
+}
+
+// readAllMail reads every message of the window in the Maildir fsys, newest delivered first.
+func readAllMail(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error) {
+	var all []email
+	err := readMaildir(context.Background(), fsys, start, log, func(e email) (bool, error) {
+		all = append(all, e)
+		return true, nil
+	})
+	return all, err
 }
 
 // countingFS is an fs.FS that records the name of every file opened through it.
@@ -1017,7 +1070,7 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		}
 	}
 	fsys := &countingFS{FS: os.DirFS(dir)}
-	got, err := readMaildir(fsys, start, slog.New(slog.DiscardHandler))
+	got, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1063,7 +1116,7 @@ func BenchmarkMaildirWindow(b *testing.B) {
 	for _, bc := range []struct{ name, dir string }{{"50 new", recent}, {"100000 old + 50 new", full}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				got, err := readMaildir(os.DirFS(bc.dir), start, quiet)
+				got, err := readAllMail(os.DirFS(bc.dir), start, quiet)
 				if err != nil || len(got) != 50 {
 					b.Fatalf("readMaildir = %d messages, %v", len(got), err)
 				}
@@ -1102,7 +1155,7 @@ func TestEmailBodyRules(t *testing.T) {
 		{"the first of two plain parts", message(alternative(plain, [2]string{"text/plain; charset=utf-8", "Second plain"})), "Plain version"},
 		{"long body", message("text/plain; charset=utf-8", strings.Repeat("é", 4500)), strings.Repeat("é", 4000)},
 	} {
-		e, err := parseEmail(strings.NewReader(tc.msg), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		e, err := parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -1121,7 +1174,7 @@ func TestEmailHeaders(t *testing.T) {
 		{"  plain  ", "plain"},
 	} {
 		msg := "From: a@example.com\r\nSubject: " + tc.raw + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
-		e, err := parseEmail(strings.NewReader(msg), slog.New(slog.DiscardHandler))
+		e, err := parseEmail([]byte(msg), time.Time{}, slog.New(slog.DiscardHandler))
 		if err != nil || e.Subject != tc.want {
 			t.Errorf("Subject %q = %q (%v), want %q", tc.raw, e.Subject, err, tc.want)
 		}
@@ -1139,7 +1192,7 @@ func TestMaildirSkipsDotFiles(t *testing.T) {
 		"new/.hidden": &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")},
 		"cur":         &fstest.MapFile{Mode: fs.ModeDir},
 	}
-	emails, err := readMaildir(fsys, start, slog.New(slog.DiscardHandler))
+	emails, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
 	if err != nil || len(emails) != 0 {
 		t.Errorf("readMaildir = %d emails (%v), want none", len(emails), err)
 	}
@@ -1157,7 +1210,7 @@ func TestMaildirWindowStartInclusive(t *testing.T) {
 		"new/" + strconv.FormatInt(start.Unix(), 10) + ".M2P1.host":        message(start.Add(-time.Second)),
 		"cur/" + strconv.FormatInt(start.Unix()+60, 10) + ".M3P1.host:2,S": message(start.Add(time.Minute)),
 	}
-	emails, err := readMaildir(fsys, start, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	emails, err := readAllMail(fsys, start, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
