@@ -274,6 +274,10 @@ type summaryJobs struct {
 	mu      sync.Mutex
 	running map[string]*runningJob
 	timeout time.Duration // of each job
+	// onDemand is the latest run of GET /api/tracker-summary, nil before the first; a new
+	// one starts at most every onDemandInterval.
+	onDemand         *sharedRun
+	onDemandInterval time.Duration
 }
 
 // runningJob is a job started and not yet ended.
@@ -284,7 +288,7 @@ type runningJob struct {
 
 func newSummaryJobs() *summaryJobs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout}
+	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout, onDemandInterval: onDemandInterval}
 }
 
 // start runs job in a goroutine with a context that ends at the job's timeout or at stop,
@@ -458,17 +462,101 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 }
 
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
-// pipeline run while the client waits, storing nothing.
+// pipeline run while the client waits, storing nothing, one run shared by the callers
+// that ask at the same time (see trackerSummaryNow).
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) {
-	// Answer, if only with the error, before the server's write timeout swallows it.
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout-10*time.Second)
-	defer cancel()
-	text, err := s.summaryText(ctx, trackerPipeline, s.now())
+	text, err := s.trackerSummaryNow(r.Context())
 	if err != nil {
 		s.fail(w, r, "generate summary", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"summary": text})
+}
+
+// trackerSummaryNow runs the tracker pipeline for GET /api/tracker-summary: at most one
+// run (one tracker walk, one model call) per onDemandInterval, shared by every caller
+// that asks while it runs and, when it succeeded, reused by those who ask until the
+// interval ends. A failure is logged here with its detail, once for all its callers.
+func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
+	return s.jobs.shared(ctx, func(ctx context.Context) (text string, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
+				err = errors.New("on-demand tracker summary: panic")
+			}
+			if err != nil {
+				s.log.Error("on-demand tracker summary failed", "err", err)
+			}
+		}()
+		return s.summaryText(ctx, trackerPipeline, s.now())
+	})
+}
+
+// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone may
+// ask, and each run costs a model call.
+const onDemandInterval = 30 * time.Second
+
+// errSummaryBusy refuses an on-demand summary asked for within onDemandInterval of a
+// run that failed; the error is a *busyError, which says when to ask again.
+var errSummaryBusy = errors.New("the tracker summary failed moments ago")
+
+// busyError is errSummaryBusy with the time until the next run may start.
+type busyError struct{ retryAfter time.Duration }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, int(math.Ceil(e.retryAfter.Seconds())))
+}
+
+func (e *busyError) Unwrap() error { return errSummaryBusy }
+
+// sharedRun is one on-demand run and its outcome once done is closed.
+type sharedRun struct {
+	started time.Time
+	done    chan struct{}
+	text    string
+	err     error
+}
+
+// shared answers with the outcome of the latest run of run when it started within
+// onDemand.interval: the callers that come while it runs wait for it, and those that
+// come after it succeeded share its text; after a failure they get a *busyError until the
+// interval ends. Otherwise it starts a new run, bounded by the write timeout and ended by
+// stop, not by the callers, who each wait only as long as their own ctx.
+func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) (string, error)) (string, error) {
+	j.mu.Lock()
+	if j.ctx.Err() != nil {
+		j.mu.Unlock()
+		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	}
+	r := j.onDemand
+	if r != nil && time.Since(r.started) < j.onDemandInterval {
+		j.mu.Unlock()
+		select {
+		case <-r.done:
+			if r.err != nil {
+				return "", &busyError{retryAfter: j.onDemandInterval - time.Since(r.started)}
+			}
+			return r.text, nil
+		default:
+		}
+	} else {
+		r = &sharedRun{started: time.Now(), done: make(chan struct{})}
+		j.onDemand = r
+		// Answer, if only with the error, before the server's write timeout swallows it.
+		runCtx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
+		j.wg.Go(func() {
+			defer close(r.done)
+			defer cancel()
+			r.text, r.err = run(runCtx)
+		})
+		j.mu.Unlock()
+	}
+	select {
+	case <-r.done:
+		return r.text, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 const (

@@ -455,6 +455,10 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 			if n := e.count("tracker_summaries"); n != 0 {
 				t.Errorf("the on-demand summary stored %d rows", n)
 			}
+			// The answer names no path; the log keeps it.
+			if tc.name == "no template" && !strings.Contains(e.logs.String(), "Prompt template not readable: open /nonexistent/p.txt") {
+				t.Errorf("the log lacks the template's path:\n%s", e.logs)
+			}
 		})
 	}
 }

@@ -230,8 +230,9 @@ func TestModelErrorKeepsChain(t *testing.T) {
 	}
 }
 
-// TestTrackerErrorHidesKey: MantisBT refusing a token may quote it; the error that the
-// on-demand summary answers names the status and the message, never the token.
+// TestTrackerErrorHidesKey: a server at the endpoint that quotes the token it refused (a
+// proxy, say; MantisBT's refusals have no body) gets it into no answer and no log line;
+// the log names the status and the message.
 func TestTrackerErrorHidesKey(t *testing.T) {
 	const token = "mantis-token-7f3a"
 	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -245,8 +246,8 @@ func TestTrackerErrorHidesKey(t *testing.T) {
 		c.GenAIKey = "model-key"
 	})
 	status, raw := e.do("GET", "/api/tracker-summary", nil)
-	if status != 500 || !strings.Contains(string(raw), "tracker answered 403: API token [redacted] not found") {
-		t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming the 403 and its message", status, raw)
+	if status != 500 || !strings.Contains(e.logs.String(), "tracker answered 403: API token [redacted] not found") {
+		t.Errorf("GET /api/tracker-summary = %d %s, want 500 and the log naming the 403 and its message:\n%s", status, raw, e.logs)
 	}
 	if strings.Contains(string(raw), token) || strings.Contains(e.logs.String(), token) {
 		t.Errorf("the token leaked: answer %s\nlogs:\n%s", raw, e.logs)
@@ -271,8 +272,8 @@ func TestEndpointCredentialsHidden(t *testing.T) {
 			e := newSummaryEnv(t, time.Now(), tc.change)
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(time.Now()))}
 			status, raw := e.do("GET", "/api/tracker-summary", nil)
-			if status != 500 || !strings.Contains(string(raw), addr) {
-				t.Errorf("GET /api/tracker-summary = %d %s, want 500 naming %s", status, raw, addr)
+			if status != 500 || !strings.Contains(e.logs.String(), addr) {
+				t.Errorf("GET /api/tracker-summary = %d %s, want 500 and the log naming %s:\n%s", status, raw, addr, e.logs)
 			}
 			for _, secret := range []string{"user-7f3a", "pass-9b2c"} {
 				if strings.Contains(string(raw), secret) || strings.Contains(e.logs.String(), secret) {
@@ -527,5 +528,71 @@ func TestTrackerPrivateContent(t *testing.T) {
 	}
 	if strings.Contains(string(got), "@example.com") {
 		t.Errorf("with includePrivate, an e-mail address is kept: %s", got)
+	}
+}
+
+// TestTrackerSummaryNowShared: 30 callers of GET /api/tracker-summary at once share one
+// tracker walk and one model call, and all get its text; within the interval a caller
+// after it gets the same text without a new run; after the interval a new run starts.
+func TestTrackerSummaryNowShared(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	e.model.release = make(chan struct{})
+	e.model.entered = make(chan struct{}, 100)
+	type result struct {
+		status int
+		body   string
+	}
+	results := make(chan result, 30)
+	for range 30 {
+		go func() {
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			results <- result{status, strings.TrimSpace(string(raw))}
+		}()
+	}
+	<-e.model.entered
+	close(e.model.release)
+	for range 30 {
+		if r := <-results; r.status != 200 || r.body != `{"summary":"The summary."}` {
+			t.Errorf("GET /api/tracker-summary = %d %s", r.status, r.body)
+		}
+	}
+	if n, pages := len(e.model.calls()), e.tracker.requestedPages(); n != 1 || len(pages) != 1 {
+		t.Errorf("%d model calls and tracker pages %v for 30 callers, want one of each", n, pages)
+	}
+	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
+		t.Errorf("a caller within the interval = %d after %d model calls, want 200 and the shared run", status, len(e.model.calls()))
+	}
+	e.srv.jobs.mu.Lock()
+	e.srv.jobs.onDemandInterval = time.Millisecond
+	e.srv.jobs.mu.Unlock()
+	waitFor(t, func() bool {
+		e.do("GET", "/api/tracker-summary", nil)
+		return len(e.model.calls()) == 2
+	})
+}
+
+// TestTrackerSummaryNowBusyAfterFailure: within the interval after a failed run, a caller
+// gets errSummaryBusy (with the time to wait), not a new run; the failure is logged once
+// with its detail.
+func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.failures = []int{403}
+	_, err := e.srv.trackerSummaryNow(context.Background())
+	if err == nil || errors.Is(err, errSummaryBusy) || !strings.Contains(err.Error(), "tracker answered 403") {
+		t.Fatalf("first call = %v, want the tracker's refusal", err)
+	}
+	_, err = e.srv.trackerSummaryNow(context.Background())
+	var busy *busyError
+	if !errors.Is(err, errSummaryBusy) || !errors.As(err, &busy) || busy.retryAfter <= 0 || busy.retryAfter > onDemandInterval {
+		t.Errorf("second call = %v, want errSummaryBusy with a wait within %s", err, onDemandInterval)
+	}
+	if pages := e.tracker.requestedPages(); len(pages) != 0 {
+		t.Errorf("tracker served pages %v; want only the refused request", pages)
+	}
+	if n := strings.Count(e.logs.String(), "on-demand tracker summary failed"); n != 1 {
+		t.Errorf("failure logged %d times, want once:\n%s", n, e.logs)
 	}
 }
