@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"net/mail"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
@@ -665,13 +666,13 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 
 // parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
 // the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
-// Malformations a mail program reads past are read past here too; only a file without a
-// single header field is not a message. delivered dates a message whose Date is missing
+// Malformations a mail program reads past are read past here too; only a file in which
+// a reader would see nothing, no header field and no text, is not a message. delivered dates a message whose Date is missing
 // or not readable. log hears of a charset that is not known.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
-	if len(msg.fields) == 0 {
-		return email{}, errors.New("not a message: no header field")
+	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
+		return email{}, errors.New("not a message: no header field and no text")
 	}
 	when, err := mail.ParseDate(string(msg.get("Date")))
 	if err != nil {
@@ -831,7 +832,9 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 // boundary=----=_NextPart_...) is read leniently; a type without a subtype, or none, is def.
 func contentType(value, def string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
-	if err != nil {
+	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted,
+	// as some mailers write a boundary.
+	if err != nil || strings.HasPrefix(mediaType, "multipart/") && params["boundary"] == "" {
 		mediaType, params = lenientMediaType(value)
 	}
 	if !strings.Contains(mediaType, "/") {
@@ -856,6 +859,16 @@ func lenientMediaType(value string) (string, map[string]string) {
 		v = strings.TrimSpace(v)
 		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
 			v = v[1 : len(v)-1]
+		}
+		if n, ok := strings.CutSuffix(name, "*"); ok {
+			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
+			name = n
+			if parts := strings.SplitN(v, "'", 3); len(parts) == 3 {
+				v = parts[2]
+			}
+			if u, err := url.PathUnescape(v); err == nil {
+				v = u
+			}
 		}
 		if _, dup := params[name]; !dup {
 			params[name] = v
@@ -1008,12 +1021,22 @@ func unhex(c byte) byte {
 
 // decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
 // RFC 2047 encoded-word on its own (one malformed word or unknown charset spoils no
-// other), the blanks between two adjacent words dropped, and raw 8-bit text outside the
-// words read in fallback, the charset of the message's body, when it is not UTF-8.
+// other), the blanks between two adjacent words dropped, adjacent words of one charset
+// decoded together (mailers split a character between two), and raw 8-bit text outside
+// the words read in fallback, the charset of the message's body, when it is not UTF-8.
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	var sb strings.Builder
-	var pending []byte // blanks after a word, dropped if another word follows
-	afterWord := false
+	var blank []byte       // blanks after a word, dropped if another word follows
+	var wordBytes []byte   // decoded bytes of the adjacent words of wordCharset so far
+	var wordCharset string // "" when no word is pending
+	flush := func() {
+		if wordCharset != "" {
+			sb.WriteString(decodeCharset(wordCharset, wordBytes, log))
+			wordBytes, wordCharset = nil, ""
+		}
+		sb.Write(blank)
+		blank = nil
+	}
 	for len(v) > 0 {
 		i := bytes.Index(v, []byte("=?"))
 		if i < 0 {
@@ -1021,32 +1044,32 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 		}
 		if i > 0 {
 			text := v[:i]
-			if afterWord && len(bytes.Trim(text, " \t")) == 0 {
-				pending = text
+			if wordCharset != "" && len(bytes.Trim(text, " \t")) == 0 {
+				blank = text
 			} else {
-				sb.Write(pending)
-				pending = nil
+				flush()
 				sb.WriteString(decodeRawHeader(text, fallback, log))
-				afterWord = false
 			}
 			v = v[i:]
 			continue
 		}
-		word, size, ok := encodedWord(v, log)
+		charset, b, size, ok := encodedWord(v)
 		if !ok {
-			sb.Write(pending)
-			pending = nil
+			flush()
 			sb.WriteString("=?")
 			v = v[2:]
-			afterWord = false
 			continue
 		}
-		pending = nil
-		sb.WriteString(word)
+		if wordCharset != "" && !strings.EqualFold(charset, wordCharset) {
+			blank = nil
+			flush()
+		}
+		blank = nil
+		wordCharset = charset
+		wordBytes = append(wordBytes, b...)
 		v = v[size:]
-		afterWord = true
 	}
-	sb.Write(pending)
+	flush()
 	return validUTF8([]byte(sb.String()))
 }
 
@@ -1059,26 +1082,24 @@ func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
 	return decodeCharset(fallback, b, log)
 }
 
-// encodedWord decodes the RFC 2047 word =?charset?B|Q?text?= at the start of v and
-// reports its length; ok is false when v does not start with one.
-func encodedWord(v []byte, log *slog.Logger) (word string, size int, ok bool) {
+// encodedWord reads the RFC 2047 word =?charset?B|Q?text?= at the start of v: its charset,
+// its bytes and its length; ok is false when v does not start with one.
+func encodedWord(v []byte) (charset string, b []byte, size int, ok bool) {
 	parts := bytes.SplitN(v[2:], []byte("?"), 4)
 	if len(parts) < 4 || !bytes.HasPrefix(parts[3], []byte("=")) || len(parts[0]) == 0 || len(parts[1]) != 1 ||
 		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") {
-		return "", 0, false
+		return "", nil, 0, false
 	}
-	charset, _, _ := strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
-	var b []byte
+	charset, _, _ = strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
 	switch parts[1][0] {
 	case 'B', 'b':
 		b = decodeBase64(parts[2])
 	case 'Q', 'q':
 		b = decodeQuotedPrintable(bytes.ReplaceAll(parts[2], []byte("_"), []byte(" ")))
 	default:
-		return "", 0, false
+		return "", nil, 0, false
 	}
-	size = 2 + len(parts[0]) + 1 + 1 + 1 + len(parts[2]) + 2
-	return decodeCharset(charset, b, log), size, true
+	return charset, b, 2 + len(parts[0]) + 3 + len(parts[2]) + 2, true
 }
 
 // decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
