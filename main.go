@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -279,7 +280,7 @@ const (
 	maxSummaryPage      = 100     // `limit` of a summary list is read as at most this
 
 	// maxConnections bounds the open connections; one more is answered 503 and closed.
-	maxConnections = 512
+	maxConnections = 2048
 	// maxUploadBytes bounds the request bodies being read and held at once; a body
 	// that finds no room within maxUploadWait is refused 503. Small bodies (at most
 	// smallBodyBytes, every ordinary request) go in without it: maxConnections bounds
@@ -954,6 +955,9 @@ type apiError struct {
 	msg    string
 	member string // the message's JSON member; "error" when empty
 	err    error
+	// retryAfter is when a refused request (kindUnavailable) may come again; a second
+	// when zero.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string {
@@ -1034,7 +1038,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case ae.kind == kindNotFound && op != "":
 		msg = op + ": " + msg // "update form 7: Record not found"
 	case ae.kind == kindUnavailable:
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ae.retryAfter.Seconds())))))
 	}
 	member := cmp.Or(ae.member, "error")
 	body, _ := json.Marshal(map[string]string{member: msg}) // strings always encode

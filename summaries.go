@@ -13,18 +13,17 @@ import (
 	"log/slog"
 	"math"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding"
@@ -43,105 +42,162 @@ const (
 
 // configError is a missing model key or prompt template, which the earlier variant's
 // GET /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
-// summaryPipeline is one kind of summary: how to gather its material and where to keep it.
-type summaryPipeline struct {
-	name        string // for logs
-	promptFile  func(config) string
-	placeholder string // replaced by the JSON of the material
-	emptyText   string
-	gather      func(ctx context.Context, s *server, start time.Time) (items any, n int, err error)
-	save        func(store *Store, ctx context.Context, date time.Time, text string) error
+// msg goes to the client, so it names a setting, never a path; err, which may name
+// one, goes to the log only.
+type configError struct {
+	msg string
+	err error // the cause, or nil
 }
 
-var trackerPipeline = summaryPipeline{
+func (e *configError) Error() string {
+	if e.err == nil {
+		return e.msg
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+func (e *configError) Unwrap() error { return e.err }
+
+// pipeline is one kind of summary, as a chain of typed steps: gather the items of the
+// window (T: a ticket, an e-mail), fit their JSON into the prompt, ask the model, save
+// its text.
+type pipeline[T any] struct {
+	name        string // for logs
+	promptFile  func(config) string
+	placeholder string // replaced by the JSON array of the items
+	emptyText   string // stored without asking the model when there is no item
+	// gather offers the items of the window to fit, newest first, and stops when fit
+	// answers false: the prompt is full.
+	gather func(ctx context.Context, src sources, start time.Time, fit func(T) (bool, error)) error
+	save   func(store *Store, ctx context.Context, date time.Time, text string) error
+}
+
+// sources is what a pipeline gathers from: the configuration and the outbound client.
+type sources struct {
+	cfg    config
+	client *http.Client
+	log    *slog.Logger
+}
+
+// summaryRunner is a pipeline of either kind, as the jobs, the schedule and the handlers
+// start them.
+type summaryRunner interface {
+	jobName() string
+	text(ctx context.Context, s *server, now time.Time) (string, error)
+	saveText(ctx context.Context, s *server, date time.Time, text string) error
+}
+
+var trackerPipeline = &pipeline[ticket]{
 	name:        "tracker summary",
 	promptFile:  func(c config) string { return c.TrackerPromptFile },
 	placeholder: "$TRACKER_TICKETS",
 	emptyText:   noTicketsText,
-	gather: func(ctx context.Context, s *server, start time.Time) (any, int, error) {
-		tickets, err := recentTickets(ctx, s.client, s.cfg, start)
-		return tickets, len(tickets), err
+	gather: func(ctx context.Context, src sources, start time.Time, fit func(ticket) (bool, error)) error {
+		// Private issues and notes stay out: every API client reads the summary.
+		tickets, err := recentTickets(ctx, src.client, src.cfg, start, false)
+		if err != nil {
+			return err
+		}
+		for _, t := range tickets {
+			if more, err := fit(t); !more || err != nil {
+				return err
+			}
+		}
+		return nil
 	},
 	save: (*Store).SaveTrackerSummary,
 }
 
-var emailPipeline = summaryPipeline{
+var emailPipeline = &pipeline[email]{
 	name:        "email summary",
 	promptFile:  func(c config) string { return c.EmailPromptFile },
 	placeholder: "$EMAILS",
 	emptyText:   noEmailsText,
-	gather: func(ctx context.Context, s *server, start time.Time) (any, int, error) {
-		emails, err := recentEmails(s.cfg.Maildir, start, s.log)
-		return emails, len(emails), err
+	gather: func(ctx context.Context, src sources, start time.Time, fit func(email) (bool, error)) error {
+		if src.cfg.Maildir == "" {
+			return errors.New("MAILDIR is not configured")
+		}
+		if err := readMaildir(ctx, os.DirFS(src.cfg.Maildir), start, src.log, fit); err != nil {
+			return fmt.Errorf("MAILDIR %s: %w", src.cfg.Maildir, err) // the fs.FS names only new/ or cur/
+		}
+		return nil
 	},
 	save: (*Store).AddEmailSummary,
 }
 
-// summaryText runs a pipeline for the day of now: check the configuration, read the
-// template (each time, so that an edit takes effect without a restart), gather the
+func (p *pipeline[T]) jobName() string { return p.name }
+
+func (p *pipeline[T]) saveText(ctx context.Context, s *server, date time.Time, text string) error {
+	return p.save(s.store, ctx, date, text)
+}
+
+// text runs the pipeline for the day of now: check the configuration, read the template
+// (each time, so that an edit takes effect without a restart), gather and fit the
 // material of the window, and ask the model unless there is none.
-func (s *server) summaryText(ctx context.Context, p summaryPipeline, now time.Time) (string, error) {
+func (p *pipeline[T]) text(ctx context.Context, s *server, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
-		return "", &configError{"GENAI_API_KEY is not configured"}
+		return "", &configError{msg: "GENAI_API_KEY is not configured"}
 	}
 	template, err := os.ReadFile(p.promptFile(s.cfg))
 	if err != nil {
-		return "", &configError{fmt.Sprintf("Prompt template not readable: %s", p.promptFile(s.cfg))}
+		return "", &configError{msg: "Prompt template not readable", err: err}
 	}
-	items, n, err := p.gather(ctx, s, windowStart(now))
-	if err != nil {
+	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
+	if err := p.gather(ctx, sources{cfg: s.cfg, client: s.client, log: s.log}, windowStart(now), func(item T) (bool, error) { return fit.offer(item) }); err != nil {
 		return "", err
 	}
-	if n == 0 {
+	switch {
+	case fit.offered == 0:
 		return p.emptyText, nil
+	case len(fit.items) == 0:
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", fit.offered, maxPromptDataChars)
 	}
-	data, kept, err := fitJSON(items, maxPromptDataChars)
-	if err != nil {
-		return "", err
-	}
-	if kept == 0 {
-		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", n, maxPromptDataChars)
-	}
-	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(data)).Replace(string(template))
+	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(fit.json())).Replace(string(template))
 	return complete(ctx, s.client, s.cfg, prompt)
 }
 
-// fitJSON writes a slice (newest first) as a JSON array of at most maxChars characters,
-// dropping the oldest items first, and says how many it kept. An item too large to fit
-// on its own is passed over, so that it cannot crowd out every other. <, > and & stay
-// as they are: the reader is a model, not a browser, and escapes would only cost it
-// tokens.
-func fitJSON(items any, maxChars int) ([]byte, int, error) {
-	raw, err := marshalPlain(items)
+// summaryText runs a pipeline for the day of now and returns the model's text.
+func (s *server) summaryText(ctx context.Context, p summaryRunner, now time.Time) (string, error) {
+	return p.text(ctx, s, now)
+}
+
+// promptFit builds a prompt's JSON array of at most maxChars characters from items
+// offered newest first, marshalling each once. An item too large to fit on its own is
+// passed over, so that it cannot crowd out every other; the first other that does not
+// fit ends the array, as no older item should go before it. <, > and & stay as they are:
+// the reader is a model, not a browser, and escapes would only cost it tokens.
+type promptFit struct {
+	maxChars int
+	offered  int
+	size     int // characters of the array so far, its brackets and commas included: 2 when empty
+	items    [][]byte
+}
+
+// offer marshals item and keeps it if it fits; it answers false once the array is full.
+func (f *promptFit) offer(item any) (bool, error) {
+	f.offered++
+	raw, err := marshalPlain(item)
 	if err != nil {
-		return nil, 0, fmt.Errorf("prompt data: %w", err)
+		return false, fmt.Errorf("prompt data: %w", err)
 	}
-	var each []json.RawMessage
-	if err := json.Unmarshal(raw, &each); err != nil {
-		return nil, 0, fmt.Errorf("prompt data: %w", err)
+	chars := utf8.RuneCount(raw)
+	if 2+chars > f.maxChars {
+		return true, nil
 	}
-	kept := []json.RawMessage{}
-	size := 2 // the brackets
-	for _, item := range each {
-		chars := utf8.RuneCount(item)
-		if 2+chars > maxChars {
-			continue
-		}
-		if len(kept) > 0 {
-			chars++ // the comma
-		}
-		if size+chars > maxChars {
-			break
-		}
-		size += chars
-		kept = append(kept, item)
+	if len(f.items) > 0 {
+		chars++ // the comma
 	}
-	data, err := marshalPlain(kept)
-	return data, len(kept), err
+	if f.size+chars > f.maxChars {
+		return false, nil
+	}
+	f.size += chars
+	f.items = append(f.items, raw)
+	return true, nil
+}
+
+// json is the array of the items kept.
+func (f *promptFit) json() []byte {
+	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
 // marshalPlain is json.Marshal without the escaping of <, > and &.
@@ -174,58 +230,97 @@ func startOfDay(now time.Time) time.Time {
 }
 
 // generate runs a pipeline for today and stores its text; failures are the caller's to log.
-func (s *server) generate(ctx context.Context, p summaryPipeline) error {
+func (s *server) generate(ctx context.Context, p summaryRunner) error {
 	now := s.now()
 	text, err := s.summaryText(ctx, p, now)
 	if err != nil {
 		return err
 	}
-	return p.save(s.store, ctx, startOfDay(now), text)
+	return p.saveText(ctx, s, startOfDay(now), text)
 }
 
 // startJob starts a pipeline in the background unless one of its kind is running.
-func (s *server) startJob(p summaryPipeline) {
-	s.jobs.start(p.name, func(ctx context.Context) {
+func (s *server) startJob(p summaryRunner) {
+	name := p.jobName()
+	s.jobs.start(name, func(ctx context.Context) {
+		defer s.logPanic("job", name)
 		start := time.Now()
 		if err := s.generate(ctx, p); err != nil {
-			s.log.Error("summary job failed", "job", p.name, "duration", time.Since(start).Round(time.Millisecond), "err", err)
+			s.log.Error("summary job failed", "job", name, "duration", time.Since(start).Round(time.Millisecond), "err", err)
 			return
 		}
-		s.log.Info("summary job done", "job", p.name, "duration", time.Since(start).Round(time.Millisecond))
+		s.log.Info("summary job done", "job", name, "duration", time.Since(start).Round(time.Millisecond))
 	})
 }
 
-// summaryJobs tracks background work: at most one job per name, all cancelled and waited
-// for (bounded) at shutdown.
+// logPanic, deferred, ends a panic of background work as ServeHTTP ends a handler's:
+// logged, and the service goes on.
+func (s *server) logPanic(kind, name string) {
+	if v := recover(); v != nil {
+		s.log.Error("panic", kind, name, "panic", fmt.Sprint(v))
+	}
+}
+
+// jobTimeout bounds a summary job: a tracker walk of 20 pages and a model call take
+// minutes at worst, and a job that outlives this bound no longer holds back the next one.
+const jobTimeout = 10 * time.Minute
+
+// summaryJobs tracks background work: at most one job per name within its timeout, all
+// cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	running map[string]bool
+	running map[string]*runningJob
+	timeout time.Duration // of each job
+	// onDemand is the latest run of GET /api/tracker-summary, nil before the first; a new
+	// one starts at most every onDemandInterval.
+	onDemand         *sharedRun
+	onDemandInterval time.Duration
+}
+
+// runningJob is a job started and not yet ended.
+type runningJob struct {
+	started time.Time
+	cancel  context.CancelFunc
 }
 
 func newSummaryJobs() *summaryJobs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]bool{}}
+	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout, onDemandInterval: onDemandInterval}
 }
 
-// start runs job in a goroutine, unless a job of the same name is running or the jobs
-// are stopped.
+// start runs job in a goroutine with a context that ends at the job's timeout or at stop,
+// unless a job of the same name started less than a timeout ago is running or the jobs
+// are stopped. A job still running past its timeout is stuck where no context reaches
+// (a hung network file system under the Maildir, say): it is left to end on its own,
+// its context cancelled so that it stores nothing, and the new one starts.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.running[name] || j.ctx.Err() != nil {
+	if j.ctx.Err() != nil {
 		return
 	}
-	j.running[name] = true
+	if old := j.running[name]; old != nil {
+		if time.Since(old.started) < j.timeout {
+			return
+		}
+		old.cancel()
+	}
+	ctx, cancel := context.WithTimeout(j.ctx, j.timeout)
+	r := &runningJob{started: time.Now(), cancel: cancel}
+	j.running[name] = r
 	j.wg.Go(func() {
 		defer func() {
+			cancel()
 			j.mu.Lock()
-			delete(j.running, name)
+			if j.running[name] == r {
+				delete(j.running, name)
+			}
 			j.mu.Unlock()
 		}()
-		job(j.ctx)
+		job(ctx)
 	})
 }
 
@@ -262,6 +357,7 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 // summary for today, as after a restart across the scheduled time.
 func (s *server) scheduleSummaries(hour, minute int) {
 	s.jobs.wg.Go(func() {
+		defer s.logPanic("job", "summary schedule")
 		now := s.now()
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
@@ -276,7 +372,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 			}
 		}
 		for {
-			// Logged after the start-up decision, so that a test knows it was made.
+			// Logged after the start-up decision: the log shows any catch-up before the wait.
 			next := nextRun(s.now(), hour, minute)
 			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
 			timer := time.NewTimer(next.Sub(s.now()))
@@ -361,21 +457,108 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 }
 
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
-// pipeline run while the client waits, storing nothing.
+// pipeline run while the client waits, storing nothing, one run shared by the callers
+// that ask at the same time (see trackerSummaryNow).
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
-	// Answer, if only with the error, before the server's write timeout swallows it.
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout-10*time.Second)
-	defer cancel()
-	text, err := s.summaryText(ctx, trackerPipeline, s.now())
+	text, err := s.trackerSummaryNow(r.Context())
 	var ce *configError
-	if errors.As(err, &ce) {
+	var busy *busyError
+	switch {
+	case errors.As(err, &ce):
 		// The earlier variant answers missing configuration with the bare message.
 		return &apiError{kind: kindRejected, msg: ce.msg}
-	}
-	if err != nil {
+	case errors.As(err, &busy):
+		return &apiError{kind: kindUnavailable, msg: busy.Error(), retryAfter: busy.retryAfter}
+	case err != nil:
 		return during("generate summary", err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
+}
+
+// trackerSummaryNow runs the tracker pipeline for GET /api/tracker-summary: at most one
+// run (one tracker walk, one model call) per onDemandInterval, shared by every caller
+// that asks while it runs and, when it succeeded, reused by those who ask until the
+// interval ends. A failure is logged here with its detail, once for all its callers.
+func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
+	return s.jobs.shared(ctx, func(ctx context.Context) (text string, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
+				err = errors.New("on-demand tracker summary: panic")
+			}
+			if err != nil {
+				s.log.Error("on-demand tracker summary failed", "err", err)
+			}
+		}()
+		return s.summaryText(ctx, trackerPipeline, s.now())
+	})
+}
+
+// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone may
+// ask, and each run costs a model call.
+const onDemandInterval = 30 * time.Second
+
+// errSummaryBusy refuses an on-demand summary asked for within onDemandInterval of a
+// run that failed; the error is a *busyError, which says when to ask again.
+var errSummaryBusy = errors.New("the tracker summary failed moments ago")
+
+// busyError is errSummaryBusy with the time until the next run may start.
+type busyError struct{ retryAfter time.Duration }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, int(math.Ceil(e.retryAfter.Seconds())))
+}
+
+func (e *busyError) Unwrap() error { return errSummaryBusy }
+
+// sharedRun is one on-demand run and its outcome once done is closed.
+type sharedRun struct {
+	started time.Time
+	done    chan struct{}
+	text    string
+	err     error
+}
+
+// shared answers with the outcome of the latest run of run when it started within
+// onDemand.interval: the callers that come while it runs wait for it, and those that
+// come after it succeeded share its text; after a failure they get a *busyError until the
+// interval ends. Otherwise it starts a new run, bounded by the write timeout and ended by
+// stop, not by the callers, who each wait only as long as their own ctx.
+func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) (string, error)) (string, error) {
+	j.mu.Lock()
+	if j.ctx.Err() != nil {
+		j.mu.Unlock()
+		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	}
+	r := j.onDemand
+	if r != nil && time.Since(r.started) < j.onDemandInterval {
+		j.mu.Unlock()
+		select {
+		case <-r.done:
+			if r.err != nil {
+				return "", &busyError{retryAfter: j.onDemandInterval - time.Since(r.started)}
+			}
+			return r.text, nil
+		default:
+		}
+	} else {
+		r = &sharedRun{started: time.Now(), done: make(chan struct{})}
+		j.onDemand = r
+		// Answer, if only with the error, before the server's write timeout swallows it.
+		runCtx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
+		j.wg.Go(func() {
+			defer close(r.done)
+			defer cancel()
+			r.text, r.err = run(runCtx)
+		})
+		j.mu.Unlock()
+	}
+	select {
+	case <-r.done:
+		return r.text, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 const (
@@ -384,6 +567,10 @@ const (
 	// megabytes, which would leave the message too large for the prompt.
 	maxEmailHeaderChars = 1000
 	maxEmailFileBytes   = 25 << 20 // a larger message file is read only this far
+	// maxMIMEDepth bounds the nesting of multiparts read for the body. Real mail nests a
+	// few levels; each level read costs one pass over its part, so the bound keeps a
+	// message's cost linear in its size. Deeper parts are not read.
+	maxMIMEDepth = 16
 )
 
 // email is one message of the Maildir as the prompt's $EMAILS carries it.
@@ -393,190 +580,527 @@ type email struct {
 	Subject string    `json:"subject"`
 	Date    string    `json:"date"`
 	Body    string    `json:"body"`
-	when    time.Time // Date, for the window and the order
+	when    time.Time // Date, or the delivery time of an undated message
 }
 
-// recentEmails reads the messages of the Maildir dir delivered and dated at or after
-// start, newest first (see readMaildir).
-func recentEmails(dir string, start time.Time, log *slog.Logger) ([]email, error) {
-	if dir == "" {
-		return nil, errors.New("MAILDIR is not configured")
+// readMaildir offers fit the messages in new/ and cur/ of the Maildir fsys delivered and
+// dated at or after start, newest delivered first, until fit answers that the prompt is
+// full. A file delivered before start is passed over without being opened, and no file
+// is opened once the prompt is full, so that a job costs its prompt, not the Maildir. A
+// file that is not a message is skipped with a log line. ctx ends the read between
+// messages.
+func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
+	type delivered struct {
+		name string
+		at   time.Time
 	}
-	emails, err := readMaildir(os.DirFS(dir), start, log)
-	if err != nil {
-		return nil, fmt.Errorf("MAILDIR %s: %w", dir, err) // the fs.FS names only new/ or cur/
-	}
-	return emails, nil
-}
-
-// readMaildir reads the messages in new/ and cur/ of the Maildir fsys dated at or after
-// start, newest first. A file delivered before start is passed over without being
-// opened, so that a job over a Maildir of years costs only the messages of its window;
-// a file delivered later is opened and kept when its Date is in the window. A message
-// that cannot be parsed is skipped with a log line.
-func readMaildir(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error) {
-	var emails []email
+	var files []delivered
 	for _, sub := range []string{"new", "cur"} {
 		entries, err := fs.ReadDir(fsys, sub)
 		if err != nil {
-			return nil, fmt.Errorf("read Maildir: %w", err)
+			return fmt.Errorf("read Maildir: %w", err)
 		}
 		for _, entry := range entries {
 			if !entry.Type().IsRegular() || strings.HasPrefix(entry.Name(), ".") {
 				continue
 			}
-			if deliveredBefore(entry, start) {
+			at, ok := deliveryTime(entry)
+			if ok && at.Before(start) {
 				continue
 			}
-			name := path.Join(sub, entry.Name())
-			flog := log.With("file", name)
-			e, err := readEmailFile(fsys, name, flog)
-			if err != nil {
-				flog.Warn("skip e-mail message", "err", err)
-				continue
-			}
-			if !e.when.Before(start) {
-				emails = append(emails, e)
-			}
+			files = append(files, delivered{path.Join(sub, entry.Name()), at})
 		}
 	}
-	sort.SliceStable(emails, func(i, j int) bool { return emails[i].when.After(emails[j].when) })
-	return emails, nil
+	slices.SortStableFunc(files, func(a, b delivered) int { return b.at.Compare(a.at) })
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		flog := log.With("file", f.name)
+		e, err := readEmailFile(fsys, f.name, f.at, flog)
+		if err != nil {
+			flog.Warn("skip e-mail message", "err", err)
+			continue
+		}
+		if e.when.Before(start) {
+			continue
+		}
+		if more, err := fit(e); !more || err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// deliveredBefore reports whether a Maildir file arrived before start, without opening
-// it: by the delivery time that starts a standard Maildir name (seconds since the epoch,
-// as in 1732590000.M123P456.host,S=123:2,S), else by the modification time the directory
-// entry carries. When neither can be read the file is not passed over.
-func deliveredBefore(entry fs.DirEntry, start time.Time) bool {
-	if secs, ok := deliverySeconds(entry.Name()); ok {
-		return time.Unix(secs, 0).Before(start)
+// deliveryTime is when a Maildir file arrived, read without opening it: the
+// seconds-since-epoch that start a standard Maildir name (1732590000.M123P456.host,S=123:2,S),
+// else the modification time the directory entry carries. It reports false when neither
+// can be read.
+func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
+	if digits, _, found := strings.Cut(entry.Name(), "."); found {
+		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
+		if secs, ok := parseID(digits); ok && secs > 0 {
+			return time.Unix(secs, 0), true
+		}
 	}
 	info, err := entry.Info()
 	if err != nil {
-		return false
+		return time.Time{}, false
 	}
-	return info.ModTime().Before(start)
-}
-
-// deliverySeconds reads the leading seconds-since-epoch of a standard Maildir file name:
-// digits up to the first dot.
-func deliverySeconds(name string) (int64, bool) {
-	digits, _, found := strings.Cut(name, ".")
-	if !found || !isDigits(digits) {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	return n, err == nil
+	return info.ModTime(), true
 }
 
 // readEmailFile parses one message file, read at most maxEmailFileBytes far, so that a
-// huge attachment costs no more than that.
-func readEmailFile(fsys fs.FS, name string, log *slog.Logger) (email, error) {
+// huge attachment costs no more than that; delivered dates a message without a Date.
+func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logger) (email, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return email{}, err
 	}
 	defer f.Close()
-	return parseEmail(io.LimitReader(f, maxEmailFileBytes), log)
-}
-
-// parseEmail reads one RFC 5322 message: decoded headers and the text of its body, in
-// UTF-8 whatever charsets the sender used; log hears of a charset that is not known.
-func parseEmail(r io.Reader, log *slog.Logger) (email, error) {
-	msg, err := mail.ReadMessage(r)
-	if err != nil {
-		return email{}, fmt.Errorf("parse message: %w", err)
-	}
-	when, err := msg.Header.Date()
-	if err != nil {
-		return email{}, fmt.Errorf("parse Date: %w", err)
-	}
-	words := mime.WordDecoder{CharsetReader: func(charset string, r io.Reader) (io.Reader, error) {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return nil, err
-		}
-		return strings.NewReader(decodeCharset(charset, b, log)), nil
-	}}
-	header := func(name string) string {
-		// Bytes outside RFC 2047 words carry no charset; the words themselves are ASCII,
-		// so converting the raw bytes first leaves them intact.
-		v := decodeCharset("", []byte(msg.Header.Get(name)), log)
-		if d, err := words.DecodeHeader(v); err == nil {
-			v = d
-		}
-		// The decoder passes UTF-8 words through unchecked.
-		return cutText(strings.TrimSpace(validUTF8([]byte(v))), maxEmailHeaderChars)
-	}
-	plain, htmlText, err := bodyText(msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body, log)
+	raw, err := io.ReadAll(io.LimitReader(f, maxEmailFileBytes))
 	if err != nil {
 		return email{}, err
 	}
-	body := plain
-	if body == "" {
-		body = stripHTML(htmlText)
+	return parseEmail(raw, delivered, log)
+}
+
+// parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
+// the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
+// Malformations a mail program reads past are read past here too; only a file in which
+// a reader would see nothing, no header field and no text, is not a message. delivered dates a message whose Date is missing
+// or not readable. log hears of a charset that is not known.
+func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
+	msg := parseEntity(raw)
+	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
+		return email{}, errors.New("not a message: no header field and no text")
+	}
+	when, err := mail.ParseDate(string(msg.get("Date")))
+	if err != nil {
+		when = delivered
+	}
+	var pick bodyPick
+	pick.find(msg, "text/plain", 0)
+	body, charset := "", ""
+	if pick.found {
+		charset = pick.params["charset"]
+		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
+		if pick.html {
+			text = stripHTML(text)
+		}
+		body = cutText(strings.TrimSpace(text), maxEmailBodyChars)
+	}
+	header := func(name string) string {
+		v := decodeHeader(msg.get(name), charset, log)
+		return cutText(strings.TrimSpace(v), maxEmailHeaderChars)
 	}
 	return email{
 		From:    header("From"),
 		To:      header("To"),
 		Subject: header("Subject"),
 		Date:    timestamp(when),
-		Body:    cutText(strings.TrimSpace(body), maxEmailBodyChars),
+		Body:    body,
 		when:    when,
 	}, nil
 }
 
-// bodyText returns the first text/plain and the first text/html text of a body, walking
-// nested multiparts, transfer-decoded and converted to UTF-8.
-func bodyText(contentType, transferEncoding string, body io.Reader, log *slog.Logger) (plain, htmlText string, err error) {
-	mediaType, params, err := mime.ParseMediaType(contentType)
-	if err != nil || contentType == "" {
-		mediaType, params = "text/plain", map[string]string{"charset": "us-ascii"}
+// mimeEntity is a message or one part of it: its header fields, in order, and its raw body.
+type mimeEntity struct {
+	fields [][2][]byte // name and unfolded value
+	body   []byte
+}
+
+// get is the value of the first field called name, as a reader shows it.
+func (e mimeEntity) get(name string) []byte {
+	for _, f := range e.fields {
+		if strings.EqualFold(string(f[0]), name) {
+			return f[1]
+		}
 	}
+	return nil
+}
+
+// parseEntity splits raw into header fields and body as Python's email package does: the
+// fields end at a blank line, and a line that is neither a field nor the continuation of
+// one ends them too and begins the body (a mail program shows it as text rather than
+// losing the message). An mbox "From " line is passed over.
+func parseEntity(raw []byte) mimeEntity {
+	var e mimeEntity
+	rest := raw
+	for len(rest) > 0 {
+		line, next := cutLine(rest)
+		switch {
+		case len(line) == 0:
+			return mimeEntity{fields: e.fields, body: next}
+		case line[0] == ' ' || line[0] == '\t':
+			if n := len(e.fields); n > 0 {
+				e.fields[n-1][1] = append(e.fields[n-1][1], line...)
+			}
+		case bytes.HasPrefix(line, []byte("From ")):
+		default:
+			name, value, ok := bytes.Cut(line, []byte(":"))
+			if !ok || !isFieldName(name) {
+				return mimeEntity{fields: e.fields, body: rest}
+			}
+			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
+		}
+		rest = next
+	}
+	return e
+}
+
+// isFieldName reports whether b is printable ASCII without a colon (RFC 5322 ftext).
+func isFieldName(b []byte) bool {
+	for _, c := range b {
+		if c < 33 || c > 126 {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// cutLine cuts the first line off b, at CRLF, LF or a lone CR.
+func cutLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexAny(b, "\r\n")
 	switch {
-	case strings.HasPrefix(mediaType, "multipart/"):
-		mr := multipart.NewReader(body, params["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				return plain, htmlText, nil
-			}
-			if err != nil {
-				return "", "", fmt.Errorf("read multipart: %w", err)
-			}
-			// NextPart already undoes quoted-printable and hides that header.
-			p, h, err := bodyText(part.Header.Get("Content-Type"), part.Header.Get("Content-Transfer-Encoding"), part, log)
-			if err != nil {
-				return "", "", err
-			}
-			if plain == "" {
-				plain = p
-			}
-			if htmlText == "" {
-				htmlText = h
-			}
-		}
-	case mediaType == "text/plain" || mediaType == "text/html":
-		var r io.Reader = body
-		switch strings.ToLower(strings.TrimSpace(transferEncoding)) {
-		case "base64":
-			r = base64.NewDecoder(base64.StdEncoding, body)
-		case "quoted-printable":
-			r = quotedprintable.NewReader(body)
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return "", "", fmt.Errorf("decode %s body: %w", transferEncoding, err)
-		}
-		text := decodeCharset(params["charset"], b, log)
-		if mediaType == "text/html" {
-			return "", text, nil
-		}
-		return text, "", nil
-	default:
-		return "", "", nil // attachments and other parts carry no text for a summary
+	case i < 0:
+		return b, nil
+	case b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n':
+		return b[:i], b[i+2:]
 	}
+	return b[:i], b[i+1:]
+}
+
+// bodyPick finds the body a reader sees first, as Python's EmailMessage.get_body with
+// ('plain', 'html') does: the first text/plain part that is not an attachment, else the
+// first such text/html part, looking into multiparts (of multipart/related only its start
+// part) but not into attached messages (message/rfc822, a digest's parts).
+type bodyPick struct {
+	found, html bool
+	part        mimeEntity
+	params      map[string]string
+}
+
+// find looks in e, whose Content-Type defaults to def, at depth levels of nesting. It
+// reports true once it has found a text/plain part, which ends the search.
+func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
+	if disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";"); strings.EqualFold(strings.TrimSpace(disp), "attachment") {
+		return false
+	}
+	mediaType, params := contentType(string(e.get("Content-Type")), def)
+	switch {
+	case mediaType == "text/plain":
+		*p = bodyPick{found: true, part: e, params: params}
+		return true
+	case mediaType == "text/html":
+		if !p.found {
+			*p = bodyPick{found: true, html: true, part: e, params: params}
+		}
+		return false
+	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
+		return false
+	}
+	parts := splitMultipart(e.body, params["boundary"])
+	childDefault := "text/plain"
+	if mediaType == "multipart/digest" {
+		childDefault = "message/rfc822" // RFC 2046 5.1.5
+	}
+	entities := make([]mimeEntity, len(parts))
+	for i, part := range parts {
+		entities[i] = parseEntity(part)
+	}
+	if mediaType == "multipart/related" && len(entities) > 0 {
+		// RFC 2387: the start part, named by its Content-ID, else the first, is the body.
+		start := entities[0]
+		for _, part := range entities {
+			if id := params["start"]; id != "" && string(part.get("Content-ID")) == id {
+				start = part
+				break
+			}
+		}
+		return p.find(start, childDefault, depth+1)
+	}
+	for _, part := range entities {
+		if p.find(part, childDefault, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// contentType reads a Content-Type as a mail program does: the media type in lower case
+// and its parameters. A value mime.ParseMediaType refuses (Outlook's unquoted
+// boundary=----=_NextPart_...) is read leniently; a type without a subtype, or none, is def.
+func contentType(value, def string) (string, map[string]string) {
+	mediaType, params, err := mime.ParseMediaType(value)
+	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted,
+	// as some mailers write a boundary.
+	if err != nil || strings.HasPrefix(mediaType, "multipart/") && params["boundary"] == "" {
+		mediaType, params = lenientMediaType(value)
+	}
+	if !strings.Contains(mediaType, "/") {
+		mediaType = def
+	}
+	return mediaType, params
+}
+
+// lenientMediaType splits a Content-Type at its semicolons: the type, then name=value
+// pairs whose values may be quoted or not.
+func lenientMediaType(value string) (string, map[string]string) {
+	params := map[string]string{}
+	mediaType, rest, _ := strings.Cut(value, ";")
+	for rest != "" {
+		var param string
+		param, rest = cutParam(rest)
+		name, v, ok := strings.Cut(param, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok || name == "" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		if n, ok := strings.CutSuffix(name, "*"); ok {
+			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
+			name = n
+			if parts := strings.SplitN(v, "'", 3); len(parts) == 3 {
+				v = parts[2]
+			}
+			if u, err := url.PathUnescape(v); err == nil {
+				v = u
+			}
+		}
+		if _, dup := params[name]; !dup {
+			params[name] = v
+		}
+	}
+	return strings.ToLower(strings.TrimSpace(mediaType)), params
+}
+
+// cutParam cuts the first parameter off s at a semicolon outside quotes.
+func cutParam(s string) (param, rest string) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			quoted = !quoted
+		case ';':
+			if !quoted {
+				return s[:i], s[i+1:]
+			}
+		}
+	}
+	return s, ""
+}
+
+// splitMultipart cuts a multipart body into its parts' bytes, as a mail program does:
+// a part ends at the next delimiter line (--boundary, then spaces or tabs only) and the
+// last part at the close delimiter or, when that is missing, at the end. The preamble and
+// the epilogue are left out; a body without any delimiter has no parts. One pass over
+// body.
+func splitMultipart(body []byte, boundary string) [][]byte {
+	if boundary == "" {
+		return nil
+	}
+	delim := []byte("--" + boundary)
+	var parts [][]byte
+	start := -1 // of the current part; -1 before the first delimiter
+	for pos := 0; pos < len(body); {
+		i := bytes.Index(body[pos:], delim)
+		if i < 0 {
+			break
+		}
+		at := pos + i
+		pos = at + len(delim)
+		if at > 0 && body[at-1] != '\n' && body[at-1] != '\r' {
+			continue // not at the start of a line
+		}
+		tail, next := cutLine(body[pos:])
+		closing := bytes.HasPrefix(tail, []byte("--"))
+		if closing {
+			tail = tail[2:]
+		}
+		if len(bytes.Trim(tail, " \t")) > 0 {
+			continue
+		}
+		if start >= 0 {
+			parts = append(parts, trimLineEnd(body[start:at]))
+		}
+		if closing {
+			return parts
+		}
+		start = len(body) - len(next)
+		pos = start
+	}
+	if start >= 0 {
+		parts = append(parts, body[start:])
+	}
+	return parts
+}
+
+// trimLineEnd drops the line break before a delimiter, which belongs to it (RFC 2046 5.1.1).
+func trimLineEnd(b []byte) []byte {
+	if bytes.HasSuffix(b, []byte("\r\n")) {
+		return b[:len(b)-2]
+	}
+	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+}
+
+// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program:
+// base64 with missing padding, line breaks or stray characters, quoted-printable with
+// malformed escapes kept as written. Any other encoding is the bytes as they are.
+func transferDecode(encoding, b []byte) []byte {
+	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
+	case "base64":
+		return decodeBase64(b)
+	case "quoted-printable":
+		return decodeQuotedPrintable(b)
+	}
+	return b
+}
+
+// decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other and
+// any padding; a last lone character, which carries no whole byte, is dropped.
+func decodeBase64(b []byte) []byte {
+	clean := make([]byte, 0, len(b))
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' {
+			clean = append(clean, c)
+		}
+	}
+	if len(clean)%4 == 1 {
+		clean = clean[:len(clean)-1]
+	}
+	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
+	n, _ := base64.RawStdEncoding.Decode(out, clean) // only the alphabet is left: no error
+	return out[:n]
+}
+
+// decodeQuotedPrintable decodes =XX escapes (either case) and soft line breaks; an = that
+// starts neither is kept as written.
+func decodeQuotedPrintable(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '=' {
+			out = append(out, c)
+			continue
+		}
+		if i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
+			out = append(out, unhex(b[i+1])<<4|unhex(b[i+2]))
+			i += 2
+			continue
+		}
+		j := i + 1
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t') {
+			j++
+		}
+		if j == len(b) || b[j] == '\r' || b[j] == '\n' {
+			_, rest := cutLine(b[j:])
+			i = len(b) - len(rest) - 1
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
+// RFC 2047 encoded-word on its own (one malformed word or unknown charset spoils no
+// other), the blanks between two adjacent words dropped, adjacent words of one charset
+// decoded together (mailers split a character between two), and raw 8-bit text outside
+// the words read in fallback, the charset of the message's body, when it is not UTF-8.
+func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
+	var sb strings.Builder
+	var blank []byte       // blanks after a word, dropped if another word follows
+	var wordBytes []byte   // decoded bytes of the adjacent words of wordCharset so far
+	var wordCharset string // "" when no word is pending
+	flush := func() {
+		if wordCharset != "" {
+			sb.WriteString(decodeCharset(wordCharset, wordBytes, log))
+			wordBytes, wordCharset = nil, ""
+		}
+		sb.Write(blank)
+		blank = nil
+	}
+	for len(v) > 0 {
+		i := bytes.Index(v, []byte("=?"))
+		if i < 0 {
+			i = len(v)
+		}
+		if i > 0 {
+			text := v[:i]
+			if wordCharset != "" && len(bytes.Trim(text, " \t")) == 0 {
+				blank = text
+			} else {
+				flush()
+				sb.WriteString(decodeRawHeader(text, fallback, log))
+			}
+			v = v[i:]
+			continue
+		}
+		charset, b, size, ok := encodedWord(v)
+		if !ok {
+			flush()
+			sb.WriteString("=?")
+			v = v[2:]
+			continue
+		}
+		if wordCharset != "" && !strings.EqualFold(charset, wordCharset) {
+			blank = nil
+			flush()
+		}
+		blank = nil
+		wordCharset = charset
+		wordBytes = append(wordBytes, b...)
+		v = v[size:]
+	}
+	flush()
+	return validUTF8([]byte(sb.String()))
+}
+
+// decodeRawHeader reads header text outside encoded-words: UTF-8 as it is, else in the
+// fallback charset, else windows-1252 (decodeCharset's rule for text without a label).
+func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
+	if utf8.Valid(b) || fallback == "" || lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
+		return decodeCharset("", b, log)
+	}
+	return decodeCharset(fallback, b, log)
+}
+
+// encodedWord reads the RFC 2047 word =?charset?B|Q?text?= at the start of v: its charset,
+// its bytes and its length; ok is false when v does not start with one.
+func encodedWord(v []byte) (charset string, b []byte, size int, ok bool) {
+	parts := bytes.SplitN(v[2:], []byte("?"), 4)
+	if len(parts) < 4 || !bytes.HasPrefix(parts[3], []byte("=")) || len(parts[0]) == 0 || len(parts[1]) != 1 ||
+		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") {
+		return "", nil, 0, false
+	}
+	charset, _, _ = strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
+	switch parts[1][0] {
+	case 'B', 'b':
+		b = decodeBase64(parts[2])
+	case 'Q', 'q':
+		b = decodeQuotedPrintable(bytes.ReplaceAll(parts[2], []byte("_"), []byte(" ")))
+	default:
+		return "", nil, 0, false
+	}
+	return charset, b, 2 + len(parts[0]) + 3 + len(parts[2]) + 2, true
 }
 
 // decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
@@ -597,6 +1121,9 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 			return string(b)
 		}
 		label = "windows-1252"
+	}
+	if label == "utf-7" || label == "unicode-1-1-utf-7" || label == "csunicode11utf7" {
+		return decodeUTF7(b)
 	}
 	enc := lookupCharset(label)
 	if enc == nil {
@@ -623,6 +1150,8 @@ func lookupCharset(label string) encoding.Encoding {
 		label = "gb2312"
 	case "big5_tw":
 		label = "big5"
+	case "cp932", "ms932": // Windows' Shift_JIS, WHATWG's Shift_JIS decoder
+		label = "shift_jis"
 	}
 	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
 		return enc
@@ -646,8 +1175,53 @@ func validUTF8(b []byte) string {
 	return sb.String()
 }
 
+// decodeUTF7 reads RFC 2152's UTF-7: ASCII as it is, +...- a run of UTF-16 in modified
+// base64, +- a plus sign. A byte outside ASCII is U+FFFD.
+func decodeUTF7(b []byte) string {
+	var sb strings.Builder
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c >= 0x80:
+			sb.WriteRune(utf8.RuneError)
+			i++
+			continue
+		case c != '+':
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		j := i + 1
+		var units []uint16
+		var bits uint32
+		nbits := 0
+		for ; j < len(b); j++ {
+			v := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", b[j])
+			if v < 0 {
+				break
+			}
+			bits = bits<<6 | uint32(v)
+			nbits += 6
+			if nbits >= 16 {
+				nbits -= 16
+				units = append(units, uint16(bits>>nbits))
+				bits &= 1<<nbits - 1
+			}
+		}
+		if j == i+1 && (j == len(b) || b[j] == '-') {
+			sb.WriteByte('+')
+		}
+		sb.WriteString(string(utf16.Decode(units)))
+		if j < len(b) && b[j] == '-' {
+			j++
+		}
+		i = j
+	}
+	return sb.String()
+}
+
 var (
-	htmlHidden = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	htmlHidden = regexp.MustCompile(`(?is)<(script|style|head|title)\b.*?</(script|style|head|title)\s*>`)
 	htmlTag    = regexp.MustCompile(`(?s)<[^>]*>`)
 	blankRun   = regexp.MustCompile(`[ \t\r\f\v]+`)
 	blankLines = regexp.MustCompile(`\n\s*\n+`)

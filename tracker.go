@@ -9,80 +9,192 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
 
 // MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
-// first, `notes` omitted when an issue has none, times with the server's own offset.
+// first, `notes` omitted when an issue has none, times as PHP's date('c') writes them.
 const (
 	trackerPageSize = 50
 	trackerMaxPages = 20
-	maxTextChars    = 2000 // of each ticket description and note text in a prompt
+	// trackerRereads bounds the re-reads of page 1 after the walk, which find the tickets
+	// updated while it ran (see recentTickets).
+	trackerRereads = 3
+	maxTextChars   = 2000 // of each ticket description and note text in a prompt
+	// trackerSelect names the fields requested; MantisBT answers only these.
+	trackerSelect = "id,summary,description,created_at,updated_at,reporter,view_state,notes"
+	// vsPublic is MantisBT's view_state id of a public issue or note (VS_PUBLIC in
+	// core/constant_inc.php); VS_PRIVATE is 50.
+	vsPublic = 10
 )
 
-// ticket is one MantisBT issue with the fields the service requests. It is also what
-// the prompt's $TRACKER_TICKETS carries, so its JSON names are MantisBT's.
+// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it: the fields a
+// summary needs, under MantisBT's names. Reporters keep their id and login name only:
+// the e-mail address and real name an administrator's token sees are no business of an
+// external model.
 type ticket struct {
-	ID          int64           `json:"id"`
-	Summary     string          `json:"summary"`
-	Description string          `json:"description"`
-	CreatedAt   string          `json:"created_at"`
-	UpdatedAt   string          `json:"updated_at"`
-	Reporter    json.RawMessage `json:"reporter,omitempty"`
-	Notes       *[]ticketNote   `json:"notes,omitempty"` // nil when MantisBT omitted them
+	ID          int64         `json:"id"`
+	Summary     string        `json:"summary"`
+	Description string        `json:"description"`
+	CreatedAt   string        `json:"created_at"`
+	UpdatedAt   string        `json:"updated_at"`
+	Reporter    *ticketUser   `json:"reporter,omitempty"`
+	Notes       *[]ticketNote `json:"notes,omitempty"` // nil when MantisBT omitted them
+	updated     time.Time     // UpdatedAt, for the order
 }
 
 // ticketNote is one note of an issue.
 type ticketNote struct {
-	ID        int64           `json:"id"`
-	Reporter  json.RawMessage `json:"reporter,omitempty"`
-	Text      string          `json:"text"`
-	CreatedAt string          `json:"created_at"`
-	UpdatedAt string          `json:"updated_at,omitempty"`
+	ID        int64       `json:"id"`
+	Reporter  *ticketUser `json:"reporter,omitempty"`
+	Text      string      `json:"text"`
+	CreatedAt string      `json:"created_at"`
+	UpdatedAt string      `json:"updated_at,omitempty"`
+}
+
+// ticketUser is a reporter: MantisBT writes id, name, real_name and (to administrators)
+// email (api/soap/mc_account_api.php, mci_account_get_array_by_id); the last two are
+// not decoded, so they cannot reach a prompt.
+type ticketUser struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// mantisIssue is one issue as MantisBT's issue list writes it (api/soap/mc_issue_api.php,
+// mci_issue_data_as_array), with the fields trackerSelect requests.
+type mantisIssue struct {
+	ID          int64         `json:"id"`
+	Summary     string        `json:"summary"`
+	Description string        `json:"description"`
+	CreatedAt   string        `json:"created_at"`
+	UpdatedAt   string        `json:"updated_at"`
+	Reporter    *ticketUser   `json:"reporter"`
+	ViewState   mantisEnum    `json:"view_state"`
+	Notes       *[]mantisNote `json:"notes"`
+}
+
+// mantisNote is one note (mc_issue_api.php, mci_issue_get_notes); its attachments and
+// type are not read.
+type mantisNote struct {
+	ID        int64       `json:"id"`
+	Reporter  *ticketUser `json:"reporter"`
+	Text      string      `json:"text"`
+	ViewState mantisEnum  `json:"view_state"`
+	CreatedAt string      `json:"created_at"`
+	UpdatedAt string      `json:"updated_at"`
+}
+
+// mantisEnum is MantisBT's {id, name, label} of an enumeration value.
+type mantisEnum struct {
+	ID int `json:"id"`
 }
 
 // recentTickets reads the project's issues updated at or after start, newest first, with
-// their notes created before start dropped and long texts cut.
-func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time) ([]ticket, error) {
+// their notes created before start dropped and long texts cut. Private issues and notes
+// are left out unless includePrivate; an issue or note counts as public only when
+// MantisBT says so.
+//
+// MantisBT pages are LIMIT/OFFSET slices of a list sorted by last update, and a note
+// added meanwhile moves its issue to the top: the page after the move repeats a ticket
+// already read, and the moved one, unread, is now on page 1. So tickets are kept by id
+// (the latest version wins) and page 1 is read again after the walk until it brings
+// nothing new, at most trackerRereads times.
+func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time, includePrivate bool) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
 		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
 	}
-	var kept []ticket
-	for page := 1; page <= trackerMaxPages; page++ {
-		issues, err := fetchTicketPage(ctx, client, cfg, page)
+	set := ticketSet{start: start, includePrivate: includePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
+	pages := 0 // read in the walk
+	for pages < trackerMaxPages {
+		pages++
+		issues, err := fetchTicketPage(ctx, client, cfg, pages)
 		if err != nil {
 			return nil, err
 		}
-		lastInWindow := false
-		for _, t := range issues {
-			updated, err := time.Parse(time.RFC3339, t.UpdatedAt)
-			lastInWindow = err == nil && !updated.Before(start)
-			if lastInWindow {
-				kept = append(kept, trimTicket(t, start))
-			}
-		}
+		_, lastInWindow := set.add(issues)
 		// The list is sorted newest-updated first: a short page is the last one, and once
 		// a page ends outside the window every later page is older still.
 		if len(issues) < trackerPageSize || !lastInWindow {
 			break
 		}
 	}
-	return kept, nil
+	// Only a change between two reads shifts the pages: a walk of one page needs no re-read.
+	for i := 0; i < trackerRereads && pages > 1; i++ {
+		issues, err := fetchTicketPage(ctx, client, cfg, 1)
+		if err != nil {
+			return nil, err
+		}
+		if news, _ := set.add(issues); !news {
+			break
+		}
+	}
+	return set.list(), nil
 }
 
-// trimTicket drops the notes created before start and cuts long texts.
-func trimTicket(t ticket, start time.Time) ticket {
-	t.Description = cutText(t.Description, maxTextChars)
-	if t.Notes != nil {
+// ticketSet gathers the tickets of the window by id.
+type ticketSet struct {
+	start          time.Time
+	includePrivate bool
+	seen           map[int64]time.Time // last update of every issue of the window read, private ones too
+	kept           map[int64]ticket
+}
+
+// add takes a page of issues. It reports whether the page brought an issue of the window
+// not read before or updated since, and whether its last issue is in the window.
+func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool) {
+	for _, is := range issues {
+		updated, err := time.Parse(time.RFC3339, is.UpdatedAt)
+		lastInWindow = err == nil && !updated.Before(s.start)
+		if !lastInWindow {
+			continue
+		}
+		if before, ok := s.seen[is.ID]; ok && !updated.After(before) {
+			continue
+		}
+		news = true
+		s.seen[is.ID] = updated
+		if s.includePrivate || is.ViewState.ID == vsPublic {
+			s.kept[is.ID] = trimTicket(is, updated, s.start, s.includePrivate)
+		} else {
+			delete(s.kept, is.ID) // made private since it was read
+		}
+	}
+	return news, lastInWindow
+}
+
+// list is the kept tickets, newest-updated first.
+func (s *ticketSet) list() []ticket {
+	list := make([]ticket, 0, len(s.kept))
+	for _, t := range s.kept {
+		list = append(list, t)
+	}
+	slices.SortFunc(list, func(a, b ticket) int {
+		if c := b.updated.Compare(a.updated); c != 0 {
+			return c
+		}
+		return int(b.ID - a.ID)
+	})
+	return list
+}
+
+// trimTicket makes a prompt's ticket of an issue: its notes created before start and,
+// unless includePrivate, its private notes dropped, long texts cut.
+func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) ticket {
+	t := ticket{
+		ID: is.ID, Summary: is.Summary, Description: cutText(is.Description, maxTextChars),
+		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, Reporter: is.Reporter, updated: updated,
+	}
+	if is.Notes != nil {
 		notes := []ticketNote{}
-		for _, n := range *t.Notes {
+		for _, n := range *is.Notes {
 			created, err := time.Parse(time.RFC3339, n.CreatedAt)
-			if err != nil || created.Before(start) {
+			if err != nil || created.Before(start) || (!includePrivate && n.ViewState.ID != vsPublic) {
 				continue
 			}
-			n.Text = cutText(n.Text, maxTextChars)
-			notes = append(notes, n)
+			notes = append(notes, ticketNote{ID: n.ID, Reporter: n.Reporter, Text: cutText(n.Text, maxTextChars),
+				CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt})
 		}
 		t.Notes = &notes
 	}
@@ -90,15 +202,15 @@ func trimTicket(t ticket, start time.Time) ticket {
 }
 
 // fetchTicketPage reads one page of issues.
-func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) ([]ticket, error) {
+func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) ([]mantisIssue, error) {
 	q := url.Values{
 		"project_id": {cfg.TrackerProjectID},
 		"page_size":  {fmt.Sprint(trackerPageSize)},
 		"page":       {fmt.Sprint(page)},
-		"select":     {"id,summary,description,created_at,updated_at,reporter,notes"},
+		"select":     {trackerSelect},
 	}
 	u := strings.TrimRight(cfg.TrackerEndpoint, "/") + "/issues?" + q.Encode()
-	body, err := callWithRetry(ctx, client, cfg, "tracker", func(ctx context.Context) (*http.Request, error) {
+	body, header, err := callWithRetry(ctx, client, cfg, "tracker", func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return nil, err
@@ -109,16 +221,61 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 		return req, nil
 	})
 	if err != nil {
-		// MantisBT may quote the token it refused; it never leaves the process.
+		var se *statusError
+		if errors.As(err, &se) {
+			if meaning := trackerRefusal(se.status, cfg); meaning != "" {
+				err = fmt.Errorf("%s: %w", meaning, err)
+			}
+		}
+		// MantisBT's refusals have empty bodies, but a proxy or another server at the
+		// endpoint may echo the header it was sent; the token never leaves the process.
 		return nil, &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
 	}
+	// AuthMiddleware.php serves a request without a token as the anonymous account,
+	// when the tracker has one, and says so in this header: a summary of the public
+	// tickets only would pass for the whole project's.
+	if strings.EqualFold(header.Get("X-Mantis-LoginMethod"), "anonymous") {
+		return nil, fmt.Errorf("read tracker page %d: MantisBT answered as its anonymous account (X-Mantis-LoginMethod: anonymous): TRACKER_API_KEY is empty or did not reach it", page)
+	}
 	var answer struct {
-		Issues []ticket `json:"issues"`
+		Issues json.RawMessage `json:"issues"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
 		return nil, fmt.Errorf("read tracker page %d: answer is not MantisBT's issue list: %w", page, err)
 	}
-	return answer.Issues, nil
+	// With the project's API access refused, issues_rest.php still answers 200, with
+	// the SOAP fault mc_filter_get_issues returned in place of the list.
+	var fault struct {
+		StatusCode  int    `json:"status_code"`
+		FaultString string `json:"fault_string"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(answer.Issues), []byte("{")) && json.Unmarshal(answer.Issues, &fault) == nil {
+		return nil, fmt.Errorf("read tracker page %d: MantisBT refused the issue list (status_code %d): %s", page, fault.StatusCode, cutText(fault.FaultString, 200))
+	}
+	var issues []mantisIssue
+	if len(answer.Issues) > 0 {
+		if err := json.Unmarshal(answer.Issues, &issues); err != nil {
+			return nil, fmt.Errorf("read tracker page %d: answer is not MantisBT's issue list: %w", page, err)
+		}
+	}
+	return issues, nil
+}
+
+// trackerRefusal says what a refusal of MantisBT means, by status alone: its refusals
+// carry only a reason phrase, which HTTP/2 does not transmit (AuthMiddleware.php,
+// issues_rest.php, ApiEnabledMiddleware.php, OfflineMiddleware.php).
+func trackerRefusal(status int, cfg config) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "MantisBT got no token (TRACKER_API_KEY is empty) and allows no anonymous access"
+	case http.StatusForbidden:
+		return "MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API"
+	case http.StatusNotFound:
+		return fmt.Sprintf("MantisBT has no project %s (TRACKER_PROJECT_ID), or the token's user cannot see it", cfg.TrackerProjectID)
+	case http.StatusServiceUnavailable:
+		return "MantisBT's REST API is disabled, or MantisBT is offline"
+	}
+	return ""
 }
 
 // Outbound calls to the tracker and the model share one discipline: bounded time,
@@ -128,29 +285,48 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 // maxAnswerBytes bounds what is read of an answer of the tracker or the model.
 const maxAnswerBytes = 32 << 20
 
-// callWithRetry sends the request newRequest builds and returns the body of a 2xx
-// answer. A 429 or 5xx answer is retried twice with a growing pause. Every attempt is
-// bounded by cfg.OutboundTimeout and by ctx, which shutdown cancels. Errors name the
-// service and the status with the start of the answer, never a key.
-func callWithRetry(ctx context.Context, client *http.Client, cfg config, service string, newRequest func(context.Context) (*http.Request, error)) ([]byte, error) {
+// callWithRetry sends the request newRequest builds and returns the body and header of a
+// 2xx answer. A 429 or 5xx answer is retried twice with a growing pause. Every attempt is
+// bounded by cfg.OutboundTimeout and by ctx, which shutdown cancels. A refusal is a
+// *statusError; no error names a key.
+func callWithRetry(ctx context.Context, client *http.Client, cfg config, service string, newRequest func(context.Context) (*http.Request, error)) ([]byte, http.Header, error) {
 	for attempt := 0; ; attempt++ {
-		body, status, err := callOnce(ctx, client, cfg.OutboundTimeout, newRequest)
+		ans, err := callOnce(ctx, client, cfg.OutboundTimeout, newRequest)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", service, err)
+			return nil, nil, fmt.Errorf("%s: %w", service, err)
 		}
-		if status >= 200 && status < 300 {
-			return body, nil
+		if ans.status >= 200 && ans.status < 300 {
+			return ans.body, ans.header, nil
 		}
-		if (status == http.StatusTooManyRequests || status >= 500) && attempt < 2 {
+		if (ans.status == http.StatusTooManyRequests || ans.status >= 500) && attempt < 2 {
 			select {
 			case <-time.After(retryPause(cfg.OutboundRetryDelay, attempt)):
 			case <-ctx.Done():
-				return nil, fmt.Errorf("%s: %w", service, ctx.Err())
+				return nil, nil, fmt.Errorf("%s: %w", service, ctx.Err())
 			}
 			continue
 		}
-		return nil, fmt.Errorf("%s answered %d: %s", service, status, providerMessage(body))
+		return nil, nil, &statusError{service: service, status: ans.status, reason: ans.reason, message: providerMessage(ans.body)}
 	}
+}
+
+// statusError is a refusal: an answer outside 2xx after any retries.
+type statusError struct {
+	service string
+	status  int
+	reason  string // the reason phrase, when it is not the status's standard text
+	message string // picked out of the body; MantisBT's refusals have none
+}
+
+func (e *statusError) Error() string {
+	msg := fmt.Sprintf("%s answered %d", e.service, e.status)
+	if e.reason != "" {
+		msg += " (" + e.reason + ")"
+	}
+	if e.message != "" {
+		msg += ": " + e.message
+	}
+	return msg
 }
 
 // retryPause is the pause before retry attempt+1: first, then twice as long each time,
@@ -159,26 +335,38 @@ func retryPause(first time.Duration, attempt int) time.Duration {
 	return first << attempt
 }
 
-// callOnce makes one request within timeout and returns the answer's body (at most
-// maxAnswerBytes), its status and a transport error; an error status is not an error here,
-// as callWithRetry decides what to retry.
-func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, newRequest func(context.Context) (*http.Request, error)) ([]byte, int, error) {
+// outboundAnswer is one answer of the tracker or the model.
+type outboundAnswer struct {
+	status int
+	reason string // the reason phrase, when it is not the status's standard text
+	header http.Header
+	body   []byte // at most maxAnswerBytes
+}
+
+// callOnce makes one request within timeout and returns its answer; an error status is
+// not an error here, as callWithRetry decides what to retry.
+func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, newRequest func(context.Context) (*http.Request, error)) (outboundAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := newRequest(ctx)
 	if err != nil {
-		return nil, 0, err
+		return outboundAnswer{}, err
 	}
 	res, err := client.Do(req)
 	if err != nil {
-		return nil, 0, redactURLError(err)
+		return outboundAnswer{}, redactURLError(err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, 0, fmt.Errorf("read answer: %w", redactURLError(err))
+		return outboundAnswer{}, fmt.Errorf("read answer: %w", redactURLError(err))
 	}
-	return body, res.StatusCode, nil
+	// res.Status is "404 Project '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
+	reason := strings.TrimSpace(strings.TrimPrefix(res.Status, fmt.Sprint(res.StatusCode)))
+	if reason == http.StatusText(res.StatusCode) {
+		reason = ""
+	}
+	return outboundAnswer{status: res.StatusCode, reason: cutText(reason, 200), header: res.Header, body: body}, nil
 }
 
 // redactURLError strips user information (a name and a password, either of which may be
@@ -252,7 +440,7 @@ func complete(ctx context.Context, client *http.Client, cfg config, prompt strin
 		return "", fmt.Errorf("model request: %w", err)
 	}
 	u := strings.TrimRight(cfg.GenAIBaseURL, "/") + "/chat/completions"
-	answer, err := callWithRetry(ctx, client, cfg, "model", func(ctx context.Context) (*http.Request, error) {
+	answer, _, err := callWithRetry(ctx, client, cfg, "model", func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 		if err != nil {
 			return nil, err

@@ -54,7 +54,15 @@ func TestTrackerWindowEveryWeekday(t *testing.T) {
 			if !slices.Equal(ids, want) {
 				t.Errorf("tickets sent = %v, want %v (window from %s)", ids, want, start)
 			}
-			if pages := e.tracker.requestedPages(); pages[len(pages)-1] != (len(want))/50+1 {
+			// The walk's pages, then page 1 again for the tickets updated meanwhile.
+			var wantPages []int
+			for p := 1; p <= len(want)/50+1; p++ {
+				wantPages = append(wantPages, p)
+			}
+			if len(wantPages) > 1 {
+				wantPages = append(wantPages, 1)
+			}
+			if pages := e.tracker.requestedPages(); !slices.Equal(pages, wantPages) {
 				t.Errorf("pages read = %v for %d tickets in the window", pages, len(want))
 			}
 		})
@@ -63,8 +71,8 @@ func TestTrackerWindowEveryWeekday(t *testing.T) {
 
 func TestTrackerPaging(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	inside := now.Add(-time.Hour).Format(time.RFC3339)
-	outside := now.Add(-72 * time.Hour).Format(time.RFC3339)
+	inside := mantisDate(now.Add(-time.Hour))
+	outside := mantisDate(now.Add(-72 * time.Hour))
 	many := func(n int, updated string) []map[string]any {
 		var out []map[string]any
 		for i := range n {
@@ -80,16 +88,16 @@ func TestTrackerPaging(t *testing.T) {
 	}{
 		{"empty", nil, []int{1}, 0},
 		{"one short page", many(10, inside), []int{1}, 10},
-		{"exactly one full page", many(50, inside), []int{1, 2}, 50},
-		{"window ends on page 2", append(many(60, inside), many(100, outside)...), []int{1, 2}, 60},
-		{"window ends at a page edge", append(many(50, inside), many(100, outside)...), []int{1, 2}, 50},
-		{"cap at 20 pages", many(1500, inside), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, 1000},
+		{"exactly one full page", many(50, inside), []int{1, 2, 1}, 50},
+		{"window ends on page 2", append(many(60, inside), many(100, outside)...), []int{1, 2, 1}, 60},
+		{"window ends at a page edge", append(many(50, inside), many(100, outside)...), []int{1, 2, 1}, 50},
+		{"cap at 20 pages", many(1500, inside), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 1}, 1000},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
 			e.tracker.issues = tc.issues
-			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
+			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,8 +118,8 @@ func TestOutboundRetries(t *testing.T) {
 		{"tracker 503 twice", []int{503, 503}, nil, ""},
 		{"tracker 429 then ok", []int{429}, nil, ""},
 		{"tracker 500 then ok", []int{500}, nil, ""},
-		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500: failure 500"},
-		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401: failure 401"},
+		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500"},
+		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (API token required)"},
 		{"model 429 twice", nil, []int{429, 429}, ""},
 		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]"},
 		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]"},
@@ -119,7 +127,7 @@ func TestOutboundRetries(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
-			e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			e.tracker.failures = tc.tracker
 			e.model.failures = tc.model
 			err := e.srv.generate(context.Background(), trackerPipeline)
@@ -222,8 +230,9 @@ func TestModelErrorKeepsChain(t *testing.T) {
 	}
 }
 
-// TestTrackerErrorHidesKey: MantisBT refusing a token may quote it; the error that the
-// on-demand summary answers names the status and the message, never the token.
+// TestTrackerErrorHidesKey: a server at the endpoint that quotes the token it refused (a
+// proxy, say; MantisBT's refusals have no body) gets it into no answer and no log line;
+// the log names the status and the message.
 func TestTrackerErrorHidesKey(t *testing.T) {
 	const token = "mantis-token-7f3a"
 	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -261,7 +270,7 @@ func TestEndpointCredentialsHidden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, time.Now(), tc.change)
-			e.tracker.issues = []map[string]any{issue(1, time.Now().Format(time.RFC3339))}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(time.Now()))}
 			status, raw := e.do("GET", "/api/tracker-summary", nil)
 			if status != 500 || strings.Contains(string(raw), addr) || !strings.Contains(e.logs.String(), addr) {
 				t.Errorf("GET /api/tracker-summary = %d %s, want 500 without %s, which the log names:\n%s", status, raw, addr, e.logs)
@@ -280,7 +289,7 @@ func TestTrackerProjectID(t *testing.T) {
 	now := time.Now()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerProjectID = "7" })
 	e.tracker.project = "7"
-	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 	if status, raw := e.do("GET", "/api/tracker-summary", nil); status != 200 {
 		t.Fatalf("GET /api/tracker-summary = %d %s", status, raw)
 	}
@@ -303,7 +312,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	get := func(ctx context.Context) (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	}
-	if body, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", get); err != nil || string(body) != "ok" {
+	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", get); err != nil || string(body) != "ok" {
 		t.Errorf("a 201 = %q, %v; want the answer", body, err)
 	}
 
@@ -313,7 +322,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := callWithRetry(ctx, srv.Client(), cfg, "test", get)
+		_, _, err := callWithRetry(ctx, srv.Client(), cfg, "test", get)
 		done <- err
 	}()
 	select {
@@ -327,7 +336,7 @@ func TestOutboundCallEdges(t *testing.T) {
 
 	now := time.Now()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint += "/" })
-	e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339), note(1, now.AddDate(0, 0, -30).Format(time.RFC3339), "old"))}
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now), note(1, mantisDate(now.AddDate(0, 0, -30)), "old"))}
 	if status, raw := e.do("GET", "/api/tracker-summary", nil); status != 200 {
 		t.Fatalf("with a trailing slash: GET /api/tracker-summary = %d %s", status, raw)
 	}
@@ -355,7 +364,7 @@ func TestRetryPauseGrows(t *testing.T) {
 	cfg := loadConfig(func(string) string { return "" })
 	const delay = 40 * time.Millisecond
 	cfg.OutboundRetryDelay = delay
-	_, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", func(ctx context.Context) (*http.Request, error) {
+	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", func(ctx context.Context) (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	})
 	if err != nil || len(at) != 3 {
@@ -387,5 +396,203 @@ func TestProviderMessage(t *testing.T) {
 		if got := providerMessage([]byte(tc.body)); got != tc.want {
 			t.Errorf("providerMessage(%.40q) = %.60q, want %.60q", tc.body, got, tc.want)
 		}
+	}
+}
+
+// TestTrackerListChangesDuringWalk: a note added to a ticket on page 3 while the walk
+// reads moves it to the top of MantisBT's list and shifts every page after the first by
+// one: still each of the 120 tickets of the window reaches the model once, the moved one
+// with its new note, newest first.
+func TestTrackerListChangesDuringWalk(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	var want []int64
+	for i := range 120 {
+		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
+		want = append(want, int64(i+1))
+	}
+	e.tracker.afterPage = func(f *fakeTracker, page int) {
+		if len(f.pages) == 1 {
+			f.addNote(101, note(9001, mantisDate(now), "added while the walk reads"))
+		}
+	}
+	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, tk := range tickets {
+		ids = append(ids, tk.ID)
+	}
+	want = append([]int64{101}, slices.DeleteFunc(want, func(id int64) bool { return id == 101 })...)
+	if !slices.Equal(ids, want) {
+		t.Errorf("tickets = %v,\nwant %v", ids, want)
+	}
+	if tickets[0].Notes == nil || len(*tickets[0].Notes) != 1 || (*tickets[0].Notes)[0].ID != 9001 {
+		t.Errorf("ticket 101 = %+v, want it with its new note", tickets[0])
+	}
+	// Page 1 again brings ticket 101, updated; once more brings nothing new.
+	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2, 3, 1, 1}) {
+		t.Errorf("pages = %v, want [1 2 3 1 1]", pages)
+	}
+}
+
+// TestTrackerRefusals: each way MantisBT refuses, or answers without being asked as the
+// configured account, fails the job with an error that says what it means, without the
+// token.
+func TestTrackerRefusals(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name   string
+		change func(*config)
+		setup  func(*fakeTracker)
+		want   string
+	}{
+		{"unknown token", func(c *config) { c.TrackerKey = "zz-0123456789abcdefghijklmnopqrs" }, nil,
+			"MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API: tracker answered 403 (API token not found)"},
+		{"token of the wrong length", func(c *config) { c.TrackerKey = "short" }, nil, "tracker answered 403 (API token not found)"},
+		{"no token, no anonymous account", func(c *config) { c.TrackerKey = "" }, nil,
+			"MantisBT got no token (TRACKER_API_KEY is empty) and allows no anonymous access: tracker answered 401 (API token required)"},
+		{"no token, served as anonymous", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = true },
+			"MantisBT answered as its anonymous account (X-Mantis-LoginMethod: anonymous)"},
+		{"project missing or not visible", func(c *config) { c.TrackerProjectID = "7" }, nil,
+			"MantisBT has no project 7 (TRACKER_PROJECT_ID), or the token's user cannot see it: tracker answered 404 (Project '7' doesn't exist)"},
+		{"offline", nil, func(f *fakeTracker) { f.failures = []int{503, 503, 503} },
+			"MantisBT's REST API is disabled, or MantisBT is offline: tracker answered 503 (Mantis Offline)"},
+		{"project's API access refused: a 200 with a fault", nil, func(f *fakeTracker) { f.fault = true },
+			"MantisBT refused the issue list (status_code 403): Access denied"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now, func(c *config) {
+				if tc.change != nil {
+					tc.change(c)
+				}
+			})
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+			if tc.setup != nil {
+				tc.setup(e.tracker)
+			}
+			err := e.srv.generate(context.Background(), trackerPipeline)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("generate = %v,\nwant %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), testTrackerKey) || len(e.model.calls()) != 0 || e.count("tracker_summaries") != 0 {
+				t.Errorf("error %v; model calls %d; want no token, no call, nothing stored", err, len(e.model.calls()))
+			}
+		})
+	}
+}
+
+// TestTrackerPrivateContent: private issues and notes (view_state 50, which a developer's
+// token sees) and reporters' e-mail addresses and real names never reach the model; with
+// includePrivate the private issues and notes are read too.
+func TestTrackerPrivateContent(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	secretNote := note(12, mantisDate(now), "private note")
+	secretNote["view_state"] = private
+	hidden := issue(2, mantisDate(now.Add(-time.Minute)), note(21, mantisDate(now), "note of a private issue"))
+	hidden["view_state"] = private
+	noState := issue(3, mantisDate(now.Add(-2*time.Minute)))
+	delete(noState, "view_state") // not said to be public: left out
+	e.tracker.issues = []map[string]any{
+		issue(1, mantisDate(now), note(11, mantisDate(now), "public note"), secretNote),
+		hidden, noState,
+	}
+	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.model.calls()
+	if len(calls) != 1 {
+		t.Fatalf("model calls = %d", len(calls))
+	}
+	for _, leak := range []string{"private note", "Ticket 2", "note of a private issue", "Ticket 3", "@example.com", "Ada Admin", "Dev Eloper", "real_name", "email"} {
+		if strings.Contains(calls[0], leak) {
+			t.Errorf("prompt contains %q:\n%s", leak, calls[0])
+		}
+	}
+	if !strings.Contains(calls[0], "public note") {
+		t.Errorf("prompt lacks the public note:\n%s", calls[0])
+	}
+
+	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(tickets)
+	for _, want := range []string{"private note", "Ticket 2", "note of a private issue", "Ticket 3"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("with includePrivate, tickets lack %q: %s", want, got)
+		}
+	}
+	if strings.Contains(string(got), "@example.com") {
+		t.Errorf("with includePrivate, an e-mail address is kept: %s", got)
+	}
+}
+
+// TestTrackerSummaryNowShared: 30 callers of GET /api/tracker-summary at once share one
+// tracker walk and one model call, and all get its text; within the interval a caller
+// after it gets the same text without a new run; after the interval a new run starts.
+func TestTrackerSummaryNowShared(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	e.model.release = make(chan struct{})
+	e.model.entered = make(chan struct{}, 100)
+	type result struct {
+		status int
+		body   string
+	}
+	results := make(chan result, 30)
+	for range 30 {
+		go func() {
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			results <- result{status, strings.TrimSpace(string(raw))}
+		}()
+	}
+	<-e.model.entered
+	close(e.model.release)
+	for range 30 {
+		if r := <-results; r.status != 200 || r.body != `{"summary":"The summary."}` {
+			t.Errorf("GET /api/tracker-summary = %d %s", r.status, r.body)
+		}
+	}
+	if n, pages := len(e.model.calls()), e.tracker.requestedPages(); n != 1 || len(pages) != 1 {
+		t.Errorf("%d model calls and tracker pages %v for 30 callers, want one of each", n, pages)
+	}
+	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
+		t.Errorf("a caller within the interval = %d after %d model calls, want 200 and the shared run", status, len(e.model.calls()))
+	}
+	e.srv.jobs.mu.Lock()
+	e.srv.jobs.onDemandInterval = time.Millisecond
+	e.srv.jobs.mu.Unlock()
+	waitFor(t, func() bool {
+		e.do("GET", "/api/tracker-summary", nil)
+		return len(e.model.calls()) == 2
+	})
+}
+
+// TestTrackerSummaryNowBusyAfterFailure: within the interval after a failed run, a caller
+// gets errSummaryBusy (with the time to wait), not a new run; the failure is logged once
+// with its detail.
+func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.failures = []int{403}
+	_, err := e.srv.trackerSummaryNow(context.Background())
+	if err == nil || errors.Is(err, errSummaryBusy) || !strings.Contains(err.Error(), "tracker answered 403") {
+		t.Fatalf("first call = %v, want the tracker's refusal", err)
+	}
+	_, err = e.srv.trackerSummaryNow(context.Background())
+	var busy *busyError
+	if !errors.Is(err, errSummaryBusy) || !errors.As(err, &busy) || busy.retryAfter <= 0 || busy.retryAfter > onDemandInterval {
+		t.Errorf("second call = %v, want errSummaryBusy with a wait within %s", err, onDemandInterval)
+	}
+	if pages := e.tracker.requestedPages(); len(pages) != 0 {
+		t.Errorf("tracker served pages %v; want only the refused request", pages)
+	}
+	if n := strings.Count(e.logs.String(), "on-demand tracker summary failed"); n != 1 {
+		t.Errorf("failure logged %d times, want once:\n%s", n, e.logs)
 	}
 }

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testTrackerKey is a MantisBT API token: 32 URL-safe characters, as api_token_create
+// (core/api_token_api.php) makes them.
+const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
+
+// fakeTracker is MantisBT's GET /issues as MantisBT's own source writes each part of its
+// answer (github.com/mantisbt/mantisbt), and it checks every request it gets.
+//
+//   - Authentication (api/rest/restcore/AuthMiddleware.php): no Authorization header is
+//     the anonymous account when the tracker has one, else 401 "API token required"; a
+//     token it does not know is 403 "API token not found"; an answer served names the
+//     login method in X-Mantis-LoginMethod ("anonymous" or "api-token").
+//   - Refusals (AuthMiddleware.php, issues_rest.php, OfflineMiddleware.php,
+//     ApiEnabledMiddleware.php) are a status and a reason phrase with an empty body:
+//     withStatus(404, "Project '7' doesn't exist") and no withJson.
+//   - The list (issues_rest.php, rest_issue_get): {"issues": [...]}, `[]` when none;
+//     LIMIT/OFFSET pages of a list sorted by last update, newest first
+//     (core/filter_api.php), with no tie-break; only the fields `select` names.
+//   - Issues and notes (api/soap/mc_issue_api.php): view_state as {id, name, label},
+//     reporters as {id, name, real_name, email} (mc_account_api.php), notes with
+//     view_state, type and attachments; dates as PHP's date('c') writes them in the
+//     server's zone (core/date_api.php): +00:00, never Z.
+//   - A note added bumps its issue's last_updated (core/bugnote_api.php,
+//     bug_update_date in core/bug_api.php), moving it to the top of the list.
+//   - Project-level API access refused (mc_filter_get_issues returning a SOAP fault):
+//     200 with {"issues": {"status_code": 403, "fault_string": ...}}.
+type fakeTracker struct {
+	t         *testing.T
+	mu        sync.Mutex
+	issues    []map[string]any // newest-updated first, as MantisBT sorts them
+	pages     []int            // pages served, in order
+	failures  []int            // statuses refused with before the real answers, one per request
+	project   string           // the project that exists; "1" when empty
+	anonymous bool             // the tracker has an anonymous account
+	fault     bool             // the project's API access is refused (a 200 with a fault)
+	// afterPage, when set, runs after each page is served, with the lock held: the
+	// tracker's data may change between the pages of one walk.
+	afterPage func(f *fakeTracker, page int)
+}
+
+// refusalReasons are the reason phrases MantisBT answers its refusals with.
+var refusalReasons = map[int]string{
+	401: "API token required",
+	403: "API token not found",
+	404: "Project '1' doesn't exist",
+	503: "Mantis Offline",
+}
+
+func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := r.URL.Query()
+	switch {
+	case r.Method != http.MethodGet || r.URL.Path != "/api/rest/issues":
+		f.t.Errorf("tracker got %s %s, want GET /api/rest/issues", r.Method, r.URL.Path)
+	case r.Header.Get("Accept") != "application/json" || r.Header.Get("Content-Type") != "application/json":
+		f.t.Errorf("tracker headers = %v", r.Header)
+	case q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,view_state,notes" || len(q) != 4:
+		f.t.Errorf("tracker query = %v", q)
+	}
+	if len(f.failures) > 0 {
+		status := f.failures[0]
+		f.failures = f.failures[1:]
+		f.refuse(w, status, cmp.Or(refusalReasons[status], http.StatusText(status)))
+		return
+	}
+	token := r.Header.Get("Authorization")
+	loginMethod := "api-token"
+	switch {
+	case token == "" && f.anonymous:
+		loginMethod = "anonymous"
+	case token == "":
+		f.refuse(w, 401, "API token required")
+		return
+	case len(token) != 32 || token != testTrackerKey:
+		f.refuse(w, 403, "API token not found")
+		return
+	}
+	if project := q.Get("project_id"); project != cmp.Or(f.project, "1") {
+		f.refuse(w, 404, fmt.Sprintf("Project '%s' doesn't exist", project))
+		return
+	}
+	w.Header().Set("X-Mantis-Username", map[string]string{"anonymous": "guest", "api-token": "dev"}[loginMethod])
+	w.Header().Set("X-Mantis-LoginMethod", loginMethod)
+	w.Header().Set("Content-Type", "application/json")
+	if f.fault {
+		fmt.Fprint(w, `{"issues":{"status_code":403,"fault_string":"Access denied"}}`)
+		return
+	}
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page < 1 {
+		f.t.Errorf("tracker page = %q", q.Get("page"))
+		page = 1
+	}
+	f.pages = append(f.pages, page)
+	var visible []map[string]any
+	for _, is := range f.issues {
+		if loginMethod == "api-token" || viewState(is) == 10 {
+			visible = append(visible, is)
+		}
+	}
+	from := min((page-1)*50, len(visible))
+	to := min(page*50, len(visible))
+	selected := strings.Split(q.Get("select"), ",")
+	list := []map[string]any{} // `[]`, never null, when none
+	for _, is := range visible[from:to] {
+		out := map[string]any{}
+		for _, field := range selected {
+			if v, ok := is[field]; ok {
+				out[field] = v
+			}
+		}
+		list = append(list, out)
+	}
+	json.NewEncoder(w).Encode(map[string]any{"issues": list})
+	if f.afterPage != nil {
+		f.afterPage(f, page)
+	}
+}
+
+// refuse answers as PHP's Slim does withStatus(status, reason) and no body: net/http
+// writes only standard reason phrases, so the status line is written on the connection.
+func (f *fakeTracker) refuse(w http.ResponseWriter, status int, reason string) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		f.t.Errorf("hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nContent-Type: text/html; charset=UTF-8\r\nConnection: close\r\n\r\n", status, reason)
+	buf.Flush()
+}
+
+// addNote adds a note to issue id as MantisBT does: the issue's last_updated becomes the
+// note's time and the issue moves to the top of the list.
+func (f *fakeTracker) addNote(id int, n map[string]any) {
+	i := slices.IndexFunc(f.issues, func(is map[string]any) bool { return is["id"] == id })
+	is := f.issues[i]
+	notes, _ := is["notes"].([]map[string]any)
+	is["notes"] = append(notes, n)
+	is["updated_at"] = n["created_at"]
+	f.issues = append([]map[string]any{is}, slices.Delete(f.issues, i, i+1)...)
+}
+
+func (f *fakeTracker) requestedPages() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.pages)
+}
+
+func viewState(m map[string]any) int {
+	vs, _ := m["view_state"].(map[string]any)
+	id, _ := vs["id"].(int)
+	return id
+}
+
+// mantisDate writes t as MantisBT does: PHP's date('c') in the server's zone, here UTC,
+// so +00:00.
+func mantisDate(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05-07:00")
+}
+
+var (
+	public  = map[string]any{"id": 10, "name": "public", "label": "public"}
+	private = map[string]any{"id": 50, "name": "private", "label": "private"}
+)
+
+// issue builds a public MantisBT issue as its REST API writes one, with more fields than
+// the service selects.
+func issue(id int, updated string, notes ...map[string]any) map[string]any {
+	m := map[string]any{
+		"id": id, "summary": fmt.Sprintf("Ticket %d", id), "description": fmt.Sprintf("Description %d", id),
+		"created_at": "2026-01-01T08:00:00+00:00", "updated_at": updated,
+		"reporter":   map[string]any{"id": 1, "name": "admin", "real_name": "Ada Admin", "email": "ada@example.com"},
+		"view_state": public,
+		"status":     map[string]any{"id": 10, "name": "new", "label": "new", "color": "#fcbdbd"},
+		"project":    map[string]any{"id": 1, "name": "Forms"},
+	}
+	if notes != nil {
+		m["notes"] = notes
+	}
+	return m
+}
+
+// note builds a public note as MantisBT writes one.
+func note(id int, created, text string) map[string]any {
+	return map[string]any{"id": id, "text": text, "created_at": created, "updated_at": created,
+		"reporter":   map[string]any{"id": 2, "name": "dev", "real_name": "Dev Eloper", "email": "dev@example.com"},
+		"view_state": public, "type": "note", "attachments": []any{}}
+}
