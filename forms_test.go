@@ -34,6 +34,7 @@ func fullForm() map[string]any {
 }
 
 func TestFormLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	before := time.Now().UTC().Truncate(time.Millisecond)
 	f := e.createForm(fullForm())
@@ -143,6 +144,7 @@ func TestFormLifecycle(t *testing.T) {
 }
 
 func TestListForms(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	var empty []Form
 	if status := e.doJSON("GET", "/api/forms", nil, &empty); status != 200 || empty == nil || len(empty) != 0 {
@@ -208,6 +210,7 @@ func TestListsFollowTimeNotIds(t *testing.T) {
 }
 
 func TestFormIDs(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, id := range []string{"abc", "12abc", "1.5", "-1", "+1", "%2012", "1e3", "0x10"} {
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
@@ -297,6 +300,7 @@ func TestFormValidation(t *testing.T) {
 }
 
 func TestTitlesKeptVerbatim(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, title := range []string{"  padded  ", "'; DROP TABLE forms; --", `Robert"); DELETE FROM fields;`, "Café ü Ж Ω ’ 🙂", "a\x00b", "%s %d {{.}}"} {
 		f := e.createForm(map[string]any{"title": title, "description": title, "categories": []any{
@@ -312,6 +316,7 @@ func TestTitlesKeptVerbatim(t *testing.T) {
 }
 
 func TestDeleteCascades(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	other := e.createForm(fullForm())
@@ -332,6 +337,7 @@ func TestDeleteCascades(t *testing.T) {
 }
 
 func TestUpdateDropsValuesOfRemovedFields(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	id := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "a", itoa(f.Categories[1].Fields[0].ID): "b"})
@@ -408,6 +414,7 @@ func FuzzFormBody(f *testing.F) {
 // order categories and fields by sortOrder, not by id. The API assigns both in array
 // order, so the test reverses the sortOrders in the database to make them differ.
 func TestReadsFollowSortOrder(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{
 		map[string]any{"name": "first", "fields": []any{
@@ -541,6 +548,7 @@ func TestGetFormAnswerIsTheCallers(t *testing.T) {
 // TestFormCacheBounded: the cache keeps no more than its byte bound, however many forms
 // are read, and serves what it keeps.
 func TestFormCacheBounded(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.store.forms.maxBytes = 20_000
 	var ids []int64

@@ -1,11 +1,23 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // apiRequest is httptest.NewRequest as a local client sends it: to Host localhost (the
@@ -36,4 +48,428 @@ func allResponses(t *testing.T, store *Store, formID int64) []Response {
 		all = append(all, page...)
 	}
 	return all
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s/healthz never answered 200", base)
+}
+
+// testEnv is one service under test: a real store on a temporary SQLite file and the real
+// handler behind an httptest server.
+type testEnv struct {
+	t     testing.TB
+	srv   *server
+	store *Store
+	http  *httptest.Server
+	logs  *syncBuffer
+}
+
+// newTestEnv builds a service; change edits its configuration before the server is
+// built (a nil change is skipped).
+func newTestEnv(t testing.TB, change ...func(*config)) *testEnv {
+	t.Helper()
+	return newTestEnvAt(t, time.Now, change...)
+}
+
+// newTestEnvAt builds a service whose clock is now.
+func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *testEnv {
+	t.Helper()
+	cfg := loadConfig(func(string) string { return "" })
+	cfg.DatabasePath = filepath.Join(t.TempDir(), "test.db")
+	cfg.OutboundRetryDelay = time.Millisecond
+	for _, c := range change {
+		if c != nil { // table tests pass their optional change as is
+			c(&cfg)
+		}
+	}
+	store, err := OpenStore(context.Background(), cfg.DatabasePath, now)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv := newServer(cfg, store, log, now, &http.Client{})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if !srv.jobs.stop(5 * time.Second) {
+			t.Errorf("background jobs did not stop")
+		}
+		store.Close()
+	})
+	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
+}
+
+// do sends a request with an optional JSON body (a string is sent as is) and returns the
+// status and the raw body.
+func (e *testEnv) do(method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatalf("marshal body: %v", err)
+		}
+		r = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, e.http.URL+path, r)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("read body: %v", err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" && ct != "application/pdf" {
+		e.t.Fatalf("%s %s: Content-Type = %q, want JSON", method, path, ct)
+	}
+	return res.StatusCode, out
+}
+
+// getRaw sends a GET with optional header pairs and returns the answer with its body read.
+func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.http.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res, body
+}
+
+// doJSON is do that also decodes the answer into out.
+func (e *testEnv) doJSON(method, path string, body, out any) int {
+	e.t.Helper()
+	status, raw := e.do(method, path, body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	return status
+}
+
+// wantError checks a JSON error answer byte for byte.
+func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantMsg string) {
+	e.t.Helper()
+	status, raw := e.do(method, path, body)
+	want, _ := json.Marshal(map[string]string{"error": wantMsg})
+	if status != wantStatus || strings.TrimSpace(string(raw)) != string(want) {
+		e.t.Errorf("%s %s = %d %s, want %d %s", method, path, status, raw, wantStatus, want)
+	}
+}
+
+// createForm creates a form through the API and returns its tree as read back.
+func (e *testEnv) createForm(body any) FormDetail {
+	e.t.Helper()
+	var created formAnswer
+	if status := e.doJSON("POST", "/api/forms", body, &created); status != http.StatusCreated {
+		e.t.Fatalf("create form: status %d", status)
+	}
+	var f FormDetail
+	if status := e.doJSON("GET", "/api/forms/"+itoa(created.ID), nil, &f); status != http.StatusOK {
+		e.t.Fatalf("read form: status %d", status)
+	}
+	return f
+}
+
+// submit posts values to a form and returns the new response id.
+func (e *testEnv) submit(formID int64, values map[string]any) int64 {
+	e.t.Helper()
+	var out struct{ ResponseID int64 }
+	if status := e.doJSON("POST", "/api/forms/"+itoa(formID)+"/responses", map[string]any{"values": values}, &out); status != http.StatusCreated {
+		e.t.Fatalf("submit: status %d", status)
+	}
+	return out.ResponseID
+}
+
+// count returns the number of rows of a table, read straight from the database.
+func (e *testEnv) count(table string) int {
+	e.t.Helper()
+	var n int
+	if err := e.store.read.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
+		e.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// snapshot returns the whole content of every form table, to prove that nothing changed.
+func (e *testEnv) snapshot() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		"SELECT id, title, ifnull(description, '<null>'), createdAt FROM forms ORDER BY id",
+		"SELECT id, formId, name, sortOrder FROM categories ORDER BY id",
+		"SELECT id, categoryId, label, type, ifnull(description, '<null>'), sortOrder FROM fields ORDER BY id",
+		"SELECT id, formId, submittedAt FROM responses ORDER BY id",
+		"SELECT responseId, fieldId, ifnull(value, '<null>') FROM response_values ORDER BY responseId, fieldId",
+		"SELECT key, value FROM settings ORDER BY key",
+		"SELECT * FROM sqlite_sequence ORDER BY name",
+	} {
+		rows, err := e.store.read.Query(q)
+		if err != nil {
+			e.t.Fatalf("snapshot: %v", err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				e.t.Fatalf("snapshot: %v", err)
+			}
+			for _, v := range vals {
+				b.WriteString(toString(v))
+				b.WriteString("|")
+			}
+			b.WriteString("\n")
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+func toString(v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// wantNoOrphans checks that no row refers to a row that does not exist.
+func (e *testEnv) wantNoOrphans() {
+	e.t.Helper()
+	for what, q := range map[string]string{
+		"categories without form": `SELECT count(*) FROM categories WHERE formId NOT IN (SELECT id FROM forms)`,
+		"fields without category": `SELECT count(*) FROM fields WHERE categoryId NOT IN (SELECT id FROM categories)`,
+		"responses without form":  `SELECT count(*) FROM responses WHERE formId NOT IN (SELECT id FROM forms)`,
+		"values without response": `SELECT count(*) FROM response_values WHERE responseId NOT IN (SELECT id FROM responses)`,
+		"values without field":    `SELECT count(*) FROM response_values WHERE fieldId NOT IN (SELECT id FROM fields)`,
+		"values of another form's field": `SELECT count(*) FROM response_values rv JOIN responses r ON r.id = rv.responseId
+			JOIN fields f ON f.id = rv.fieldId JOIN categories c ON c.id = f.categoryId WHERE c.formId != r.formId`,
+	} {
+		var n int
+		if err := e.store.read.QueryRow(q).Scan(&n); err != nil {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		if n != 0 {
+			e.t.Errorf("%d %s", n, what)
+		}
+	}
+}
+
+// createFormWithToken creates an empty form through the API with the token and returns its id.
+func (e *testEnv) createFormWithToken(token string) int64 {
+	e.t.Helper()
+	status, raw := e.do("POST", "/api/forms", `{"title": "t"}`, "Authorization", "Bearer "+token)
+	if status != 201 {
+		e.t.Fatalf("create with token = %d %s", status, raw)
+	}
+	var f formAnswer
+	if err := json.Unmarshal(raw, &f); err != nil {
+		e.t.Fatalf("decode %s: %v", raw, err)
+	}
+	return f.ID
+}
+
+// rawGET sends a request line as written, bypassing any client-side path cleaning, and
+// returns the status and body.
+func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", target)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, strings.TrimSpace(string(body)), res.Header
+}
+
+// benchEnv is a quiet service with the 50-field form of compare.sh and n responses.
+func benchEnv(b *testing.B, responses int) (*testEnv, FormDetail) {
+	b.Helper()
+	e := newTestEnv(b)
+	e.srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := e.createForm(seedFormBody())
+	body := submitBody(f)
+	for range responses {
+		if status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", body); status != 201 {
+			b.Fatalf("seed: %d %s", status, raw)
+		}
+	}
+	return e, f
+}
+
+// seedFormBody is seed.mjs's form: 5 categories of 10 fields, types cycling.
+func seedFormBody() map[string]any {
+	types := []string{"text", "number", "date", "textarea", "boolean"}
+	var cats []any
+	for c := range 5 {
+		var fields []any
+		for i := range 10 {
+			fd := map[string]any{"label": fmt.Sprintf("Question %d.%d", c+1, i+1), "type": types[(c*10+i)%5]}
+			if i%2 == 0 {
+				fd["description"] = fmt.Sprintf("Guidance for question %d.%d, shown in italics.", c+1, i+1)
+			}
+			fields = append(fields, fd)
+		}
+		cats = append(cats, map[string]any{"name": fmt.Sprintf("Section %d", c+1), "fields": fields})
+	}
+	return map[string]any{"title": "Site inspection report", "description": "Benchmark form", "categories": cats}
+}
+
+// submitBody answers every field of f, as seed.mjs does.
+func submitBody(f FormDetail) string {
+	var parts []string
+	for _, c := range f.Categories {
+		for _, fd := range c.Fields {
+			v := map[string]string{"text": `"Answer text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
+				"textarea": `"A longer answer, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
+			parts = append(parts, fmt.Sprintf(`"%d": %s`, fd.ID, v))
+		}
+	}
+	return `{"values": {` + strings.Join(parts, ", ") + `}}`
+}
+
+// serve runs one request through the handler and checks its status. The answer is
+// counted and dropped, so that allocations are the handler's own, not a recorder's.
+func serve(b *testing.B, h http.Handler, method, path, body string, want int) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := apiRequest(method, path, r)
+	w := &discardWriter{header: http.Header{}, status: http.StatusOK}
+	h.ServeHTTP(w, req)
+	if w.status != want {
+		b.Errorf("%s %s = %d", method, path, w.status)
+	}
+}
+
+// discardWriter is an http.ResponseWriter that keeps only the status and the size.
+type discardWriter struct {
+	header http.Header
+	status int
+	n      int64
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+
+func (w *discardWriter) WriteHeader(status int) { w.status = status }
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// fuzzServe runs one request through the handler and checks the rules every answer
+// keeps: JSON, and a 500 only for docs/SPEC.md's validation failures.
+func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
+	t.Helper()
+	// A deadline turns a request that would wait forever (a transaction left open, the
+	// write connection never released) into a failure within seconds rather than a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := apiRequest(method, path, strings.NewReader(body)).WithContext(ctx)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {
+		t.Fatalf("%s %s %q: answer %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
+	}
+	if w.Code == 500 {
+		var e struct{ Error string }
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if !regexp.MustCompile(`^Failed to (create|update) form( \d+)?: (Invalid field type: |Field label is required$|(Field label|Field description|Category name) is too long)`).MatchString(e.Error) {
+			t.Fatalf("%s %s %q: unexpected 500 %s", method, path, body, w.Body)
+		}
+	}
+	return w.Code
+}
+
+// occupyHeavy takes every heavy slot; the function it returns gives them back.
+func occupyHeavy(t *testing.T, s *server) func() {
+	t.Helper()
+	release, err := s.heavy.acquire(context.Background(), s.heavy.capacity)
+	if err != nil {
+		t.Fatalf("take every heavy slot: %v", err)
+	}
+	return release
+}
+
+// gateUsed is what g has handed out.
+func gateUsed(g *gate) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
 }

@@ -195,6 +195,7 @@ func (panicRunner) saveText(context.Context, *server, time.Time, string) error {
 // TestJobPanicLogged: a background job's panic is logged as a handler's is, and the
 // service and the next job of its kind go on.
 func TestJobPanicLogged(t *testing.T) {
+	t.Parallel()
 	e := newSummaryEnv(t, time.Now())
 	e.srv.startJob(panicRunner{})
 	waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg=panic job=panicker panic=boom`) })

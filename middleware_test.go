@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -410,4 +411,204 @@ func TestConnectionLimit(t *testing.T) {
 		res.Body.Close()
 	}
 	held[1].Close()
+}
+
+func TestAPIToken(t *testing.T) {
+	const token = "s3cret-token-value"
+	e := newTestEnv(t, func(c *config) { c.APIToken = token })
+	f := e.createFormWithToken(token)
+	paths := []struct{ method, path string }{
+		{"GET", "/api/forms"}, {"POST", "/api/forms"}, {"GET", "/api/forms/" + itoa(f)},
+		{"PUT", "/api/forms/" + itoa(f)}, {"DELETE", "/api/forms/" + itoa(f)},
+		{"POST", "/api/forms/" + itoa(f) + "/responses"}, {"GET", "/api/forms/" + itoa(f) + "/responses"},
+		{"GET", "/api/responses/1/export/pdf"},
+		{"GET", "/api/tracker-summary/today"}, {"GET", "/api/tracker-summaries"},
+		{"POST", "/api/tracker-summaries/generate"}, {"GET", "/api/tracker-summary"},
+		{"GET", "/api/email-summaries"}, {"POST", "/api/email-summaries/generate"},
+		{"GET", "/api/settings/k"}, {"PUT", "/api/settings/k"}, {"GET", "/api/unknown"}, {"GET", "/api"},
+	}
+	before := e.snapshot()
+	for _, p := range paths {
+		for _, header := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token, "Bearer"} {
+			status, raw := e.do(p.method, p.path, `{"title": "x", "value": "v", "values": {"1": 1}}`, "Authorization", header)
+			if status != 401 || strings.TrimSpace(string(raw)) != `{"error":"Unauthorized"}` {
+				t.Errorf("%s %s with %q = %d %s, want 401", p.method, p.path, header, status, raw)
+			}
+		}
+	}
+	if e.snapshot() != before {
+		t.Errorf("unauthorized requests changed the database")
+	}
+	for _, header := range []string{"Bearer " + token, "bearer " + token, "BEARER " + token} {
+		if status, _ := e.do("GET", "/api/forms", nil, "Authorization", header); status != 200 {
+			t.Errorf("GET /api/forms with %q = %d, want 200", header, status)
+		}
+	}
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz without token = %d, want 200", status)
+	}
+	// Only /api and what is under /api/ needs it: /apix is just an unknown path.
+	for _, path := range []string{"/apix", "/apidocs/x"} {
+		e.wantError("GET", path, nil, 404, "Not found")
+	}
+	if strings.Contains(e.logs.String(), token) {
+		t.Errorf("the token appears in the logs")
+	}
+}
+
+// TestCORS: with CORS_ORIGINS set, an allowed origin is named on answers and its
+// preflights are answered with the route's methods, without the token; a foreign origin
+// gets no CORS header; unset, nothing changes.
+func TestCORS(t *testing.T) {
+	const token = "cors-token"
+	const allowed = "https://forms.example.com"
+	e := newTestEnv(t, func(c *config) {
+		c.CORSOrigins = []string{allowed, "https://other.example.com"}
+		c.APIToken = token
+	})
+	preflight := func(e *testEnv, origin, path, method string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("OPTIONS", e.http.URL+path, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", method)
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		res, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	corsHeaders := func(h http.Header) []string {
+		var names []string
+		for name := range h {
+			if strings.HasPrefix(name, "Access-Control-") {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+
+	res := preflight(e, allowed, "/api/forms/7", "PUT")
+	if res.StatusCode != 204 {
+		t.Fatalf("preflight = %d, want 204", res.StatusCode)
+	}
+	for name, want := range map[string]string{
+		"Access-Control-Allow-Origin":  allowed,
+		"Access-Control-Allow-Methods": "GET, HEAD, PUT, DELETE",
+		"Access-Control-Allow-Headers": "Content-Type, Authorization",
+		"Access-Control-Max-Age":       "600",
+		"Vary":                         "Origin",
+	} {
+		if got := res.Header.Get(name); got != want {
+			t.Errorf("preflight %s = %q, want %q", name, got, want)
+		}
+	}
+	if res := preflight(e, allowed, "/api/forms", "POST"); res.Header.Get("Access-Control-Allow-Methods") != "GET, HEAD, POST" {
+		t.Errorf("preflight of /api/forms allows %q", res.Header.Get("Access-Control-Allow-Methods"))
+	}
+
+	// An allowed origin's real request carries the headers and still needs the token.
+	res, _ = e.getRaw("/api/forms", "Origin", allowed, "Authorization", "Bearer "+token)
+	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != allowed || res.Header.Get("Vary") != "Origin" {
+		t.Errorf("GET from %s = %d, Allow-Origin %q, Vary %q", allowed, res.StatusCode,
+			res.Header.Get("Access-Control-Allow-Origin"), res.Header.Get("Vary"))
+	}
+	if got := res.Header.Get("Access-Control-Expose-Headers"); got != "Content-Disposition" {
+		t.Errorf("Expose-Headers = %q, want Content-Disposition (a download's name)", got)
+	}
+	res, body := e.getRaw("/api/forms", "Origin", allowed) // no token
+	if got := res.Header.Get("WWW-Authenticate"); got != "Bearer" {
+		t.Errorf("401 WWW-Authenticate = %q, want Bearer", got)
+	}
+	if res.StatusCode != 401 || res.Header.Get("Access-Control-Allow-Origin") != allowed {
+		t.Errorf("GET without token from %s = %d %s, want 401 with Allow-Origin (so the page can read the error)", allowed, res.StatusCode, body)
+	}
+
+	// A foreign origin gets no CORS header at all, preflight or not.
+	const foreign = "https://evil.example.net"
+	if res := preflight(e, foreign, "/api/forms/7", "PUT"); res.StatusCode == 204 || len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("foreign preflight = %d with %v", res.StatusCode, corsHeaders(res.Header))
+	}
+	if res, _ := e.getRaw("/api/forms", "Origin", foreign, "Authorization", "Bearer "+token); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("foreign GET carries %v", corsHeaders(res.Header))
+	}
+	// A preflight of a path no route serves is answered as any request to it.
+	for _, path := range []string{"/api/nothing", "/api//forms", "/api/x/../forms"} {
+		if res := preflight(e, allowed, path, "GET"); res.StatusCode == 204 {
+			t.Errorf("preflight of %s = 204", path)
+		}
+	}
+
+	// CORS_ORIGINS unset: no CORS at all.
+	plain := newTestEnv(t)
+	if res := preflight(plain, allowed, "/api/forms", "POST"); res.StatusCode == 204 || len(corsHeaders(res.Header)) > 0 || res.Header.Get("Vary") != "" {
+		t.Errorf("without CORS_ORIGINS, preflight = %d with %v", res.StatusCode, corsHeaders(res.Header))
+	}
+	if res, _ := plain.getRaw("/api/forms", "Origin", allowed); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("without CORS_ORIGINS, GET carries %v", corsHeaders(res.Header))
+	}
+
+	// "*" allows any origin.
+	star := newTestEnv(t, func(c *config) { c.CORSOrigins = []string{"*"} })
+	if res := preflight(star, foreign, "/api/settings/x", "PUT"); res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != foreign {
+		t.Errorf("with *, preflight = %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// An OPTIONS without Access-Control-Request-Method is no preflight: it is the 405 any
+	// OPTIONS gets, token check and all.
+	req, _ := http.NewRequest("OPTIONS", e.http.URL+"/api/forms", nil)
+	req.Header.Set("Origin", allowed)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if res, err := e.http.Client().Do(req); err != nil || res.StatusCode != 405 || res.Header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("OPTIONS without a request method = %v %v, want 405 with Allow: GET, HEAD, POST", res, err)
+	} else {
+		res.Body.Close()
+	}
+	// A request without Origin (not from a browser page) gets no CORS header, even with *.
+	if res, _ := star.getRaw("/api/forms"); len(corsHeaders(res.Header)) > 0 {
+		t.Errorf("with *, a GET without Origin carries %v", corsHeaders(res.Header))
+	}
+}
+
+func TestCORSOriginsConfig(t *testing.T) {
+	cfg := loadConfig(func(k string) string {
+		return map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "}[k]
+	})
+	if want := []string{"https://a.example", "https://b.example:8443"}; !slices.Equal(cfg.CORSOrigins, want) {
+		t.Errorf("CORSOrigins = %q, want %q", cfg.CORSOrigins, want)
+	}
+}
+
+// TestPanicEndsTheAnswer: a panic before anything is written is a JSON 500; a panic
+// after part of the answer is out ends the connection, so the client sees an error and
+// never a short answer that parses.
+func TestPanicEndsTheAnswer(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.srv.mux.HandleFunc("GET /test/panic-before", func(w http.ResponseWriter, r *http.Request) {
+		panic("before")
+	})
+	e.srv.mux.HandleFunc("GET /test/panic-after", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`[{"id":1},`))
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		panic("after")
+	})
+	e.wantError("GET", "/test/panic-before", nil, 500, "Internal server error")
+
+	res, err := e.http.Client().Get(e.http.URL + "/test/panic-after")
+	if err != nil {
+		t.Fatalf("the status line and the first bytes were flushed, yet: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err == nil {
+		t.Errorf("a panic after the first bytes gave a complete answer: %d %q", res.StatusCode, body)
+	}
+	if !strings.Contains(e.logs.String(), `panic=after`) {
+		t.Errorf("the panic was not logged:\n%s", e.logs)
+	}
 }

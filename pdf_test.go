@@ -22,6 +22,7 @@ import (
 )
 
 func TestExportPDFContent(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{
 		"title": "Café Inspection Straße Ж Ω ’",
@@ -165,6 +166,7 @@ func TestExportPDFContent(t *testing.T) {
 // TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
 // without fields only the bold of its title.
 func TestExportPDFOnlyUsedFonts(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	cases := []struct {
 		form map[string]any
@@ -197,6 +199,7 @@ func TestExportPDFOnlyUsedFonts(t *testing.T) {
 }
 
 func TestExportPDFHostileText(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "Emoji 🙂 title\x07", "categories": []any{
 		map[string]any{"name": "Cat 🚀", "fields": []any{
@@ -245,6 +248,7 @@ func TestExportPDFHostileText(t *testing.T) {
 }
 
 func TestExportPDFLongTextarea(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "Long", "categories": []any{
 		map[string]any{"fields": []any{map[string]any{"label": "Essay", "type": "textarea"}, map[string]any{"label": "After", "type": "text"}}}}})
@@ -280,6 +284,7 @@ func TestExportPDFLongTextarea(t *testing.T) {
 }
 
 func TestExportPDFErrors(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, id := range []string{"abc", "1x", "-1", "1.0", "%201"} {
 		e.wantError("GET", "/api/responses/"+id+"/export/pdf", nil, 400, "Invalid response ID")
@@ -331,6 +336,7 @@ func TestContentDisposition(t *testing.T) {
 
 // TestExportPDFHeaders goes through the server for the hostile titles of the issue.
 func TestExportPDFHeaders(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	var first formAnswer
 	e.doJSON("POST", "/api/forms", map[string]any{"title": "First"}, &first)
@@ -727,6 +733,7 @@ func TestExportPDFScripts(t *testing.T) {
 // bottom margin, each label followed by its value; a textarea's frame holds its lines,
 // blank ones included, and its padding.
 func TestExportPDFPageBreaks(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	var fields []any
 	values := map[string]any{}
@@ -983,6 +990,7 @@ func TestUsedFontsEmptyDescription(t *testing.T) {
 // TestExportPDFInvisibleAndEmpty: joiners, byte-order marks and bidi marks print as
 // nothing (not as their names), and an empty textarea still gets its 30 pt frame.
 func TestExportPDFInvisibleAndEmpty(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
 		map[string]any{"label": "Text", "type": "text"},

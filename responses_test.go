@@ -35,6 +35,7 @@ type listedValue struct {
 }
 
 func TestSubmitStoresJavaScriptStrings(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{
 		map[string]any{"fields": []any{map[string]any{"label": "v", "type": "text"}}}}})
@@ -90,6 +91,7 @@ func show(p *string) string {
 }
 
 func TestSubmitErrors(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	path := "/api/forms/" + itoa(f.ID) + "/responses"
@@ -124,6 +126,7 @@ func TestSubmitErrors(t *testing.T) {
 }
 
 func TestSubmitSkipsUnknownKeys(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	other := e.createForm(fullForm())
@@ -163,6 +166,7 @@ func TestSubmitSkipsUnknownKeys(t *testing.T) {
 }
 
 func TestListResponses(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	// The API assigns ids in display order; to show that values follow sortOrder and not
 	// ids, the sortOrders are reversed in the database after the update below.
@@ -225,6 +229,7 @@ func TestListResponses(t *testing.T) {
 // TestConcurrentSubmits: 32 clients submitting 50 responses each are all acknowledged and
 // all listed.
 func TestConcurrentSubmits(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	body := fmt.Sprintf(`{"values": {"%d": "a", "%d": 3, "%d": true}}`,
@@ -425,6 +430,7 @@ func FuzzSubmitBody(f *testing.F) {
 // response first, labels in form order, null as an empty cell, formulas disarmed and
 // plain numbers kept.
 func TestExportCSV(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "Q3 survey", "categories": []any{
 		map[string]any{"name": "b", "fields": []any{
@@ -516,6 +522,7 @@ func TestFileTitle(t *testing.T) {
 // TestExportCSVFileName: a title that is not an HTTP token downloads under its exact
 // name through RFC 6266's filename*.
 func TestExportCSVFileName(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": `Отчёт 50% "final"`})
 	res, _ := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
@@ -532,6 +539,7 @@ func TestExportCSVFileName(t *testing.T) {
 // than the read pool has connections) hold no connection and no snapshot: reads, writes
 // and a full WAL checkpoint go on while they stall.
 func TestSlowReadersHoldNoDatabase(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	values := map[int64]*string{}
@@ -597,6 +605,7 @@ func (w *stalledWriter) Write(p []byte) (int, error) {
 // TestHeavySlotNotHeldWhileWriting: the list, the CSV export and the PDF give their slot
 // back before they write, so that clients that stop reading cannot starve the others.
 func TestHeavySlotNotHeldWhileWriting(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})

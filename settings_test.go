@@ -7,6 +7,7 @@ import (
 )
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	cases := []struct {
 		key, body, want string

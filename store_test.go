@@ -148,6 +148,7 @@ func TestOpenStoreRefusesURIPaths(t *testing.T) {
 // TestResponseExportOwnValues: the export of a response carries its own values, not
 // those of a later response to the same form.
 func TestResponseExportOwnValues(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	field := f.Categories[0].Fields[0].ID
@@ -161,6 +162,7 @@ func TestResponseExportOwnValues(t *testing.T) {
 
 // TestEmailSummariesSameDay: several e-mail summaries of one day are listed newest first.
 func TestEmailSummariesSameDay(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	for _, text := range []string{"one", "two", "three"} {
@@ -181,6 +183,7 @@ func TestEmailSummariesSameDay(t *testing.T) {
 
 // TestReadPoolIsReadOnly: the read pool cannot write, whatever a caller sends it.
 func TestReadPoolIsReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	if _, err := e.store.read.Exec(`INSERT INTO settings (key, value) VALUES ('k', 'v')`); err == nil {
 		t.Fatal("a write through the read pool succeeded")
@@ -214,6 +217,7 @@ func copyFile(t *testing.T, from, to string) {
 // write back until database/sql ends it with the caller's context, which here lasts
 // longer than the next write waits.
 func TestFailedWritesReleaseTheWriter(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	bad := []CategoryInput{{Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"nope"`)}}}}
@@ -282,6 +286,7 @@ func TestFormCachePutSameID(t *testing.T) {
 // connection (the pool's only one) leaves a deferred foreign-key violation, which SQLite
 // checks at COMMIT.
 func TestWriteFailingAtCommit(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	id := itoa(f.ID)

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"mime"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// openAPIDoc is docs/openapi.json, decoded.
+type openAPIDoc struct {
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas   map[string]json.RawMessage `json:"schemas"`
+		Responses map[string]json.RawMessage `json:"responses"`
+	} `json:"components"`
+}
+
+func loadOpenAPI(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatalf("docs/openapi.json: %v", err)
+	}
+	return doc
+}
+
+// TestOpenAPIDocumentsEveryRoute: the document's paths and methods are exactly the
+// routes the mux serves.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var documented, served []string
+	for path, item := range doc.Paths {
+		for method := range item {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	e := newTestEnv(t)
+	for _, rt := range e.srv.routes() {
+		served = append(served, rt.pattern)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
+	}
+	// The document the service answers is the file.
+	status, raw := e.do("GET", "/api/openapi.json", nil)
+	if status != 200 || !bytes.Equal(raw, openAPI) {
+		t.Errorf("GET /api/openapi.json = %d, %d bytes; want 200 and docs/openapi.json", status, len(raw))
+	}
+}
+
+// TestOpenAPIAnswersConform sends requests to every route, with answers of every
+// documented kind, success and error, and checks each against the document: the status
+// is documented for the route, and a JSON body conforms to its schema.
+func TestOpenAPIAnswersConform(t *testing.T) {
+	doc := loadOpenAPI(t)
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	id := itoa(f.ID)
+	responseID := itoa(e.submit(f.ID, map[string]any{field: "x"}))
+	doomed := itoa(e.createForm(map[string]any{"title": "to delete"}).ID)
+	locked := newTestEnv(t, func(c *config) { c.APIToken = "t" })
+	big := `{"title": "` + strings.Repeat("x", 1<<20) + `"}`
+
+	type call struct {
+		env                   *testEnv
+		method, path, docPath string
+		body                  string
+		status                int
+	}
+	calls := []call{
+		{e, "GET", "/healthz", "/healthz", "", 200},
+		{e, "GET", "/api/openapi.json", "/api/openapi.json", "", 200},
+		{e, "GET", "/api/forms", "/api/forms", "", 200},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "n", "categories": [{"fields": [{"label": "l", "type": "date"}]}]}`, 201},
+		{e, "POST", "/api/forms", "/api/forms", `{}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": 5}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", `{`, 400},
+		{e, "POST", "/api/forms", "/api/forms", big, 413},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "l", "type": "x"}]}]}`, 500},
+		{e, "GET", "/api/forms/" + id, "/api/forms/{id}", "", 200},
+		{e, "GET", "/api/forms/x", "/api/forms/{id}", "", 400},
+		{e, "GET", "/api/forms/999", "/api/forms/{id}", "", 404},
+		{e, "PUT", "/api/forms/999", "/api/forms/{id}", `{"title": "t"}`, 404},
+		{e, "PUT", "/api/forms/" + id, "/api/forms/{id}", `{"title": ""}`, 400},
+		{e, "PUT", "/api/forms/" + id, "/api/forms/{id}", `{"title": "t", "categories": [{"fields": [{"type": "text"}]}]}`, 500},
+		{e, "DELETE", "/api/forms/" + doomed, "/api/forms/{id}", "", 200},
+		{e, "DELETE", "/api/forms/" + doomed, "/api/forms/{id}", "", 404},
+		{e, "DELETE", "/api/forms/-1", "/api/forms/{id}", "", 400},
+		{e, "POST", "/api/forms/" + id + "/responses", "/api/forms/{id}/responses", `{"values": {"` + field + `": 1}}`, 201},
+		{e, "POST", "/api/forms/" + id + "/responses", "/api/forms/{id}/responses", `{"values": {}}`, 400},
+		{e, "POST", "/api/forms/999/responses", "/api/forms/{id}/responses", `{"values": {"1": 1}}`, 404},
+		{e, "GET", "/api/forms/" + id + "/responses", "/api/forms/{id}/responses", "", 200},
+		{e, "GET", "/api/forms/999/responses", "/api/forms/{id}/responses", "", 404},
+		{e, "GET", "/api/forms/" + id + "/responses.csv", "/api/forms/{id}/responses.csv", "", 200},
+		{e, "GET", "/api/forms/1x/responses.csv", "/api/forms/{id}/responses.csv", "", 400},
+		{e, "GET", "/api/responses/" + responseID + "/export/pdf", "/api/responses/{responseId}/export/pdf", "", 200},
+		{e, "GET", "/api/responses/x/export/pdf", "/api/responses/{responseId}/export/pdf", "", 400},
+		{e, "GET", "/api/responses/999/export/pdf", "/api/responses/{responseId}/export/pdf", "", 404},
+		{e, "GET", "/api/tracker-summary/today", "/api/tracker-summary/today", "", 404},
+		{e, "POST", "/api/tracker-summaries/generate", "/api/tracker-summaries/generate", "", 202},
+		{e, "POST", "/api/email-summaries/generate", "/api/email-summaries/generate", "", 202},
+		{e, "GET", "/api/tracker-summary", "/api/tracker-summary", "", 500},
+		{e, "PUT", "/api/settings/k", "/api/settings/{key}", `{"value": [1, 2]}`, 200},
+		{e, "PUT", "/api/settings/k", "/api/settings/{key}", `{}`, 400},
+		{e, "GET", "/api/settings/k", "/api/settings/{key}", "", 200},
+		{e, "GET", "/api/settings/" + strings.Repeat("k", 300), "/api/settings/{key}", "", 400},
+		{e, "DELETE", "/api/settings/k", "/api/settings/{key}", "", 405},
+		{locked, "GET", "/api/forms", "/api/forms", "", 401},
+	}
+	for _, c := range calls {
+		checkAnswer(t, doc, c.env, c.method, c.path, c.docPath, c.body, c.status)
+	}
+	// Every route refuses a body that is not JSON, or is too large.
+	for _, rt := range e.srv.routes() {
+		method, pattern, _ := strings.Cut(rt.pattern, " ")
+		path := strings.NewReplacer("{id}", id, "{responseId}", responseID, "{key}", "k").Replace(pattern)
+		checkAnswer(t, doc, e, method, path, pattern, `{bad`, 400)
+		checkAnswer(t, doc, e, method, path, pattern, big, 413)
+	}
+	// Summaries, once stored.
+	now := time.Now()
+	if err := e.store.SaveTrackerSummary(context.Background(), startOfDay(now), "text"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.AddEmailSummary(context.Background(), startOfDay(now), "mail"); err != nil {
+		t.Fatal(err)
+	}
+	checkAnswer(t, doc, e, "GET", "/api/tracker-summary/today", "/api/tracker-summary/today", "", 200)
+	checkAnswer(t, doc, e, "GET", "/api/tracker-summaries?page=1&limit=5", "/api/tracker-summaries", "", 200)
+	checkAnswer(t, doc, e, "GET", "/api/email-summaries?page=x", "/api/email-summaries", "", 200)
+}
+
+// checkAnswer sends one request and checks its answer against the document.
+func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath, body string, wantStatus int) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	where := fmt.Sprintf("%s %s", method, path)
+	if res.StatusCode != wantStatus {
+		t.Errorf("%s = %d %s, want %d", where, res.StatusCode, raw, wantStatus)
+		return
+	}
+	var op struct {
+		Responses map[string]json.RawMessage `json:"responses"`
+	}
+	opRaw := doc.Paths[docPath][strings.ToLower(method)]
+	if opRaw == nil && res.StatusCode == http.StatusMethodNotAllowed {
+		opRaw = doc.Paths[docPath]["get"] // a 405 is documented on the path's operations
+	}
+	if err := json.Unmarshal(opRaw, &op); err != nil || op.Responses == nil {
+		t.Errorf("%s: %s %s is not documented", where, method, docPath)
+		return
+	}
+	answer := op.Responses[strconv.Itoa(res.StatusCode)]
+	if answer == nil {
+		t.Errorf("%s: status %d is not documented for %s %s", where, res.StatusCode, method, docPath)
+		return
+	}
+	var r struct {
+		Ref     string                                      `json:"$ref"`
+		Content map[string]struct{ Schema json.RawMessage } `json:"content"`
+	}
+	json.Unmarshal(answer, &r)
+	if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
+		json.Unmarshal(doc.Components.Responses[name], &r)
+	}
+	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	content, ok := r.Content[mediaType]
+	if !ok {
+		t.Errorf("%s: answer of type %q, documented: %v", where, mediaType, slices.Collect(maps.Keys(r.Content)))
+		return
+	}
+	if mediaType != "application/json" {
+		return
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	if err := conforms(doc, content.Schema, v, "body"); err != nil {
+		t.Errorf("%s: %s: %v", where, raw[:min(len(raw), 300)], err)
+	}
+}
+
+// conforms checks v against the part of JSON Schema (2020-12, as OpenAPI 3.1 uses it)
+// that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, properties,
+// required, additionalProperties, propertyNames, minProperties and items. A keyword it
+// does not know fails the check, so that the document cannot outgrow its test.
+func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("%s: schema: %v", at, err)
+	}
+	for kw, raw := range s {
+		var err error
+		switch kw {
+		case "description", "format", "examples":
+		case "$ref":
+			var ref string
+			json.Unmarshal(raw, &ref)
+			name, _ := strings.CutPrefix(ref, "#/components/schemas/")
+			target, ok := doc.Components.Schemas[name]
+			if !ok {
+				return fmt.Errorf("%s: unknown $ref %s", at, ref)
+			}
+			err = conforms(doc, target, v, at)
+		case "type":
+			var types []string
+			if json.Unmarshal(raw, &types) != nil {
+				var one string
+				json.Unmarshal(raw, &one)
+				types = []string{one}
+			}
+			if !slices.Contains(types, jsonTypeOf(v)) && !(jsonTypeOf(v) == "integer" && slices.Contains(types, "number")) {
+				err = fmt.Errorf("%s: %s, want %v", at, jsonTypeOf(v), types)
+			}
+		case "const", "enum":
+			var allowed []any
+			if kw == "const" {
+				var one any
+				json.Unmarshal(raw, &one)
+				allowed = []any{one}
+			} else {
+				json.Unmarshal(raw, &allowed)
+			}
+			if !slices.ContainsFunc(allowed, func(a any) bool { return reflect.DeepEqual(a, v) }) {
+				err = fmt.Errorf("%s: %v, want one of %v", at, v, allowed)
+			}
+		case "pattern", "minLength":
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			var pattern string
+			var minLength int
+			json.Unmarshal(raw, &pattern)
+			json.Unmarshal(raw, &minLength)
+			if kw == "pattern" && !regexp.MustCompile(pattern).MatchString(str) {
+				err = fmt.Errorf("%s: %q does not match %s", at, str, pattern)
+			}
+			if kw == "minLength" && utf8.RuneCountInString(str) < minLength {
+				err = fmt.Errorf("%s: %q shorter than %d", at, str, minLength)
+			}
+		case "properties", "required", "additionalProperties", "propertyNames", "minProperties":
+			obj, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			err = objectConforms(doc, kw, raw, s, obj, at)
+		case "items":
+			arr, ok := v.([]any)
+			if !ok {
+				continue
+			}
+			for i, item := range arr {
+				if err = conforms(doc, raw, item, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+					break
+				}
+			}
+		default:
+			err = fmt.Errorf("%s: schema keyword %q not checked by this test", at, kw)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectConforms checks one object keyword of schema s.
+func objectConforms(doc openAPIDoc, kw string, raw json.RawMessage, s map[string]json.RawMessage, obj map[string]any, at string) error {
+	var props map[string]json.RawMessage
+	json.Unmarshal(s["properties"], &props)
+	switch kw {
+	case "properties":
+		for name, sub := range props {
+			if value, ok := obj[name]; ok {
+				if err := conforms(doc, sub, value, at+"."+name); err != nil {
+					return err
+				}
+			}
+		}
+	case "required":
+		var required []string
+		json.Unmarshal(raw, &required)
+		for _, name := range required {
+			if _, ok := obj[name]; !ok {
+				return fmt.Errorf("%s: member %q missing", at, name)
+			}
+		}
+	case "additionalProperties":
+		for name, value := range obj {
+			if _, declared := props[name]; declared {
+				continue
+			}
+			if string(raw) == "false" {
+				return fmt.Errorf("%s: member %q not in the schema", at, name)
+			}
+			if err := conforms(doc, raw, value, at+"."+name); err != nil {
+				return err
+			}
+		}
+	case "propertyNames":
+		for name := range obj {
+			if err := conforms(doc, raw, name, at+" key "+name); err != nil {
+				return err
+			}
+		}
+	case "minProperties":
+		var n int
+		json.Unmarshal(raw, &n)
+		if len(obj) < n {
+			return fmt.Errorf("%s: %d members, want at least %d", at, len(obj), n)
+		}
+	}
+	return nil
+}
+
+// jsonTypeOf names the JSON Schema type of a decoded JSON value.
+func jsonTypeOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		if v == math.Trunc(v) {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	default:
+		return "object"
+	}
+}
