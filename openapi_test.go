@@ -96,6 +96,15 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{e, "POST", "/api/forms", "/api/forms", `{`, 400},
 		{e, "POST", "/api/forms", "/api/forms", big, 413},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "l", "type": "x"}]}]}`, 500},
+		// The document's promises on bodies, each against a real answer: a title of white
+		// space is no title, a field is an object (null has no label), limits hold.
+		{e, "POST", "/api/forms", "/api/forms", `{"title": " \t "}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [null]}]}`, 500},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [null, {"name": null, "fields": null}]}`, 201},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "` + strings.Repeat("t", maxTitleChars+1) + `"}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": " ", "type": "text"}]}]}`, 500},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [` + strings.Repeat(`{},`, maxCategories) + `{}]}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", ``, 400},
 		{e, "GET", "/api/forms/" + id, "/api/forms/{id}", "", 200},
 		{e, "GET", "/api/forms/x", "/api/forms/{id}", "", 400},
 		{e, "GET", "/api/forms/999", "/api/forms/{id}", "", 404},
@@ -123,6 +132,7 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{e, "PUT", "/api/settings/k", "/api/settings/{key}", `{}`, 400},
 		{e, "GET", "/api/settings/k", "/api/settings/{key}", "", 200},
 		{e, "GET", "/api/settings/" + strings.Repeat("k", 300), "/api/settings/{key}", "", 400},
+		{e, "GET", "/api/settings/a%01b", "/api/settings/{key}", "", 400},
 		{e, "DELETE", "/api/settings/k", "/api/settings/{key}", "", 405},
 		{locked, "GET", "/api/forms", "/api/forms", "", 401},
 	}
@@ -135,6 +145,20 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		path := strings.NewReplacer("{id}", id, "{responseId}", responseID, "{key}", "k").Replace(pattern)
 		checkAnswer(t, doc, e, method, path, pattern, `{bad`, 400)
 		checkAnswer(t, doc, e, method, path, pattern, big, 413)
+	}
+	// Every route refuses a body that is not application/json, and, without a token, a
+	// Host it does not know.
+	for _, rt := range e.srv.routes() {
+		method, pattern, _ := strings.Cut(rt.pattern, " ")
+		url := e.http.URL + strings.NewReplacer("{id}", id, "{responseId}", responseID, "{key}", "k").Replace(pattern)
+		req, _ := http.NewRequest(method, url, strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "text/plain")
+		checkRequest(t, doc, e, req, pattern, `{}`, 415)
+		if strings.HasPrefix(pattern, "/api") {
+			req, _ := http.NewRequest(method, url, nil)
+			req.Host = "attacker.example"
+			checkRequest(t, doc, e, req, pattern, "", 403)
+		}
 	}
 	// Summaries, once stored.
 	now := time.Now()
@@ -149,7 +173,8 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 	checkAnswer(t, doc, e, "GET", "/api/email-summaries?page=x", "/api/email-summaries", "", 200)
 }
 
-// checkAnswer sends one request and checks its answer against the document.
+// checkAnswer sends one request with a JSON body and checks its answer against the
+// document (see checkRequest).
 func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath, body string, wantStatus int) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
@@ -157,6 +182,17 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	checkRequest(t, doc, e, req, docPath, body, wantStatus)
+}
+
+// checkRequest sends req, whose body is body, and checks that its status is wantStatus
+// and documented for the operation, with an answer of the documented type and schema.
+// A JSON body of an operation with a requestBody is checked too: an accepted one must
+// conform to the documented schema, and one refused with 400 or 500 must not, so that the
+// document promises neither more nor less than the service does.
+func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, docPath, body string, wantStatus int) {
+	t.Helper()
+	method, path := req.Method, req.URL.RequestURI()
 	res, err := e.http.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +205,10 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 		return
 	}
 	var op struct {
-		Responses map[string]json.RawMessage `json:"responses"`
+		Responses   map[string]json.RawMessage `json:"responses"`
+		RequestBody *struct {
+			Content map[string]struct{ Schema json.RawMessage } `json:"content"`
+		} `json:"requestBody"`
 	}
 	opRaw := doc.Paths[docPath][strings.ToLower(method)]
 	if opRaw == nil && res.StatusCode == http.StatusMethodNotAllowed {
@@ -178,6 +217,16 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 	if err := json.Unmarshal(opRaw, &op); err != nil || op.Responses == nil {
 		t.Errorf("%s: %s %s is not documented", where, method, docPath)
 		return
+	}
+	var sent any
+	if op.RequestBody != nil && req.Header.Get("Content-Type") == "application/json" && json.Unmarshal([]byte(body), &sent) == nil {
+		err := conforms(doc, op.RequestBody.Content["application/json"].Schema, sent, "request")
+		switch {
+		case res.StatusCode < 300 && err != nil:
+			t.Errorf("%s: accepted, but the document refuses the body: %v", where, err)
+		case (res.StatusCode == 400 || res.StatusCode == 500) && err == nil:
+			t.Errorf("%s: refused with %d, but the document accepts the body %.200s", where, res.StatusCode, body)
+		}
 	}
 	answer := op.Responses[strconv.Itoa(res.StatusCode)]
 	if answer == nil {
@@ -212,8 +261,9 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 }
 
 // conforms checks v against the part of JSON Schema (2020-12, as OpenAPI 3.1 uses it)
-// that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, properties,
-// required, additionalProperties, propertyNames, minProperties and items. A keyword it
+// that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, maxLength,
+// maxItems, properties, required, additionalProperties, propertyNames, minProperties and
+// items. A keyword it
 // does not know fails the check, so that the document cannot outgrow its test.
 func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 	var s map[string]json.RawMessage
@@ -255,20 +305,29 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 			if !slices.ContainsFunc(allowed, func(a any) bool { return reflect.DeepEqual(a, v) }) {
 				err = fmt.Errorf("%s: %v, want one of %v", at, v, allowed)
 			}
-		case "pattern", "minLength":
+		case "pattern", "minLength", "maxLength":
 			str, ok := v.(string)
 			if !ok {
 				continue
 			}
 			var pattern string
-			var minLength int
+			var length int
 			json.Unmarshal(raw, &pattern)
-			json.Unmarshal(raw, &minLength)
-			if kw == "pattern" && !regexp.MustCompile(pattern).MatchString(str) {
-				err = fmt.Errorf("%s: %q does not match %s", at, str, pattern)
+			json.Unmarshal(raw, &length)
+			switch n := utf8.RuneCountInString(str); {
+			case kw == "pattern" && !regexp.MustCompile(pattern).MatchString(str):
+				err = fmt.Errorf("%s: %.50q does not match %s", at, str, pattern)
+			case kw == "minLength" && n < length:
+				err = fmt.Errorf("%s: %.50q shorter than %d", at, str, length)
+			case kw == "maxLength" && n > length:
+				err = fmt.Errorf("%s: %.50q longer than %d", at, str, length)
 			}
-			if kw == "minLength" && utf8.RuneCountInString(str) < minLength {
-				err = fmt.Errorf("%s: %q shorter than %d", at, str, minLength)
+		case "maxItems":
+			arr, ok := v.([]any)
+			var most int
+			json.Unmarshal(raw, &most)
+			if ok && len(arr) > most {
+				err = fmt.Errorf("%s: %d items, at most %d", at, len(arr), most)
 			}
 		case "properties", "required", "additionalProperties", "propertyNames", "minProperties":
 			obj, ok := v.(map[string]any)
