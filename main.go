@@ -103,6 +103,28 @@ func loadConfig(getenv func(string) string) config {
 	}
 }
 
+// summaryConfigGaps names, for each kind of summary, the settings it still lacks: the
+// start-up log says which summaries can run, since a failed job only shows in the log
+// (docs/SPEC.md keeps it out of the caller's answer).
+func summaryConfigGaps(cfg config) map[string][]string {
+	var model []string
+	if cfg.GenAIKey == "" {
+		model = append(model, "GENAI_API_KEY")
+	}
+	tracker := slices.Clone(model)
+	if cfg.TrackerEndpoint == "" {
+		tracker = append(tracker, "TRACKER_API_ENDPOINT")
+	}
+	if cfg.TrackerKey == "" {
+		tracker = append(tracker, "TRACKER_API_KEY")
+	}
+	email := slices.Clone(model)
+	if cfg.Maildir == "" {
+		email = append(email, "MAILDIR")
+	}
+	return map[string][]string{"tracker summary": tracker, "email summary": email}
+}
+
 // splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
 	var items []string
@@ -187,6 +209,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
+	for _, name := range []string{"tracker summary", "email summary"} {
+		if missing := summaryConfigGaps(cfg)[name]; len(missing) > 0 {
+			log.Warn(name+"s cannot run until configured", "missing", strings.Join(missing, ", "))
+		} else {
+			log.Info(name+"s configured", "model", cfg.GenAIModel)
+		}
+	}
+	if cfg.APIToken == "" {
+		log.Info("no API_TOKEN: /api answers only Host names localhost, IP addresses and ALLOWED_HOSTS")
+	}
 	if cfg.SummarySchedule != "" {
 		srv.scheduleSummaries(hour, minute)
 	}

@@ -460,3 +460,25 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryConfigGaps: the start-up log's account of each summary names exactly the
+// settings it lacks.
+func TestSummaryConfigGaps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env            map[string]string
+		tracker, email string
+	}{
+		{map[string]string{}, "GENAI_API_KEY TRACKER_API_ENDPOINT TRACKER_API_KEY", "GENAI_API_KEY MAILDIR"},
+		{map[string]string{"GENAI_API_KEY": "k", "MAILDIR": "/m"}, "TRACKER_API_ENDPOINT TRACKER_API_KEY", ""},
+		{map[string]string{"GENAI_API_KEY": "k", "TRACKER_API_ENDPOINT": "http://t", "TRACKER_API_KEY": "x"}, "", "MAILDIR"},
+	} {
+		gaps := summaryConfigGaps(loadConfig(func(k string) string { return tc.env[k] }))
+		if got := strings.Join(gaps["tracker summary"], " "); got != tc.tracker {
+			t.Errorf("%v: tracker summary lacks %q, want %q", tc.env, got, tc.tracker)
+		}
+		if got := strings.Join(gaps["email summary"], " "); got != tc.email {
+			t.Errorf("%v: email summary lacks %q, want %q", tc.env, got, tc.email)
+		}
+	}
+}
