@@ -666,9 +666,10 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 
 // parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
 // the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
-// Malformations a mail program reads past are read past here too; only a file in which
-// a reader would see nothing, no header field and no text, is not a message. delivered dates a message whose Date is missing
-// or not readable. log hears of a charset that is not known.
+// Malformations a mail program reads past are read past here too; only a file in which a
+// reader would see nothing, no header field and no text, is not a message. delivered
+// dates a message whose Date is missing or not readable. log hears of a charset that is
+// not known.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
