@@ -221,3 +221,27 @@ func TestUndatedMessageByFileTime(t *testing.T) {
 		t.Errorf("readMaildir = %+v, %v; want the message dated 2026-11-24T12:00:00.000Z", got, err)
 	}
 }
+
+// BenchmarkEmailPromptBusyWindow: a window of 20,000 messages costs the job the messages
+// that fit in its prompt (about 400 here), not the 20,000: newest delivered first, the
+// read stops once the prompt is full.
+func BenchmarkEmailPromptBusyWindow(b *testing.B) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	dir := newMaildir(b)
+	body := strings.Repeat("A line of an ordinary message. ", 12)
+	for i := range 20_000 {
+		at := start.Add(time.Duration(i) * time.Second)
+		msg := maildirMessage(fmt.Sprint(i), at) + body + "\r\n"
+		if err := os.WriteFile(filepath.Join(dir, "cur", fmt.Sprintf("%d.M%dP1.host:2,S", at.Unix(), i)), []byte(msg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	src := sources{cfg: config{Maildir: dir}, log: slog.New(slog.DiscardHandler)}
+	for b.Loop() {
+		fit := promptFit{maxChars: maxPromptDataChars, size: 2}
+		err := emailPipeline.gather(context.Background(), src, start, func(e email) (bool, error) { return fit.offer(e) })
+		if err != nil || fit.offered > 1000 || len(fit.items) < 100 {
+			b.Fatalf("gather = %v after %d offers, %d kept", err, fit.offered, len(fit.items))
+		}
+	}
+}
