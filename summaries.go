@@ -529,13 +529,13 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 		j.mu.Unlock()
 		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
 	}
-	r := j.onDemand
-	if r != nil && time.Since(r.started) < j.onDemandInterval {
+	r, interval := j.onDemand, j.onDemandInterval
+	if r != nil && time.Since(r.started) < interval {
 		j.mu.Unlock()
 		select {
 		case <-r.done:
 			if r.err != nil {
-				return "", &busyError{retryAfter: j.onDemandInterval - time.Since(r.started)}
+				return "", &busyError{retryAfter: interval - time.Since(r.started)}
 			}
 			return r.text, nil
 		default:
