@@ -1,18 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"mime/multipart"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
+	"unicode/utf8"
 )
 
 // TestEmailAsAReaderSees: each class of real-world mail that a mail program reads past
@@ -53,6 +61,10 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"plainGrüße", "b", ""},
 		{"a malformed word stops no other (1.8)", from + date + "Subject: =?utf-8?x?bad?= and =?utf-8?b?R3LDvMOfZQ==?=\r\n\r\nb\r\n",
 			"=?utf-8?x?bad?= and Grüße", "b", ""},
+		{"words in iso-8859-1 read as windows-1252, as in bodies", from + date + "Subject: =?iso-8859-1?q?=93quoted=94_=80?=\r\n\r\nb\r\n",
+			"“quoted” €", "b", ""},
+		{"8-bit bytes in a us-ascii word read as in bodies", from + date + "Subject: =?us-ascii?q?caf=C3=A9?=\r\n\r\nb\r\n",
+			"café", "b", ""},
 		{"UTF-7 (1.9)", from + date + "Content-Type: text/plain; charset=utf-7\r\n\r\nHi +AOk-t+AOk-\r\n",
 			"", "Hi été", ""},
 		{"cp932 (1.9)", from + date + "Content-Type: text/plain; charset=cp932\r\n\r\n\x93\xfa\x96\x7b\r\n",
@@ -220,5 +232,467 @@ func TestUndatedMessageByFileTime(t *testing.T) {
 	got, err := readAllMail(os.DirFS(dir), at.Add(-time.Hour), slog.New(slog.DiscardHandler))
 	if err != nil || len(got) != 1 || got[0].Date != "2026-11-24T12:00:00.000Z" {
 		t.Errorf("readMaildir = %+v, %v; want the message dated 2026-11-24T12:00:00.000Z", got, err)
+	}
+}
+
+// BenchmarkEmailPromptBusyWindow: a window of 20,000 messages costs the job the messages
+// that fit in its prompt (about 400 here), not the 20,000: newest delivered first, the
+// read stops once the prompt is full.
+func BenchmarkEmailPromptBusyWindow(b *testing.B) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	dir := newMaildir(b)
+	body := strings.Repeat("A line of an ordinary message. ", 12)
+	for i := range 20_000 {
+		at := start.Add(time.Duration(i) * time.Second)
+		msg := maildirMessage(fmt.Sprint(i), at) + body + "\r\n"
+		if err := os.WriteFile(filepath.Join(dir, "cur", fmt.Sprintf("%d.M%dP1.host:2,S", at.Unix(), i)), []byte(msg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	src := sources{cfg: config{Maildir: dir}, log: slog.New(slog.DiscardHandler)}
+	for b.Loop() {
+		fit := promptFit{maxChars: maxPromptDataChars, size: 2}
+		err := emailPipeline.gather(context.Background(), src, start, func(e email) (bool, error) { return fit.offer(e) })
+		if err != nil || fit.offered > 1000 || len(fit.items) < 100 {
+			b.Fatalf("gather = %v after %d offers, %d kept", err, fit.offered, len(fit.items))
+		}
+	}
+}
+
+func TestParseEmailFixtures(t *testing.T) {
+	cases := []struct {
+		file                          string
+		from, to, subject, date, body string
+	}{
+		{"new/1795508160.M1P1.host", "Jörg Müller <joerg@example.com>", "team@example.com", "Grüße aus Köln", "2026-11-24T08:15:00.000Z", "Hallo zusammen, die Straße ist gesperrt."},
+		{"cur/1795438860.M2P1.host:2,S", "Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z", "Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici, bien au-delà de soixante-seize caractères."},
+		{"cur/1795593660.M3P1.host:2,S", "Ivan <ivan@example.ru>", "team@example.com", "Status", "2026-11-25T08:00:00.000Z", "Привет, мир.\nВторая строка."},
+		{"new/1795563060.M4P1.host", "Ops <ops@example.com>", "team@example.com", "Deploy finished", "2026-11-24T23:30:00.000Z", "Deploy 42 finished without errors."},
+		{"new/1795586460.M5P1.host", "Newsletter <news@example.com>", "team@example.com", "HTML only", "2026-11-25T06:00:00.000Z", "Café & tea on Friday"},
+	}
+	fixtures := os.DirFS("testdata/maildir")
+	quiet := slog.New(slog.DiscardHandler)
+	for _, tc := range cases {
+		got, err := readEmailFile(fixtures, tc.file, time.Time{}, quiet)
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		want := email{From: tc.from, To: tc.to, Subject: tc.subject, Date: tc.date, Body: tc.body}
+		got.when = time.Time{}
+		if got != want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, want)
+		}
+	}
+	for _, bad := range []string{"new/1795590000.M7P1.host"} {
+		if _, err := readEmailFile(fixtures, bad, time.Time{}, quiet); err == nil {
+			t.Errorf("%s parsed, want an error", bad)
+		}
+	}
+}
+
+// FuzzParseEmail: any bytes either parse to valid UTF-8 fields within the body cap, or
+// give an error; never a panic.
+func FuzzParseEmail(f *testing.F) {
+	for _, dir := range []string{"testdata/maildir/new", "testdata/maildir/cur", "testdata/maildir-charsets/new", "testdata/maildir-charsets/cur"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte("Subject: =?utf-8?b?/w==?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"))                                                // invalid UTF-8 inside a word
+	f.Add([]byte("To: " + strings.Repeat("someone@example.com, ", 200) + "last@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")) // a mass mailing
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := parseEmail(raw, time.Time{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return
+		}
+		for _, s := range []string{m.From, m.To, m.Subject, m.Date, m.Body} {
+			if !utf8.ValidString(s) {
+				t.Errorf("invalid UTF-8 in %+v", m)
+			}
+		}
+		if utf8.RuneCountInString(m.Body) > maxEmailBodyChars {
+			t.Errorf("body of %d characters", utf8.RuneCountInString(m.Body))
+		}
+		for _, h := range []string{m.From, m.To, m.Subject} {
+			if utf8.RuneCountInString(h) > maxEmailHeaderChars {
+				t.Errorf("header of %d characters", utf8.RuneCountInString(h))
+			}
+		}
+	})
+}
+
+// TestEmailCharsetsEndToEnd: a Maildir with one message in each of the charsets mail
+// programs write (written by testdata/make_maildir.py with Python's email package) reaches
+// the model, through POST /api/email-summaries/generate, with every sender, subject and
+// body decoded to exactly the UTF-8 the script started from.
+func TestEmailCharsetsEndToEnd(t *testing.T) {
+	raw, err := os.ReadFile("testdata/maildir-charsets.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []struct {
+		File, Charset                 string
+		From, To, Subject, Date, Body string
+	}
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // window from 23 Nov 00:00 UTC
+	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = "testdata/maildir-charsets" })
+	if status, _ := e.do("POST", "/api/email-summaries/generate", nil); status != 202 {
+		t.Fatalf("generate = %d", status)
+	}
+	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary job done") })
+	calls := e.model.calls()
+	if len(calls) != 1 {
+		t.Fatalf("model calls = %d, want 1:\n%s", len(calls), e.logs)
+	}
+	var sent []email
+	if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(calls[0], "Mail of 2026-11-25:\n"), "\nEnd.")), &sent); err != nil {
+		t.Fatalf("prompt: %v\n%s", err, calls[0])
+	}
+	if len(sent) != len(want) {
+		t.Fatalf("sent %d messages, want %d", len(sent), len(want))
+	}
+	for i, w := range want {
+		got := sent[i]
+		if got.From != w.From || got.To != w.To || got.Subject != w.Subject || got.Date != w.Date || got.Body != w.Body {
+			t.Errorf("%s (%s):\n got %q %q %q %q\n     %q\nwant %q %q %q %q\n     %q", w.File, w.Charset,
+				got.From, got.To, got.Subject, got.Date, got.Body, w.From, w.To, w.Subject, w.Date, w.Body)
+		}
+	}
+	if strings.Contains(e.logs.String(), "kept as written") {
+		t.Errorf("a charset was not known:\n%s", e.logs)
+	}
+}
+
+// TestDecodeCharset: labels as mail programs write them, and what is kept and logged
+// when a charset is not known or a label says less than the bytes.
+func TestDecodeCharset(t *testing.T) {
+	cases := []struct {
+		charset string
+		in      string
+		want    string
+		logged  bool // the charset is named in a log line
+	}{
+		{"UTF-8", "Grüße", "Grüße", false},
+		{"utf-8", "ok \xff end", "ok \uFFFD end", false},
+		{"", "caf\xe9", "café", false},                    // no label, not UTF-8: windows-1252
+		{"us-ascii", "Grüße", "Grüße", false},             // mislabelled UTF-8 kept
+		{"US-ASCII", "\x93quoted\x94", "“quoted”", false}, // mislabelled Outlook text
+		{"iso-8859-1", "\x80 5", "€ 5", false},            // read as its superset windows-1252
+		{"windows-1252", "\x93a\x94 \x96 \x80", "“a” – €", false},
+		{"ISO-8859-2", "\xa3\xf3d\xbc", "Łódź", false},
+		{"iso-8859-7", "\xd9\xec\xdd\xe3\xe1", "Ωμέγα", false},
+		{"windows-1251", "\xcf\xf0\xe8\xe2\xe5\xf2", "Привет", false},
+		{"koi8-r", "\xf0\xd2\xc9\xd7\xc5\xd4", "Привет", false},
+		{"Shift_JIS", "\x93\xfa\x96\x7b\x8c\xea", "日本語", false},
+		{"GB2312", "\xd6\xd0\xce\xc4", "中文", false},
+		{"GBK", "\xd6\xd0\xce\xc4", "中文", false},
+		{"GB18030", "\x95\x32\x82\x36", "𠀀", false},
+		{"ks_c_5601-1987", "\xc7\xd1\xb1\xb9\xbe\xee", "한국어", false}, // Outlook's label for EUC-KR
+		{"IBM437", "caf\x82", "café", false},                         // known to the IANA registry only
+		{"x-unknown-charset", "Grüße", "Grüße", true},
+		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
+		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
+		{"utf-7", "a+AOk-", "aé", false},
+		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
+		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
+	}
+	for _, tc := range cases {
+		var logs bytes.Buffer
+		got := decodeCharset(tc.charset, []byte(tc.in), slog.New(slog.NewTextHandler(&logs, nil)))
+		if got != tc.want {
+			t.Errorf("decodeCharset(%q, %q) = %q, want %q", tc.charset, tc.in, got, tc.want)
+		}
+		named := strings.Contains(logs.String(), "charset="+tc.charset)
+		if named != tc.logged {
+			t.Errorf("decodeCharset(%q): logged %v, want %v: %s", tc.charset, named, tc.logged, logs.String())
+		}
+	}
+}
+
+// TestUnknownCharsetInMessage: a message whose subject and body use a charset the
+// service does not know keeps its text and logs the charset with the file's name.
+func TestUnknownCharsetInMessage(t *testing.T) {
+	dir := t.TempDir()
+	for _, sub := range []string{"new", "cur", "tmp"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const name = "1795597860.M1P1.host"
+	writeFile(t, filepath.Join(dir, "new", name), "From: =?x-klingon?q?Kor_=FF?= <kor@example.com>\r\n"+
+		"To: team@example.com\r\nSubject: =?x-klingon?q?Qapla=27?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n"+
+		"Content-Type: text/plain; charset=x-klingon\r\nContent-Transfer-Encoding: 8bit\r\n\r\nnuqneH \xff Grüße\r\n")
+	var logs bytes.Buffer
+	got, err := readAllMail(os.DirFS(dir), time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("readMaildir = %d messages, %v", len(got), err)
+	}
+	if m := got[0]; m.From != "Kor \uFFFD <kor@example.com>" || m.Subject != "Qapla'" || m.Body != "nuqneH \uFFFD Grüße" {
+		t.Errorf("message = %+v, want the text kept", m)
+	}
+	if n := strings.Count(logs.String(), "charset=x-klingon"); n != 3 || !strings.Contains(logs.String(), "file=new/"+name) {
+		t.Errorf("want three log lines naming the charset and the file, got %d:\n%s", n, logs.String())
+	}
+}
+
+// readAllMail reads every message of the window in the Maildir fsys, newest delivered first.
+func readAllMail(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error) {
+	var all []email
+	err := readMaildir(context.Background(), fsys, start, log, func(e email) (bool, error) {
+		all = append(all, e)
+		return true, nil
+	})
+	return all, err
+}
+
+// countingFS is an fs.FS that records the name of every file opened through it.
+type countingFS struct {
+	fs.FS
+	mu     sync.Mutex
+	opened []string
+}
+
+func (c *countingFS) Open(name string) (fs.File, error) {
+	c.mu.Lock()
+	c.opened = append(c.opened, name)
+	c.mu.Unlock()
+	return c.FS.Open(name)
+}
+
+// openedFiles lists the message files opened, leaving out the folders.
+func (c *countingFS) openedFiles() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var files []string
+	for _, name := range c.opened {
+		if name != "new" && name != "cur" {
+			files = append(files, name)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// maildirMessage is a small message with a subject and a Date.
+func maildirMessage(subject string, date time.Time) string {
+	return "From: a@example.com\r\nTo: b@example.com\r\nSubject: " + subject + "\r\nDate: " +
+		date.Format(time.RFC1123Z) + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of " + subject + ".\r\n"
+}
+
+// newMaildir makes the folders of an empty Maildir.
+func newMaildir(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for _, sub := range []string{"new", "cur", "tmp"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestMaildirSkipsOldFilesUnopened: files delivered before the window start, by the time
+// in their name or else by their modification time, are never opened; files delivered
+// inside it are opened and kept by their Date as before.
+func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	inside := start.Add(30 * time.Hour)
+	named := func(at time.Time, rest string) string { return fmt.Sprintf("%d.%s", at.Unix(), rest) }
+	files := []struct {
+		name    string
+		mtime   time.Time // zero: left as written (now)
+		date    time.Time // the message's Date
+		opened  bool
+		subject string // kept under this subject; empty: not kept
+	}{
+		{"new/" + named(start.Add(-24*time.Hour), "M1P1.host"), time.Time{}, inside, false, ""},       // old by name, Date notwithstanding
+		{"new/" + named(start.Add(-time.Second), "M2P1.host,S=120"), time.Time{}, inside, false, ""},  // a second before the window
+		{"new/" + named(start, "M3P1.host"), time.Time{}, inside, true, "at the start"},               // delivered at the start
+		{"cur/" + named(inside, "M4P1.host,S=120:2,S"), time.Time{}, start.Add(-time.Hour), true, ""}, // delivered late, dated before: opened, left out
+		{"new/" + named(inside, "M5P1.host"), start.Add(-240 * time.Hour), inside, true, "name wins"}, // the name's time wins over an old mtime
+		{"cur/imported-1:2,S", start.Add(-48 * time.Hour), inside, false, ""},                         // no time in the name: old mtime
+		{"cur/imported-2:2,S", time.Time{}, inside, true, "imported"},                                 // no time in the name: recent mtime
+		{"new/12ab.M6P1.host", start.Add(-48 * time.Hour), inside, false, ""},                         // not a time: mtime decides
+		{"new/99999999999999999999.M7P1.host", start.Add(-48 * time.Hour), inside, false, ""},         // overflows: mtime decides
+	}
+	dir := newMaildir(t)
+	var wantOpened, wantSubjects []string
+	for _, f := range files {
+		subject := f.subject
+		if subject == "" {
+			subject = "left out " + f.name
+		}
+		path := filepath.Join(dir, f.name)
+		writeFile(t, path, maildirMessage(subject, f.date))
+		if !f.mtime.IsZero() {
+			if err := os.Chtimes(path, f.mtime, f.mtime); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f.opened {
+			wantOpened = append(wantOpened, f.name)
+		}
+		if f.subject != "" {
+			wantSubjects = append(wantSubjects, f.subject)
+		}
+	}
+	fsys := &countingFS{FS: os.DirFS(dir)}
+	got, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(wantOpened)
+	if opened := fsys.openedFiles(); !slices.Equal(opened, wantOpened) {
+		t.Errorf("opened %q,\nwant only %q", opened, wantOpened)
+	}
+	var subjects []string
+	for _, m := range got {
+		subjects = append(subjects, m.Subject)
+	}
+	slices.Sort(subjects)
+	slices.Sort(wantSubjects)
+	if !slices.Equal(subjects, wantSubjects) {
+		t.Errorf("kept %q, want %q", subjects, wantSubjects)
+	}
+}
+
+// BenchmarkMaildirWindow: a job's Maildir read costs the messages of its window, not the
+// size of the Maildir: 100,000 messages delivered before the window beside 50 inside it,
+// against the 50 alone.
+func BenchmarkMaildirWindow(b *testing.B) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	recent, full := newMaildir(b), newMaildir(b)
+	write := func(dir, name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		at := start.Add(time.Duration(i+1) * time.Hour)
+		msg := maildirMessage(fmt.Sprintf("new %d", i), at)
+		name := fmt.Sprintf("cur/%d.M%dP1.host,S=%d:2,S", at.Unix(), i, len(msg))
+		write(recent, name, msg)
+		write(full, name, msg)
+	}
+	for i := range 100_000 {
+		at := start.Add(-time.Duration(i+1) * time.Minute)
+		msg := maildirMessage(fmt.Sprintf("old %d", i), at)
+		write(full, fmt.Sprintf("cur/%d.M%dP2.host,S=%d:2,S", at.Unix(), i, len(msg)), msg)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	for _, bc := range []struct{ name, dir string }{{"50 new", recent}, {"100000 old + 50 new", full}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				got, err := readAllMail(os.DirFS(bc.dir), start, quiet)
+				if err != nil || len(got) != 50 {
+					b.Fatalf("readMaildir = %d messages, %v", len(got), err)
+				}
+			}
+		})
+	}
+}
+
+// TestEmailBodyRules: the text/plain part wins over the HTML one whatever their order,
+// and a body is cut at 4,000 characters (not bytes).
+func TestEmailBodyRules(t *testing.T) {
+	// alternative writes a multipart/alternative body (with Go's mime/multipart) of the
+	// given parts, in order, and returns its Content-Type and body.
+	alternative := func(parts ...[2]string) (string, string) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for _, part := range parts {
+			w, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {part[0]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(w, part[1])
+		}
+		mw.Close()
+		return "multipart/alternative; boundary=" + mw.Boundary(), body.String()
+	}
+	plain := [2]string{"text/plain; charset=utf-8", "Plain version"}
+	html := [2]string{"text/html; charset=utf-8", "<p>HTML version</p>"}
+	message := func(ctype, body string) string {
+		return "From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: " + ctype + "\r\n\r\n" + body
+	}
+	for _, tc := range []struct{ name, msg, want string }{
+		{"plain before html", message(alternative(plain, html)), "Plain version"},
+		{"html before plain", message(alternative(html, plain)), "Plain version"},
+		{"html only", message(alternative(html)), "HTML version"},
+		{"the first of two plain parts", message(alternative(plain, [2]string{"text/plain; charset=utf-8", "Second plain"})), "Plain version"},
+		{"long body", message("text/plain; charset=utf-8", strings.Repeat("é", 4500)), strings.Repeat("é", 4000)},
+	} {
+		e, err := parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if e.Body != tc.want {
+			t.Errorf("%s: body = %.60q (%d characters), want %.60q (%d)", tc.name, e.Body, utf8.RuneCountInString(e.Body), tc.want, utf8.RuneCountInString(tc.want))
+		}
+	}
+}
+
+// TestEmailHeaders: headers as mail programs write them: RFC 2047 words with blanks
+// around them trimmed, and raw 8-bit bytes outside any word read as windows-1252.
+func TestEmailHeaders(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"=?UTF-8?Q?_Hi_?=", "Hi"},
+		{"Caf\xe9 cr\xe8me", "Café crème"},
+		{"  plain  ", "plain"},
+	} {
+		msg := "From: a@example.com\r\nSubject: " + tc.raw + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
+		e, err := parseEmail([]byte(msg), time.Time{}, slog.New(slog.DiscardHandler))
+		if err != nil || e.Subject != tc.want {
+			t.Errorf("Subject %q = %q (%v), want %q", tc.raw, e.Subject, err, tc.want)
+		}
+	}
+	if got, want := stripHTML("<p>a</p>\n\n\n\n<p>b</p>"), "a \n\n b"; got != want {
+		t.Errorf("stripHTML kept blank lines: %q, want %q", got, want)
+	}
+}
+
+// TestMaildirSkipsDotFiles: files whose names start with a dot (.DS_Store, an NFS
+// placeholder) are not messages and are not read.
+func TestMaildirSkipsDotFiles(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	fsys := fstest.MapFS{
+		"new/.hidden": &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")},
+		"cur":         &fstest.MapFile{Mode: fs.ModeDir},
+	}
+	emails, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
+	if err != nil || len(emails) != 0 {
+		t.Errorf("readMaildir = %d emails (%v), want none", len(emails), err)
+	}
+}
+
+// TestMaildirWindowStartInclusive: a message dated exactly at the window's start (local
+// midnight) belongs to the window.
+func TestMaildirWindowStartInclusive(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	message := func(date time.Time) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: " + date.Format(time.RFC1123Z) + "\r\n\r\nbody\r\n")}
+	}
+	fsys := fstest.MapFS{
+		"new/" + strconv.FormatInt(start.Unix(), 10) + ".M1P1.host":        message(start),
+		"new/" + strconv.FormatInt(start.Unix(), 10) + ".M2P1.host":        message(start.Add(-time.Second)),
+		"cur/" + strconv.FormatInt(start.Unix()+60, 10) + ".M3P1.host:2,S": message(start.Add(time.Minute)),
+	}
+	emails, err := readAllMail(fsys, start, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dates []string
+	for _, e := range emails {
+		dates = append(dates, e.Date)
+	}
+	if want := []string{"2026-11-23T00:01:00.000Z", "2026-11-23T00:00:00.000Z"}; !slices.Equal(dates, want) {
+		t.Errorf("dates read = %q, want %q", dates, want)
 	}
 }

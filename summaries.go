@@ -506,7 +506,12 @@ var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 type busyError struct{ retryAfter time.Duration }
 
 func (e *busyError) Error() string {
-	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, int(math.Ceil(e.retryAfter.Seconds())))
+	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, e.seconds())
+}
+
+// seconds is the wait in whole seconds, at least 1: the value of a Retry-After header.
+func (e *busyError) seconds() int {
+	return max(1, int(math.Ceil(e.retryAfter.Seconds())))
 }
 
 func (e *busyError) Unwrap() error { return errSummaryBusy }
@@ -530,13 +535,13 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 		j.mu.Unlock()
 		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
 	}
-	r := j.onDemand
-	if r != nil && time.Since(r.started) < j.onDemandInterval {
+	r, interval := j.onDemand, j.onDemandInterval
+	if r != nil && time.Since(r.started) < interval {
 		j.mu.Unlock()
 		select {
 		case <-r.done:
 			if r.err != nil {
-				return "", &busyError{retryAfter: j.onDemandInterval - time.Since(r.started)}
+				return "", &busyError{retryAfter: interval - time.Since(r.started)}
 			}
 			return r.text, nil
 		default:
@@ -667,9 +672,10 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 
 // parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
 // the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
-// Malformations a mail program reads past are read past here too; only a file in which
-// a reader would see nothing, no header field and no text, is not a message. delivered dates a message whose Date is missing
-// or not readable. log hears of a charset that is not known.
+// Malformations a mail program reads past are read past here too; only a file in which a
+// reader would see nothing, no header field and no text, is not a message. delivered
+// dates a message whose Date is missing or not readable. log hears of a charset that is
+// not known.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,7 +175,7 @@ func (s *ticketSet) list() []ticket {
 		if c := b.updated.Compare(a.updated); c != 0 {
 			return c
 		}
-		return int(b.ID - a.ID)
+		return cmp.Compare(b.ID, a.ID)
 	})
 	return list
 }
@@ -272,6 +273,9 @@ func trackerRefusal(status int, cfg config) string {
 		return "MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API"
 	case http.StatusNotFound:
 		return fmt.Sprintf("MantisBT has no project %s (TRACKER_PROJECT_ID), or the token's user cannot see it", cfg.TrackerProjectID)
+	case http.StatusInternalServerError:
+		// json_encode fails on text that is not UTF-8 (issues_rest.php's withJson).
+		return "MantisBT failed to write the list: an issue's stored text may not be valid UTF-8"
 	case http.StatusServiceUnavailable:
 		return "MantisBT's REST API is disabled, or MantisBT is offline"
 	}
