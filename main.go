@@ -48,27 +48,30 @@ func main() {
 
 // config is the service's configuration, read from the environment (docs/DESIGN.md's table).
 type config struct {
-	Addr               string
-	DatabasePath       string
-	APIToken           string
-	TrackerEndpoint    string
-	TrackerKey         string
-	TrackerProjectID   string
-	GenAIKey           string
-	GenAIBaseURL       string
-	GenAIModel         string
-	TrackerPromptFile  string
-	EmailPromptFile    string
-	Maildir            string
-	SummarySchedule    string
-	CORSOrigins        []string      // origins allowed to call the API from a browser; "*" is any
-	AllowedHosts       []string      // Host names served without API_TOKEN besides localhost and IP addresses
-	PDFFontDir         string        // folders (":"-separated) searched first for fallback fonts
-	HeaderTimeout      time.Duration // how long a client may take to send its headers
-	RequestGrace       time.Duration // how long requests in flight get at shutdown
-	JobGrace           time.Duration // how long cancelled background jobs (and handlers past RequestGrace) get at shutdown
-	OutboundTimeout    time.Duration // bound of every call to the tracker and the model
-	OutboundRetryDelay time.Duration // first backoff of a retried outbound call
+	Addr             string
+	DatabasePath     string
+	APIToken         string
+	TrackerEndpoint  string
+	TrackerKey       string
+	TrackerProjectID string
+	// TrackerIncludePrivate sends private issues and notes to the model too; then every
+	// reader of the summaries reads what they say (README, Summaries).
+	TrackerIncludePrivate bool
+	GenAIKey              string
+	GenAIBaseURL          string
+	GenAIModel            string
+	TrackerPromptFile     string
+	EmailPromptFile       string
+	Maildir               string
+	SummarySchedule       string
+	CORSOrigins           []string      // origins allowed to call the API from a browser; "*" is any
+	AllowedHosts          []string      // Host names served without API_TOKEN besides localhost and IP addresses
+	PDFFontDir            string        // folders (":"-separated) searched first for fallback fonts
+	HeaderTimeout         time.Duration // how long a client may take to send its headers
+	RequestGrace          time.Duration // how long requests in flight get at shutdown
+	JobGrace              time.Duration // how long cancelled background jobs (and handlers past RequestGrace) get at shutdown
+	OutboundTimeout       time.Duration // bound of every call to the tracker and the model
+	OutboundRetryDelay    time.Duration // first backoff of a retried outbound call
 }
 
 func loadConfig(getenv func(string) string) config {
@@ -79,27 +82,28 @@ func loadConfig(getenv func(string) string) config {
 		return def
 	}
 	return config{
-		Addr:               get("ADDR", ":8080"),
-		DatabasePath:       get("DATABASE_PATH", "forms.db"),
-		APIToken:           getenv("API_TOKEN"),
-		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:         getenv("TRACKER_API_KEY"),
-		TrackerProjectID:   get("TRACKER_PROJECT_ID", "1"),
-		GenAIKey:           getenv("GENAI_API_KEY"),
-		GenAIBaseURL:       get("GENAI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:         get("GENAI_MODEL", "gemini-2.5-flash"),
-		TrackerPromptFile:  get("TRACKER_PROMPT_FILE", "prompts/tracker_summary.txt"),
-		EmailPromptFile:    get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
-		Maildir:            getenv("MAILDIR"),
-		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:         getenv("PDF_FONT_DIR"),
-		HeaderTimeout:      5 * time.Second,
-		RequestGrace:       10 * time.Second,
-		JobGrace:           5 * time.Second,
-		OutboundTimeout:    60 * time.Second,
-		OutboundRetryDelay: 500 * time.Millisecond,
+		Addr:                  get("ADDR", ":8080"),
+		DatabasePath:          get("DATABASE_PATH", "forms.db"),
+		APIToken:              getenv("API_TOKEN"),
+		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:            getenv("TRACKER_API_KEY"),
+		TrackerProjectID:      get("TRACKER_PROJECT_ID", "1"),
+		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
+		GenAIKey:              getenv("GENAI_API_KEY"),
+		GenAIBaseURL:          get("GENAI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:            get("GENAI_MODEL", "gemini-2.5-flash"),
+		TrackerPromptFile:     get("TRACKER_PROMPT_FILE", "prompts/tracker_summary.txt"),
+		EmailPromptFile:       get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
+		Maildir:               getenv("MAILDIR"),
+		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:            getenv("PDF_FONT_DIR"),
+		HeaderTimeout:         5 * time.Second,
+		RequestGrace:          10 * time.Second,
+		JobGrace:              5 * time.Second,
+		OutboundTimeout:       60 * time.Second,
+		OutboundRetryDelay:    500 * time.Millisecond,
 	}
 }
 

@@ -94,7 +94,7 @@ var trackerPipeline = &pipeline[ticket]{
 	emptyText:   noTicketsText,
 	gather: func(ctx context.Context, src sources, start time.Time, fit func(ticket) (bool, error)) error {
 		// Private issues and notes stay out: every API client reads the summary.
-		tickets, err := recentTickets(ctx, src.client, src.cfg, start, false)
+		tickets, err := recentTickets(ctx, src.client, src.cfg, start, src.cfg.TrackerIncludePrivate)
 		if err != nil {
 			return err
 		}

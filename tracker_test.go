@@ -531,6 +531,19 @@ func TestTrackerPrivateContent(t *testing.T) {
 	if strings.Contains(string(got), "@example.com") {
 		t.Errorf("with includePrivate, an e-mail address is kept: %s", got)
 	}
+
+	// TRACKER_INCLUDE_PRIVATE=true reaches the pipeline.
+	if !loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}[k] }).TrackerIncludePrivate {
+		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
+	}
+	withPrivate := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = true })
+	withPrivate.tracker.issues = e.tracker.issues
+	if err := withPrivate.srv.generate(context.Background(), trackerPipeline); err != nil {
+		t.Fatal(err)
+	}
+	if calls := withPrivate.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], "private note") {
+		t.Errorf("with TRACKER_INCLUDE_PRIVATE the prompt lacks the private note: %q", calls)
+	}
 }
 
 // TestTrackerSummaryNowShared: 30 callers of GET /api/tracker-summary at once share one
