@@ -871,7 +871,12 @@ func (s *Store) PutSetting(ctx context.Context, key, value string) error {
 
 // Summary is a stored tracker or e-mail summary.
 type Summary struct {
-	ID          int64  `json:"id"`
+	ID int64 `json:"id"`
+	DatedSummary
+}
+
+// DatedSummary is a summary without its id, as GET /tracker-summary/today answers it.
+type DatedSummary struct {
 	SummaryDate string `json:"summaryDate"`
 	SummaryText string `json:"summaryText"`
 	GeneratedAt string `json:"generatedAt"`

@@ -388,13 +388,6 @@ func (s *server) scheduleSummaries(hour, minute int) {
 	})
 }
 
-// summaryAnswer is GET /tracker-summary/today's exact shape.
-type summaryAnswer struct {
-	SummaryDate string `json:"summaryDate"`
-	SummaryText string `json:"summaryText"`
-	GeneratedAt string `json:"generatedAt"`
-}
-
 func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Request) error {
 	today := startOfDay(s.now())
 	sum, err := s.store.TrackerSummary(r.Context(), today)
@@ -405,7 +398,7 @@ func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return during("fetch today's tracker summary", err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, summaryAnswer{sum.SummaryDate, sum.SummaryText, sum.GeneratedAt})
+	return s.writeJSON(w, r, http.StatusOK, sum.DatedSummary)
 }
 
 func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) error {
