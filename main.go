@@ -301,10 +301,12 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// Limits that no real form or client reaches, each written once here and in
-// docs/DESIGN.md's "Limits" table with the answer a client gets past it. They bound the
-// memory and time one request can cost by the size of what it sends, and the totals
-// by numbers that do not grow with the number of clients.
+// Limits that no real form or client reaches, each written once (here, but for
+// pdfMaxPages in pdf.go, maxSettingKeyBytes in settings.go, onDemandInterval in
+// summaries.go and the timeouts in newHTTPServer) and listed in docs/DESIGN.md's
+// "Limits" table with the answer a client gets past it. They bound the memory and time
+// one request can cost by the size of what it sends, and the totals by numbers that do
+// not grow with the number of clients.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
