@@ -19,11 +19,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-pdf/fpdf"
+	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goitalic"
 	"golang.org/x/image/font/gofont/gomedium"
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
@@ -256,12 +258,14 @@ type pdfLayout struct {
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
-// of the bidirectional algorithm (odd is right to left) and its advance.
+// of the bidirectional algorithm (odd is right to left) and its advance; a mark drawn
+// over its base is moved by dx and raised by rise (placeMarks), in points.
 type glyph struct {
-	w     float64
-	font  string
-	r     rune
-	level int8
+	w        float64
+	font     string
+	r        rune
+	level    int8
+	dx, rise float32
 }
 
 // textLine is one line of glyphs in visual (left-to-right drawing) order.
@@ -392,12 +396,21 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 	}
 }
 
-// drawLine draws a line's glyphs from x, one cell per run of the same font.
+// drawLine draws a line's glyphs from x, one cell per run of the same font; a mark
+// placed over its base is a cell of its own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
 	for len(gs) > 0 {
+		if g := gs[0]; g.dx != 0 || g.rise != 0 {
+			l.pdf.SetFont(g.font, "", size)
+			l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
+			l.pdf.CellFormat(g.w, lineHeight(size), string(g.r), "", 0, "L", false, 0, "")
+			x += g.w
+			gs = gs[1:]
+			continue
+		}
 		n := 1
-		for n < len(gs) && gs[n].font == gs[0].font {
+		for n < len(gs) && gs[n].font == gs[0].font && gs[n].dx == 0 && gs[n].rise == 0 {
 			n++
 		}
 		var run strings.Builder
@@ -431,6 +444,11 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		if invisible(r) {
 			continue
+		}
+		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
+			// A mark without a base is drawn over a no-break space, its base's place,
+			// not over the margin or the space before.
+			gs = append(gs, glyph{r: '\u00A0', font: family})
 		}
 		f := l.fonts.fallbackFor(r, prev)
 		if f == nil || !l.addFont(f) {
@@ -466,6 +484,7 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		i = j
 	}
+	l.placeMarks(gs, size)
 	var lines []textLine
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: reorderLine(line), rtl: paraLevel == 1}
@@ -475,6 +494,59 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		lines = append(lines, tl)
 	}
 	return lines
+}
+
+// markGap is the space left between two marks stacked over one base, in em.
+const markGap = 0.05
+
+// placeMarks centres each mark of a paragraph (logical order, measured) over its base,
+// where the font gives the mark no advance of its own: fpdf cannot read a font's
+// positioning tables, and a font's default places marks for its own scheme. A mark
+// above the baseline that would overprint a mark above it before (a Thai tone mark over
+// an upper vowel, stacked accents) is raised clear of it.
+func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
+	base := -1
+	var stackTop float64 // the top of the marks above the base so far, in em
+	for i := range gs {
+		box, ok := l.markBox(gs[i])
+		if !ok {
+			base, stackTop = i, 0
+			continue
+		}
+		if base < 0 || gs[i].w != 0 {
+			continue
+		}
+		// The mark's pen is at its base's end in left-to-right text, at its start in
+		// right-to-left text, where the line's order puts the marks before their base.
+		centre := (box.minX + box.maxX) / 2 * size
+		if gs[base].level%2 == 0 {
+			gs[i].dx = float32(-gs[base].w/2 - centre)
+		} else {
+			gs[i].dx = float32(gs[base].w/2 - centre)
+		}
+		if box.bottom < 0 {
+			continue // below the baseline or through it: not stacked
+		}
+		rise := 0.0
+		if stackTop > 0 && stackTop+markGap > box.bottom {
+			rise = stackTop + markGap - box.bottom
+		}
+		gs[i].rise = float32(rise * size)
+		stackTop = box.top + rise
+	}
+}
+
+// markBox is the ink box of a mark with no advance of its own, in em, y up.
+type markBox struct{ minX, maxX, bottom, top float64 }
+
+// markBox returns the box of g's character in its font when it is such a mark.
+func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
+	f := l.fonts.byName[g.font]
+	if f == nil || !unicode.In(g.r, unicode.Mn, unicode.Me) {
+		return markBox{}, false
+	}
+	box, ok := f.marks[g.r]
+	return box, ok
 }
 
 // addFont adds a fallback font to the document the first time a character needs it. A
@@ -712,7 +784,8 @@ type fallbackFont struct {
 	family string // the fpdf family name, unique in the index
 
 	coverOnce sync.Once
-	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
+	cover     []uint64         // a bit per Basic Multilingual Plane character; nil if unusable
+	marks     map[rune]markBox // its combining marks without an advance, for placeMarks
 }
 
 // systemFontDirs are the usual font folders of Linux and BSD systems, searched after
@@ -862,9 +935,21 @@ func (f *fallbackFont) covers(r rune) bool {
 		}
 		var sb sfnt.Buffer
 		cover := make([]uint64, 0x10000/64)
+		f.marks = map[rune]markBox{}
+		em := fixed.I(int(sf.UnitsPerEm()))
 		for c := rune(0x20); c <= 0xFFFF; c++ {
-			if g, err := sf.GlyphIndex(&sb, c); err == nil && g != 0 {
-				cover[c/64] |= 1 << (c % 64)
+			g, err := sf.GlyphIndex(&sb, c)
+			if err != nil || g == 0 {
+				continue
+			}
+			cover[c/64] |= 1 << (c % 64)
+			if unicode.In(c, unicode.Mn, unicode.Me) {
+				// sfnt's y grows downwards; em units as 26.6 fixed point.
+				b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
+				if err == nil && adv == 0 && b.Max.X > b.Min.X {
+					u := float64(em)
+					f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
+				}
 			}
 		}
 		f.cover = cover

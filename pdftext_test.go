@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,4 +39,70 @@ func TestExportPDFBreakCharacters(t *testing.T) {
 			t.Errorf("%s %q: lines %q, want %q", tc.fieldType, tc.value, got, want)
 		}
 	}
+}
+
+// TestExportPDFMarks: a mark is centred over its base, whatever the default place its
+// font gives it; a Thai tone mark over an upper vowel, and stacked accents, are raised
+// clear of the mark below; a mark at the start of a line is drawn over a no-break space
+// right of the margin, not over the margin.
+func TestExportPDFMarks(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	for _, tc := range []struct {
+		name, value string
+		base        rune
+		marks       []rune // over base, in the order they stack
+	}{
+		{"Thai tone over an upper vowel", "ปั้น", 'ป', []rune{'\u0E31', '\u0E49'}},
+		{"Thai tone over a consonant", "กี่", 'ก', []rune{'\u0E35', '\u0E48'}},
+		{"stacked accents", "q\u0308\u0304", 'q', []rune{'\u0308', '\u0304'}},
+		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}},
+		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}},
+	} {
+		form, values := oneFieldForm("T", "text", tc.value)
+		doc := exportDoc(t, form, values, fonts)
+		gs := doc.Pages[0].Glyphs
+		bi := slices.IndexFunc(gs, func(g pdfGlyph) bool { return g.text == string(tc.base) })
+		if bi < 0 {
+			t.Errorf("%s: no base %q drawn: %v", tc.name, tc.base, gs)
+			continue
+		}
+		base := gs[bi]
+		if base.x < 50-0.01 {
+			t.Errorf("%s: base drawn at x %.2f, left of the margin", tc.name, base.x)
+		}
+		below := math.Inf(-1) // the top of the mark below, in points above the baseline
+		for _, m := range tc.marks {
+			mi := slices.IndexFunc(gs, func(g pdfGlyph) bool { return g.text == string(m) })
+			if mi < 0 {
+				t.Errorf("%s: no mark %U drawn", tc.name, m)
+				continue
+			}
+			g := gs[mi]
+			box := markBoxOf(t, fonts, g.font, m)
+			inkMid := g.x + (box.minX+box.maxX)/2*g.size
+			if mid := (base.x + base.endX) / 2; math.Abs(inkMid-mid) > 0.05 {
+				t.Errorf("%s: %U centred at x %.2f, its base %q at %.2f", tc.name, m, inkMid, tc.base, mid)
+			}
+			bottom, top := g.y-base.y+box.bottom*g.size, g.y-base.y+box.top*g.size
+			if bottom < below {
+				t.Errorf("%s: %U from %.2f pt above the baseline overprints the mark below, up to %.2f", tc.name, m, bottom, below)
+			}
+			below = top
+		}
+	}
+}
+
+// markBoxOf is a mark's box in the fallback font whose BaseFont is font.
+func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
+	t.Helper()
+	for _, f := range fonts.fallbacks {
+		if strings.HasSuffix(font, "utf8"+strings.ToLower(f.family)) {
+			if box, ok := f.marks[m]; ok {
+				return box
+			}
+		}
+	}
+	t.Fatalf("%U: no mark box in font %s", m, font)
+	return markBox{}
 }
