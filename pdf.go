@@ -451,13 +451,17 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 			gs = append(gs, glyph{r: '\u00A0', font: family})
 		}
 		f := l.fonts.fallbackFor(r, prev)
-		if f == nil || !l.addFont(f) {
+		var drawn *fallbackFont
+		if f != nil {
+			drawn = l.fonts.styled(f, family, r)
+		}
+		if drawn == nil || !l.addFont(drawn) {
 			for _, c := range l.missing(r) {
 				gs = append(gs, glyph{r: c, font: family})
 			}
 			continue
 		}
-		gs = append(gs, glyph{r: r, font: f.family})
+		gs = append(gs, glyph{r: r, font: drawn.family})
 		prev = f
 	}
 	if len(gs) == 0 {
@@ -774,6 +778,7 @@ type fontIndex struct {
 	goFonts   map[string]*sfnt.Font // by family, for cmap look-ups
 	fallbacks []*fallbackFont       // in the order they are tried
 	byName    map[string]*fallbackFont
+	variants  map[string]*fallbackFont // by variantKey: a font's bold and italic faces
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
@@ -814,7 +819,7 @@ func fontDirs(pdfFontDir string) []string {
 // contents are read when a character is first looked up in it. The files of each folder
 // are tried in a sensible order (fallbackRank); folders in the order given.
 func newFontIndex(dirs []string) *fontIndex {
-	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}}
+	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, variants: map[string]*fallbackFont{}}
 	for _, f := range pdfFonts {
 		// The Go fonts are compiled in and parse (TestGoFontsParse); were one not to, its
 		// family would draw ASCII only and take the rest from the fallbacks.
@@ -852,16 +857,59 @@ func newFontIndex(dirs []string) *fontIndex {
 			f := &fallbackFont{path: p, family: family}
 			ix.fallbacks = append(ix.fallbacks, f)
 			ix.byName[family] = f
+			stem, style := fontStyle(p)
+			if key := variantKey(p, stem, style); ix.variants[key] == nil {
+				ix.variants[key] = f
+			}
 		}
 	}
 	return ix
 }
 
+// fontStyles are the styles a Go family asks of a fallback font, in the order tried: the
+// bold title and headings bold; the semi-bold labels semi-bold, else bold (the nearest
+// heavier weight, as CSS matches a weight above 500); the italic descriptions italic.
+// Where none is installed beside the regular face, the regular face draws.
+var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
+
+// fontStyle splits a font file's name into its family's stem and its style, in lower
+// case: NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
+func fontStyle(path string) (stem, style string) {
+	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	for _, s := range []string{"semibolditalic", "bolditalic", "semibold", "bold", "italic", "regular"} {
+		if rest, ok := strings.CutSuffix(name, s); ok {
+			if s == "regular" {
+				s = ""
+			}
+			return strings.TrimRight(rest, "-_ "), s
+		}
+	}
+	return name, ""
+}
+
+// variantKey names a face of a family in a folder: faces of one family lie side by side.
+func variantKey(path, stem, style string) string {
+	return filepath.Join(filepath.Dir(path), stem) + "\x00" + style
+}
+
+// styled returns the face of fallback font f in the style the Go family asks for
+// (fontStyles), where one is installed beside f and draws r; else f itself.
+func (ix *fontIndex) styled(f *fallbackFont, family string, r rune) *fallbackFont {
+	stem, _ := fontStyle(f.path)
+	for _, style := range fontStyles[family] {
+		if v := ix.variants[variantKey(f.path, stem, style)]; v != nil && v.covers(r) {
+			return v
+		}
+	}
+	return f
+}
+
 // fallbackRank orders the fonts of a folder: regular weights of Noto Sans (one font per
 // script, drawn like the Go fonts' sans serif) first; then the CJK fonts, Droid Sans
 // Fallback (Chinese and Japanese) before Nanum Gothic (Korean, with fewer ideographs);
-// then other regular faces; bold, italic, light and the like last, as a fallback font is
-// drawn in every style.
+// then other regular faces; bold, italic, light and the like last: a character's font is
+// chosen among the regular faces, and its bold or italic face beside it drawn where the
+// text asks for one (styled).
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	styled := false

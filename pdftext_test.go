@@ -106,3 +106,43 @@ func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	t.Fatalf("%U: no mark box in font %s", m, font)
 	return markBox{}
 }
+
+// TestExportPDFFallbackStyles: characters the Go fonts lack are drawn in the style of
+// their place where the system has it beside the regular face: bold in the title and
+// headings, bold for the semi-bold labels (no semi-bold is installed), italic in
+// descriptions, regular in values; regular where no such face is installed (Thai has no
+// italic, Droid Sans Fallback no bold).
+func TestExportPDFFallbackStyles(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	form := FormDetail{Form: Form{ID: 1, Title: "Tiếng ไทย"}, Categories: []Category{{ID: 1, Name: "한국어 עברית", Fields: []Field{
+		{ID: 1, Label: "标签 मराठी", Type: "text", Description: ptr("ảnh ภาษา")},
+		{ID: 2, Label: "Value", Type: "text"},
+	}}}}
+	values := map[int64]*string{2: ptr("ảnh ภาษา")}
+	doc := exportDoc(t, form, values, fonts)
+	drawn := map[string][]string{} // the fonts each character is drawn in
+	for _, g := range doc.Pages[0].Glyphs {
+		font := g.font[strings.IndexByte(g.font, '+')+1:]
+		if !slices.Contains(drawn[g.text], font) {
+			drawn[g.text] = append(drawn[g.text], font)
+		}
+	}
+	for _, tc := range []struct {
+		char  string
+		fonts []string
+	}{
+		{"ế", []string{"utf8notosansbold"}},
+		{"ไ", []string{"utf8notosansthaibold"}},
+		{"한", []string{"utf8nanumgothicbold"}},
+		{"ע", []string{"utf8notosanshebrewbold"}},
+		{"标", []string{"utf8droidsansfallbackfull"}},
+		{"म", []string{"utf8notosansdevanagaribold"}},
+		{"ả", []string{"utf8notosansitalic", "utf8notosansregular"}},
+		{"ภ", []string{"utf8notosansthairegular"}},
+	} {
+		if got := drawn[tc.char]; !slices.Equal(got, tc.fonts) {
+			t.Errorf("%s drawn in %q, want %q", tc.char, got, tc.fonts)
+		}
+	}
+}
