@@ -141,7 +141,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 
 	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
 	l.newPage()
-	l.text(l.paragraph("GoBold", 18, form.Title, "C"))
+	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
 	for _, c := range form.Categories {
 		fields := make([]fieldBlock, len(c.Fields))
@@ -153,7 +153,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
-			heading := l.paragraph("GoBold", 14, c.Name, "L")
+			heading := l.paragraph("GoBold", 14, c.Name, "L", false)
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
@@ -189,14 +189,22 @@ type fieldBlock struct {
 
 // layoutField lays out a field and its value as docs/SPEC.md §4 prints them.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
-	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", "L"), textarea: fd.Type == "textarea"}
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", "L", false), textarea: fd.Type == "textarea"}
+	// A value or description without letters ("12", a date, "Yes") follows its label's
+	// direction: at the right edge under a right-to-left label.
+	rtl := b.label.lines[0].rtl
 	if fd.Description != nil && *fd.Description != "" {
-		b.description, b.hasDescription = l.paragraph("GoItalic", 9, *fd.Description, "L"), true
+		b.description, b.hasDescription = l.paragraph("GoItalic", 9, *fd.Description, "L", rtl), true
 	}
 	if b.textarea {
-		b.value = l.textareaLines(value)
+		b.value = l.textareaLines(value, rtl)
 	} else {
-		b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), "L")
+		b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), "L", rtl)
+	}
+	if fd.Type == "boolean" && rtl {
+		// Yes and No are the document's words, not the respondent's: they stand where
+		// the label's direction puts a value.
+		b.value.lines[0].rtl = true
 	}
 	return b
 }
@@ -227,8 +235,21 @@ func (l *pdfLayout) field(b fieldBlock) {
 		return
 	}
 	l.text(b.value)
-	y := l.pdf.GetY()
-	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
+	l.pdf.Line(pdfMargin, l.ruleY(b.value), pdfMargin+pdfContentWidth, l.ruleY(b.value))
+}
+
+// ruleY is where the rule under a value just printed goes: at the foot of its last line,
+// or lower where a font of that line reaches further down, so that the rule (1 pt
+// thick) passes clear below every descender of its fonts.
+func (l *pdfLayout) ruleY(value paragraph) float64 {
+	foot := l.pdf.GetY()
+	// fpdf sets a cell's baseline 0.3 of the font size below the cell's middle.
+	baseline := foot - lineHeight(value.size)/2 + 0.3*value.size
+	depth := 0.0
+	for _, g := range value.lines[len(value.lines)-1].glyphs {
+		depth = max(depth, l.fonts.depth(g.font))
+	}
+	return max(foot, baseline+depth*value.size+1)
 }
 
 // usedFonts names the Go font families a form's document prints with.
@@ -316,22 +337,24 @@ func (l *pdfLayout) keepTogether(height float64) {
 	}
 }
 
-// paragraph lays out text of one font and size over the content width.
-func (l *pdfLayout) paragraph(font string, size float64, s, align string) paragraph {
-	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth)
+// paragraph lays out text of one font and size over the content width; text without
+// letters is right to left where rtl is set.
+func (l *pdfLayout) paragraph(font string, size float64, s, align string, rtl bool) paragraph {
+	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth, rtl)
 	if len(lines) == 0 {
-		lines = []textLine{{}}
+		lines = []textLine{{rtl: rtl}}
 	}
 	return paragraph{lines: lines, size: size, align: align}
 }
 
 // textareaLines lays out a textarea's value, each of its own lines a paragraph, inside
-// the frame's padding. An empty value has no lines.
-func (l *pdfLayout) textareaLines(s string) paragraph {
+// the frame's padding; one without letters is right to left where rtl is set. An empty
+// value has no lines.
+func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
 	var lines []textLine
 	if s != "" {
 		for _, para := range strings.Split(pdfText(s, true), "\n") {
-			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding)
+			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
 			if len(pl) == 0 {
 				pl = []textLine{{}}
 			}
@@ -432,8 +455,9 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 // the Go font family where it has the glyph, else in the first fallback font that has it
 // (the previous character's fallback first, so that a run stays in one font), else as
 // its name in brackets (missing). The bidirectional algorithm gives each glyph its level,
-// and each line is put in visual order.
-func (l *pdfLayout) layout(family string, size float64, para string, width float64) []textLine {
+// and each line is put in visual order; a paragraph without a strong character (no
+// letters) is right to left where rtl is set.
+func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
 	rs := shapeArabic([]rune(para))
 	gs := make([]glyph, 0, len(rs))
 	var prev *fallbackFont
@@ -471,7 +495,11 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	for _, g := range gs {
 		rs = append(rs, g.r)
 	}
-	levels, paraLevel := bidiLevels(rs)
+	fallback := int8(0)
+	if rtl {
+		fallback = 1
+	}
+	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
 	}
@@ -779,6 +807,7 @@ type fontIndex struct {
 	fallbacks []*fallbackFont       // in the order they are tried
 	byName    map[string]*fallbackFont
 	variants  map[string]*fallbackFont // by variantKey: a font's bold and italic faces
+	goDepth   map[string]float64       // by family: how far its letters reach below the baseline, in em
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
@@ -791,6 +820,7 @@ type fallbackFont struct {
 	coverOnce sync.Once
 	cover     []uint64         // a bit per Basic Multilingual Plane character; nil if unusable
 	marks     map[rune]markBox // its combining marks without an advance, for placeMarks
+	depth     float64          // how far its letters and marks reach below the baseline, in em
 }
 
 // systemFontDirs are the usual font folders of Linux and BSD systems, searched after
@@ -819,12 +849,13 @@ func fontDirs(pdfFontDir string) []string {
 // contents are read when a character is first looked up in it. The files of each folder
 // are tried in a sensible order (fallbackRank); folders in the order given.
 func newFontIndex(dirs []string) *fontIndex {
-	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, variants: map[string]*fallbackFont{}}
+	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, variants: map[string]*fallbackFont{}, goDepth: map[string]float64{}}
 	for _, f := range pdfFonts {
 		// The Go fonts are compiled in and parse (TestGoFontsParse); were one not to, its
 		// family would draw ASCII only and take the rest from the fallbacks.
 		if sf, err := sfnt.Parse(f.ttf); err == nil {
 			ix.goFonts[f.family] = sf
+			ix.goDepth[f.family] = letterDepth(sf)
 		}
 	}
 	seen := map[string]bool{}
@@ -941,6 +972,39 @@ func fontFamilyName(path string) string {
 	}, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 }
 
+// squareBlock reports a character of the large blocks whose glyphs all sit in one square
+// frame (CJK ideographs, Hangul syllables): for a font's depth, one in 64 of them is
+// measured, as measuring all of Droid Sans Fallback's takes a second.
+func squareBlock(r rune) bool {
+	return r >= 0x3400 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0xF900 && r <= 0xFAFF
+}
+
+// letterDepth is how far the letters of a Go font reach below the baseline, in em: the
+// deepest of the Latin, Greek and Cyrillic letters it has.
+func letterDepth(sf *sfnt.Font) float64 {
+	var sb sfnt.Buffer
+	em := fixed.I(int(sf.UnitsPerEm()))
+	depth := 0.0
+	for c := rune(0x20); c < 0x0530; c++ {
+		g, err := sf.GlyphIndex(&sb, c)
+		if err != nil || g == 0 || !unicode.IsLetter(c) {
+			continue
+		}
+		if b, _, err := sf.GlyphBounds(&sb, g, em, font.HintingNone); err == nil {
+			depth = max(depth, float64(b.Max.Y)/float64(em))
+		}
+	}
+	return depth
+}
+
+// depth is how far the letters of a font family reach below the baseline, in em.
+func (ix *fontIndex) depth(family string) float64 {
+	if f := ix.byName[family]; f != nil {
+		return f.depth
+	}
+	return ix.goDepth[family]
+}
+
 // goCovers reports whether the Go font family has a glyph for r.
 func (ix *fontIndex) goCovers(sb *sfnt.Buffer, family string, r rune) bool {
 	f := ix.goFonts[family]
@@ -991,13 +1055,18 @@ func (f *fallbackFont) covers(r rune) bool {
 				continue
 			}
 			cover[c/64] |= 1 << (c % 64)
-			if unicode.In(c, unicode.Mn, unicode.Me) {
-				// sfnt's y grows downwards; em units as 26.6 fixed point.
-				b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
-				if err == nil && adv == 0 && b.Max.X > b.Min.X {
-					u := float64(em)
-					f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
-				}
+			if !unicode.In(c, unicode.L, unicode.M) || squareBlock(c) && c%64 != 0 {
+				continue
+			}
+			// sfnt's y grows downwards; em units as 26.6 fixed point.
+			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
+			if err != nil {
+				continue
+			}
+			u := float64(em)
+			f.depth = max(f.depth, float64(b.Max.Y)/u)
+			if unicode.In(c, unicode.Mn, unicode.Me) && adv == 0 && b.Max.X > b.Min.X {
+				f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
 			}
 		}
 		f.cover = cover
@@ -1053,14 +1122,14 @@ func embeddableTrueType(b []byte) bool {
 
 // bidiLevels resolves the embedding levels of one paragraph by the Unicode bidirectional
 // algorithm (UAX #9), the part plain text needs: the paragraph level from the first
-// strong character (P2, P3), the weak types (W1–W7), the neutrals (N1, N2) and the
-// implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
+// strong character (P2, P3; fallback where there is none), the weak types (W1–W7), the
+// neutrals (N1, N2) and the implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
 // bracket pairs (N0) are not applied: their control characters are dropped as invisible,
 // and brackets resolve as other neutrals. golang.org/x/text/unicode/bidi supplies the
 // character classes; its Paragraph/Ordering API is not used, as it reports runs without
 // their levels (so numbers inside right-to-left text cannot be placed), pairs brackets
 // wrongly and panics on an empty paragraph (x/text v0.44.0).
-func bidiLevels(rs []rune) (levels []int8, paraLevel int8) {
+func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 	types := make([]bidi.Class, len(rs))
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
@@ -1071,8 +1140,10 @@ func bidiLevels(rs []rune) (levels []int8, paraLevel int8) {
 			types[i] = bidi.ON // explicit formatting characters and BN are treated as neutrals
 		}
 	}
+	paraLevel = fallback
 	for _, t := range types {
 		if t == bidi.L {
+			paraLevel = 0
 			break
 		}
 		if t == bidi.R || t == bidi.AL {
