@@ -19,11 +19,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-pdf/fpdf"
+	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goitalic"
 	"golang.org/x/image/font/gofont/gomedium"
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
@@ -144,7 +146,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 
 	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
 	l.newPage()
-	l.text(l.paragraph("GoBold", 18, form.Title, "C"))
+	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
 	for _, c := range form.Categories {
 		fields := make([]fieldBlock, len(c.Fields))
@@ -156,7 +158,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
-			heading := l.paragraph("GoBold", 14, c.Name, "L")
+			heading := l.paragraph("GoBold", 14, c.Name, "L", false)
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
@@ -192,14 +194,22 @@ type fieldBlock struct {
 
 // layoutField lays out a field and its value as docs/SPEC.md §4 prints them.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
-	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", "L"), textarea: fd.Type == "textarea"}
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", "L", false), textarea: fd.Type == "textarea"}
+	// A value or description without letters ("12", a date, "Yes") follows its label's
+	// direction: at the right edge under a right-to-left label.
+	rtl := b.label.lines[0].rtl
 	if fd.Description != nil && *fd.Description != "" {
-		b.description, b.hasDescription = l.paragraph("GoItalic", 9, *fd.Description, "L"), true
+		b.description, b.hasDescription = l.paragraph("GoItalic", 9, *fd.Description, "L", rtl), true
 	}
 	if b.textarea {
-		b.value = l.textareaLines(value)
+		b.value = l.textareaLines(value, rtl)
 	} else {
-		b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), "L")
+		b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), "L", rtl)
+	}
+	if fd.Type == "boolean" && rtl {
+		// Yes and No are the document's words, not the respondent's: they stand where
+		// the label's direction puts a value.
+		b.value.lines[0].rtl = true
 	}
 	return b
 }
@@ -230,8 +240,21 @@ func (l *pdfLayout) field(b fieldBlock) {
 		return
 	}
 	l.text(b.value)
-	y := l.pdf.GetY()
-	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
+	l.pdf.Line(pdfMargin, l.ruleY(b.value), pdfMargin+pdfContentWidth, l.ruleY(b.value))
+}
+
+// ruleY is where the rule under a value just printed goes: at the foot of its last line,
+// or lower where a font of that line reaches further down, so that the rule (1 pt
+// thick) passes clear below every descender of its fonts.
+func (l *pdfLayout) ruleY(value paragraph) float64 {
+	foot := l.pdf.GetY()
+	// fpdf sets a cell's baseline 0.3 of the font size below the cell's middle.
+	baseline := foot - lineHeight(value.size)/2 + 0.3*value.size
+	depth := 0.0
+	for _, g := range value.lines[len(value.lines)-1].glyphs {
+		depth = max(depth, l.fonts.depth(g.font))
+	}
+	return max(foot, baseline+depth*value.size+1)
 }
 
 // usedFonts names the Go font families a form's document prints with.
@@ -261,12 +284,14 @@ type pdfLayout struct {
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
-// of the bidirectional algorithm (odd is right to left) and its advance.
+// of the bidirectional algorithm (odd is right to left) and its advance; a mark drawn
+// over its base is moved by dx and raised by rise (placeMarks), in points.
 type glyph struct {
-	w     float64
-	font  string
-	r     rune
-	level int8
+	w        float64
+	font     string
+	r        rune
+	level    int8
+	dx, rise float32
 }
 
 // textLine is one line of glyphs in visual (left-to-right drawing) order.
@@ -317,22 +342,24 @@ func (l *pdfLayout) keepTogether(height float64) {
 	}
 }
 
-// paragraph lays out text of one font and size over the content width.
-func (l *pdfLayout) paragraph(font string, size float64, s, align string) paragraph {
-	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth)
+// paragraph lays out text of one font and size over the content width; text without
+// letters is right to left where rtl is set.
+func (l *pdfLayout) paragraph(font string, size float64, s, align string, rtl bool) paragraph {
+	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth, rtl)
 	if len(lines) == 0 {
-		lines = []textLine{{}}
+		lines = []textLine{{rtl: rtl}}
 	}
 	return paragraph{lines: lines, size: size, align: align}
 }
 
 // textareaLines lays out a textarea's value, each of its own lines a paragraph, inside
-// the frame's padding. An empty value has no lines.
-func (l *pdfLayout) textareaLines(s string) paragraph {
+// the frame's padding; one without letters is right to left where rtl is set. An empty
+// value has no lines.
+func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
 	var lines []textLine
 	if s != "" {
 		for _, para := range strings.Split(pdfText(s, true), "\n") {
-			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding)
+			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
 			if len(pl) == 0 {
 				pl = []textLine{{}}
 			}
@@ -397,12 +424,21 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 	}
 }
 
-// drawLine draws a line's glyphs from x, one cell per run of the same font.
+// drawLine draws a line's glyphs from x, one cell per run of the same font; a mark
+// placed over its base is a cell of its own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
 	for len(gs) > 0 {
+		if g := gs[0]; g.dx != 0 || g.rise != 0 {
+			l.pdf.SetFont(g.font, "", size)
+			l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
+			l.pdf.CellFormat(g.w, lineHeight(size), string(g.r), "", 0, "L", false, 0, "")
+			x += g.w
+			gs = gs[1:]
+			continue
+		}
 		n := 1
-		for n < len(gs) && gs[n].font == gs[0].font {
+		for n < len(gs) && gs[n].font == gs[0].font && gs[n].dx == 0 && gs[n].rise == 0 {
 			n++
 		}
 		var run strings.Builder
@@ -424,8 +460,9 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 // the Go font family where it has the glyph, else in the first fallback font that has it
 // (the previous character's fallback first, so that a run stays in one font), else as
 // its name in brackets (missing). The bidirectional algorithm gives each glyph its level,
-// and each line is put in visual order.
-func (l *pdfLayout) layout(family string, size float64, para string, width float64) []textLine {
+// and each line is put in visual order; a paragraph without a strong character (no
+// letters) is right to left where rtl is set.
+func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
 	rs := shapeArabic([]rune(para))
 	gs := make([]glyph, 0, len(rs))
 	var prev *fallbackFont
@@ -437,14 +474,23 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		if invisible(r) {
 			continue
 		}
+		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
+			// A mark without a base is drawn over a no-break space, its base's place,
+			// not over the margin or the space before.
+			gs = append(gs, glyph{r: '\u00A0', font: family})
+		}
 		f := l.fonts.fallbackFor(r, prev)
-		if f == nil || !l.addFont(f) {
+		var drawn *fallbackFont
+		if f != nil {
+			drawn = l.fonts.styled(f, family, r)
+		}
+		if drawn == nil || !l.addFont(drawn) {
 			for _, c := range l.missing(r) {
 				gs = append(gs, glyph{r: c, font: family})
 			}
 			continue
 		}
-		gs = append(gs, glyph{r: r, font: f.family})
+		gs = append(gs, glyph{r: r, font: drawn.family})
 		prev = f
 	}
 	if len(gs) == 0 {
@@ -454,7 +500,11 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	for _, g := range gs {
 		rs = append(rs, g.r)
 	}
-	levels, paraLevel := bidiLevels(rs)
+	fallback := int8(0)
+	if rtl {
+		fallback = 1
+	}
+	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
 	}
@@ -471,6 +521,7 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		i = j
 	}
+	l.placeMarks(gs, size)
 	var lines []textLine
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: reorderLine(line), rtl: paraLevel == 1}
@@ -480,6 +531,59 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		lines = append(lines, tl)
 	}
 	return lines
+}
+
+// markGap is the space left between two marks stacked over one base, in em.
+const markGap = 0.05
+
+// placeMarks centres each mark of a paragraph (logical order, measured) over its base,
+// where the font gives the mark no advance of its own: fpdf cannot read a font's
+// positioning tables, and a font's default places marks for its own scheme. A mark
+// above the baseline that would overprint a mark above it before (a Thai tone mark over
+// an upper vowel, stacked accents) is raised clear of it.
+func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
+	base := -1
+	var stackTop float64 // the top of the marks above the base so far, in em
+	for i := range gs {
+		box, ok := l.markBox(gs[i])
+		if !ok {
+			base, stackTop = i, 0
+			continue
+		}
+		if base < 0 || gs[i].w != 0 {
+			continue
+		}
+		// The mark's pen is at its base's end in left-to-right text, at its start in
+		// right-to-left text, where the line's order puts the marks before their base.
+		centre := (box.minX + box.maxX) / 2 * size
+		if gs[base].level%2 == 0 {
+			gs[i].dx = float32(-gs[base].w/2 - centre)
+		} else {
+			gs[i].dx = float32(gs[base].w/2 - centre)
+		}
+		if box.bottom < 0 {
+			continue // below the baseline or through it: not stacked
+		}
+		rise := 0.0
+		if stackTop > 0 && stackTop+markGap > box.bottom {
+			rise = stackTop + markGap - box.bottom
+		}
+		gs[i].rise = float32(rise * size)
+		stackTop = box.top + rise
+	}
+}
+
+// markBox is the ink box of a mark with no advance of its own, in em, y up.
+type markBox struct{ minX, maxX, bottom, top float64 }
+
+// markBox returns the box of g's character in its font when it is such a mark.
+func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
+	f := l.fonts.byName[g.font]
+	if f == nil || !unicode.In(g.r, unicode.Mn, unicode.Me) {
+		return markBox{}, false
+	}
+	box, ok := f.marks[g.r]
+	return box, ok
 }
 
 // addFont adds a fallback font to the document the first time a character needs it. A
@@ -707,6 +811,8 @@ type fontIndex struct {
 	goFonts   map[string]*sfnt.Font // by family, for cmap look-ups
 	fallbacks []*fallbackFont       // in the order they are tried
 	byName    map[string]*fallbackFont
+	variants  map[string]*fallbackFont // by variantKey: a font's bold and italic faces
+	goDepth   map[string]float64       // by family: how far its letters reach below the baseline, in em
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
@@ -717,7 +823,9 @@ type fallbackFont struct {
 	family string // the fpdf family name, unique in the index
 
 	coverOnce sync.Once
-	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
+	cover     []uint64         // a bit per Basic Multilingual Plane character; nil if unusable
+	marks     map[rune]markBox // its combining marks without an advance, for placeMarks
+	depth     float64          // how far its letters and marks reach below the baseline, in em
 }
 
 // systemFontDirs are the usual font folders of Linux and BSD systems, searched after
@@ -746,12 +854,13 @@ func fontDirs(pdfFontDir string) []string {
 // contents are read when a character is first looked up in it. The files of each folder
 // are tried in a sensible order (fallbackRank); folders in the order given.
 func newFontIndex(dirs []string) *fontIndex {
-	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}}
+	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, variants: map[string]*fallbackFont{}, goDepth: map[string]float64{}}
 	for _, f := range pdfFonts {
 		// The Go fonts are compiled in and parse (TestGoFontsParse); were one not to, its
 		// family would draw ASCII only and take the rest from the fallbacks.
 		if sf, err := sfnt.Parse(f.ttf); err == nil {
 			ix.goFonts[f.family] = sf
+			ix.goDepth[f.family] = letterDepth(sf)
 		}
 	}
 	seen := map[string]bool{}
@@ -784,16 +893,59 @@ func newFontIndex(dirs []string) *fontIndex {
 			f := &fallbackFont{path: p, family: family}
 			ix.fallbacks = append(ix.fallbacks, f)
 			ix.byName[family] = f
+			stem, style := fontStyle(p)
+			if key := variantKey(p, stem, style); ix.variants[key] == nil {
+				ix.variants[key] = f
+			}
 		}
 	}
 	return ix
 }
 
+// fontStyles are the styles a Go family asks of a fallback font, in the order tried: the
+// bold title and headings bold; the semi-bold labels semi-bold, else bold (the nearest
+// heavier weight, as CSS matches a weight above 500); the italic descriptions italic.
+// Where none is installed beside the regular face, the regular face draws.
+var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
+
+// fontStyle splits a font file's name into its family's stem and its style, in lower
+// case: NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
+func fontStyle(path string) (stem, style string) {
+	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	for _, s := range []string{"semibolditalic", "bolditalic", "semibold", "bold", "italic", "regular"} {
+		if rest, ok := strings.CutSuffix(name, s); ok {
+			if s == "regular" {
+				s = ""
+			}
+			return strings.TrimRight(rest, "-_ "), s
+		}
+	}
+	return name, ""
+}
+
+// variantKey names a face of a family in a folder: faces of one family lie side by side.
+func variantKey(path, stem, style string) string {
+	return filepath.Join(filepath.Dir(path), stem) + "\x00" + style
+}
+
+// styled returns the face of fallback font f in the style the Go family asks for
+// (fontStyles), where one is installed beside f and draws r; else f itself.
+func (ix *fontIndex) styled(f *fallbackFont, family string, r rune) *fallbackFont {
+	stem, _ := fontStyle(f.path)
+	for _, style := range fontStyles[family] {
+		if v := ix.variants[variantKey(f.path, stem, style)]; v != nil && v.covers(r) {
+			return v
+		}
+	}
+	return f
+}
+
 // fallbackRank orders the fonts of a folder: regular weights of Noto Sans (one font per
 // script, drawn like the Go fonts' sans serif) first; then the CJK fonts, Droid Sans
 // Fallback (Chinese and Japanese) before Nanum Gothic (Korean, with fewer ideographs);
-// then other regular faces; bold, italic, light and the like last, as a fallback font is
-// drawn in every style.
+// then other regular faces; bold, italic, light and the like last: a character's font is
+// chosen among the regular faces, and its bold or italic face beside it drawn where the
+// text asks for one (styled).
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	styled := false
@@ -823,6 +975,39 @@ func fontFamilyName(path string) string {
 		}
 		return -1
 	}, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+}
+
+// squareBlock reports a character of the large blocks whose glyphs all sit in one square
+// frame (CJK ideographs, Hangul syllables): for a font's depth, one in 64 of them is
+// measured, as measuring all of Droid Sans Fallback's takes a second.
+func squareBlock(r rune) bool {
+	return r >= 0x3400 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0xF900 && r <= 0xFAFF
+}
+
+// letterDepth is how far the letters of a Go font reach below the baseline, in em: the
+// deepest of the Latin, Greek and Cyrillic letters it has.
+func letterDepth(sf *sfnt.Font) float64 {
+	var sb sfnt.Buffer
+	em := fixed.I(int(sf.UnitsPerEm()))
+	depth := 0.0
+	for c := rune(0x20); c < 0x0530; c++ {
+		g, err := sf.GlyphIndex(&sb, c)
+		if err != nil || g == 0 || !unicode.IsLetter(c) {
+			continue
+		}
+		if b, _, err := sf.GlyphBounds(&sb, g, em, font.HintingNone); err == nil {
+			depth = max(depth, float64(b.Max.Y)/float64(em))
+		}
+	}
+	return depth
+}
+
+// depth is how far the letters of a font family reach below the baseline, in em.
+func (ix *fontIndex) depth(family string) float64 {
+	if f := ix.byName[family]; f != nil {
+		return f.depth
+	}
+	return ix.goDepth[family]
 }
 
 // goCovers reports whether the Go font family has a glyph for r.
@@ -867,9 +1052,26 @@ func (f *fallbackFont) covers(r rune) bool {
 		}
 		var sb sfnt.Buffer
 		cover := make([]uint64, 0x10000/64)
+		f.marks = map[rune]markBox{}
+		em := fixed.I(int(sf.UnitsPerEm()))
 		for c := rune(0x20); c <= 0xFFFF; c++ {
-			if g, err := sf.GlyphIndex(&sb, c); err == nil && g != 0 {
-				cover[c/64] |= 1 << (c % 64)
+			g, err := sf.GlyphIndex(&sb, c)
+			if err != nil || g == 0 {
+				continue
+			}
+			cover[c/64] |= 1 << (c % 64)
+			if !unicode.In(c, unicode.L, unicode.M) || squareBlock(c) && c%64 != 0 {
+				continue
+			}
+			// sfnt's y grows downwards; em units as 26.6 fixed point.
+			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
+			if err != nil {
+				continue
+			}
+			u := float64(em)
+			f.depth = max(f.depth, float64(b.Max.Y)/u)
+			if unicode.In(c, unicode.Mn, unicode.Me) && adv == 0 && b.Max.X > b.Min.X {
+				f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
 			}
 		}
 		f.cover = cover
@@ -925,14 +1127,14 @@ func embeddableTrueType(b []byte) bool {
 
 // bidiLevels resolves the embedding levels of one paragraph by the Unicode bidirectional
 // algorithm (UAX #9), the part plain text needs: the paragraph level from the first
-// strong character (P2, P3), the weak types (W1–W7), the neutrals (N1, N2) and the
-// implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
+// strong character (P2, P3; fallback where there is none), the weak types (W1–W7), the
+// neutrals (N1, N2) and the implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
 // bracket pairs (N0) are not applied: their control characters are dropped as invisible,
 // and brackets resolve as other neutrals. golang.org/x/text/unicode/bidi supplies the
 // character classes; its Paragraph/Ordering API is not used, as it reports runs without
 // their levels (so numbers inside right-to-left text cannot be placed), pairs brackets
 // wrongly and panics on an empty paragraph (x/text v0.44.0).
-func bidiLevels(rs []rune) (levels []int8, paraLevel int8) {
+func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 	types := make([]bidi.Class, len(rs))
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
@@ -943,8 +1145,10 @@ func bidiLevels(rs []rune) (levels []int8, paraLevel int8) {
 			types[i] = bidi.ON // explicit formatting characters and BN are treated as neutrals
 		}
 	}
+	paraLevel = fallback
 	for _, t := range types {
 		if t == bidi.L {
+			paraLevel = 0
 			break
 		}
 		if t == bidi.R || t == bidi.AL {

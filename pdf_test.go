@@ -862,7 +862,7 @@ func TestBidiLevels(t *testing.T) {
 		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
 		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
 	} {
-		got, _ := bidiLevels([]rune(tc.text))
+		got, _ := bidiLevels([]rune(tc.text), 0)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("bidiLevels(%q) = %v, want %v", tc.text, got, tc.want)
 		}

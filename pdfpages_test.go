@@ -3,9 +3,17 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
 )
 
 // keepForm is a form whose fields start at every height of a page as filler grows: a
@@ -136,4 +144,105 @@ func frameUnder(p pdfPage, y float64) bool {
 		}
 	}
 	return false
+}
+
+// TestExportPDFRuleBelowDescenders: the rule under a value passes below the deepest
+// point of every character on the value's line (Hebrew final nun, Arabic meem, a
+// Devanagari vowel sign below), its 1 pt thickness included; under Latin it stays
+// where it was, 3.3 pt below the baseline.
+func TestExportPDFRuleBelowDescenders(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	for _, value := range []string{"gjpqy", "אמן", "محمد", "कुमार", "ปฎิฏุ"} {
+		form, values := oneFieldForm("T", "text", value)
+		doc := exportDoc(t, form, values, fonts)
+		page := doc.Pages[0]
+		if len(page.Segments) != 1 {
+			t.Fatalf("%s: lines drawn %v, want one rule", value, page.Segments)
+		}
+		ruleTop := page.Segments[0][1] + 0.5
+		var baseline, lowest float64 = 0, math.Inf(1)
+		for _, g := range page.Glyphs {
+			if g.size != 11 {
+				continue // the title and label
+			}
+			baseline = g.y
+			lowest = min(lowest, g.y-glyphDepth(t, fonts, g)*g.size)
+		}
+		if ruleTop >= lowest {
+			t.Errorf("%s: the rule's top edge at y %.2f, the lowest descender at %.2f: not below it", value, ruleTop, lowest)
+		}
+		if value == "gjpqy" && math.Abs(baseline-page.Segments[0][1]-3.3) > 0.05 {
+			t.Errorf("%s: the rule %.2f pt below the baseline, want 3.3", value, baseline-page.Segments[0][1])
+		}
+	}
+}
+
+// glyphDepth is how far a drawn character reaches below the baseline, in em, read from
+// its font file.
+func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
+	t.Helper()
+	var sf *sfnt.Font
+	for family, f := range fonts.goFonts {
+		if strings.HasSuffix(g.font, "utf8"+strings.ToLower(family)) {
+			sf = f
+		}
+	}
+	for _, f := range fonts.fallbacks {
+		if strings.HasSuffix(g.font, "utf8"+strings.ToLower(f.family)) {
+			ttf, err := os.ReadFile(f.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sf, err = sfnt.Parse(ttf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sf == nil {
+		t.Fatalf("%q: no font %s", g.text, g.font)
+	}
+	var sb sfnt.Buffer
+	r, _ := utf8.DecodeRuneInString(g.text)
+	gi, err := sf.GlyphIndex(&sb, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := fixed.I(int(sf.UnitsPerEm()))
+	b, _, err := sf.GlyphBounds(&sb, gi, em, font.HintingNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(b.Max.Y) / float64(em)
+}
+
+// TestExportPDFValueDirection: a value without letters (a number, a date, Yes) takes
+// its label's direction: right-aligned under a Hebrew label, in a frame too; at the
+// margin under a Latin one.
+func TestExportPDFValueDirection(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	for _, tc := range []struct {
+		label, fieldType, value, want string
+		endX                          float64 // where the value's line ends; 0: starts at the margin
+	}{
+		{"מספר", "number", "12", "12", 550},
+		{"תאריך", "date", "2026-11-25", "25/11/2026", 550},
+		{"تم", "boolean", "true", "Yes", 550},
+		{"הערות", "textarea", "12", "12", 545},
+		{"Number", "number", "12", "12", 0},
+	} {
+		form, values := oneFieldForm("T", tc.fieldType, tc.value)
+		form.Categories[0].Fields[0].Label = tc.label
+		lines := exportDoc(t, form, values, fonts).textLines()
+		i := slices.IndexFunc(lines, func(l pdfTextLine) bool { return l.Text == tc.want })
+		switch {
+		case i < 0:
+			t.Errorf("%s %q: no line %q in %v", tc.label, tc.value, tc.want, lines)
+		case tc.endX == 0 && math.Abs(lines[i].X-50) > 0.5:
+			t.Errorf("%s %q: starts at x %.2f, want the margin, 50", tc.label, tc.value, lines[i].X)
+		case tc.endX != 0 && math.Abs(lines[i].EndX-tc.endX) > 0.5:
+			t.Errorf("%s %q: ends at x %.2f, want %v", tc.label, tc.value, lines[i].EndX, tc.endX)
+		}
+	}
 }

@@ -112,6 +112,8 @@ type pdfPage struct {
 	Segments [][4]float64
 	// TextLines are Lines with where and how each is set.
 	TextLines []pdfTextLine
+	// Glyphs are the characters shown, in the order they are drawn.
+	Glyphs []pdfGlyph
 }
 
 // pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
@@ -596,6 +598,7 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
 		}
 		page.TextLines = pdfLines(glyphs)
+		page.Glyphs = glyphs
 		for _, l := range page.TextLines {
 			page.Lines = append(page.Lines, l.Text)
 		}
