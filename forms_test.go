@@ -573,3 +573,22 @@ func TestFormCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCreateFormLarge creates a form at the limits: 100 categories of 10 fields,
+// one transaction with one prepared statement per table.
+func BenchmarkCreateFormLarge(b *testing.B) {
+	e := newTestEnv(b)
+	var cats []any
+	for range maxCategories {
+		var fields []any
+		for i := range maxFields / maxCategories {
+			fields = append(fields, map[string]any{"label": fmt.Sprint("Field ", i), "type": "text", "description": "d"})
+		}
+		cats = append(cats, map[string]any{"name": "Category", "fields": fields})
+	}
+	body, _ := json.Marshal(map[string]any{"title": "Large", "categories": cats})
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, e.srv, "POST", "/api/forms", string(body), 201)
+	}
+}
