@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFormLimits: past each limit of docs/DESIGN.md a create or update is answered as
@@ -167,5 +169,63 @@ func TestListsAcrossPages(t *testing.T) {
 	res, body := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
 	if rows := strings.Count(string(body), "\n"); res.StatusCode != 200 || rows != len(ids)+1 {
 		t.Errorf("CSV = %d with %d lines, want %d", res.StatusCode, rows, len(ids)+1)
+	}
+}
+
+// TestAnswersAndUploadsBounded: with the room for answers in memory taken, a large
+// answer (a PDF, a list over 64 KiB) waits and is refused 503 with Retry-After, while a
+// small one goes out; with the room for bodies taken, a large body is refused 503 and
+// stores nothing, while a small one goes in.
+func TestAnswersAndUploadsBounded(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.srv.answers = newGate(1<<20, 4, 50*time.Millisecond)
+	e.srv.uploads = newGate(1<<20, 4, 50*time.Millisecond)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	responseID := e.submit(f.ID, map[string]any{field: strings.Repeat("x", 70_000)}) // a list over 64 KiB
+	holdAnswers, _ := e.srv.answers.acquire(context.Background(), 1<<20)
+	holdUploads, _ := e.srv.uploads.acquire(context.Background(), 1<<20)
+	for _, path := range []string{"/api/forms/" + itoa(f.ID) + "/responses", "/api/responses/" + itoa(responseID) + "/export/pdf"} {
+		res, body := e.getRaw(path)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s with no room for answers = %d %.100s, want 503 with Retry-After", path, res.StatusCode, body)
+		}
+	}
+	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
+		t.Errorf("a small answer with no room for large ones = %d, want 200", res.StatusCode)
+	}
+	before := e.count("responses")
+	status, _ := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("y", 80_000)}})
+	if status != 503 || e.count("responses") != before {
+		t.Errorf("a large body with no room for bodies = %d (responses %d → %d), want 503 and nothing stored", status, before, e.count("responses"))
+	}
+	if id := e.submit(f.ID, map[string]any{field: "small"}); id == 0 {
+		t.Error("a small body was refused")
+	}
+	holdAnswers()
+	holdUploads()
+	if res, _ := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf"); res.StatusCode != 200 {
+		t.Errorf("the PDF once the room is free = %d, want 200", res.StatusCode)
+	}
+}
+
+// TestSummaryPageLimit: a limit above maxSummaryPage reads as maxSummaryPage; total
+// still counts every summary.
+func TestSummaryPageLimit(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range maxSummaryPage + 20 {
+		if err := e.store.SaveTrackerSummary(context.Background(), day.AddDate(0, 0, i), "text"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page struct {
+		Summaries []Summary `json:"summaries"`
+		Total     int       `json:"total"`
+	}
+	if status := e.doJSON("GET", "/api/tracker-summaries?limit=1000", nil, &page); status != 200 || len(page.Summaries) != maxSummaryPage || page.Total != maxSummaryPage+20 {
+		t.Errorf("limit=1000 = %d with %d summaries of %d, want %d of %d", status, len(page.Summaries), page.Total, maxSummaryPage, maxSummaryPage+20)
 	}
 }
