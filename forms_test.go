@@ -522,6 +522,28 @@ func TestFormCacheNeverStale(t *testing.T) {
 	e.wantError("GET", "/api/forms/"+itoa(f.ID), nil, 404, "Form not found")
 }
 
+// TestFormCacheGeneration: a form read before a write dropped it (its generation is
+// older) is not put back, so the next read goes to the database; one read after is kept.
+func TestFormCacheGeneration(t *testing.T) {
+	t.Parallel()
+	c := formCache{maxBytes: formCacheBytes}
+	old := FormDetail{Form: Form{ID: 7, Title: "old"}}
+	_, gen, ok := c.get(7) // a read begins and misses
+	if ok {
+		t.Fatal("an empty cache had the form")
+	}
+	c.drop(7)          // an update commits meanwhile
+	c.put(7, gen, old) // the read ends with what it read before the commit
+	if f, _, ok := c.get(7); ok {
+		t.Fatalf("a read older than the update put back %q", f.Title)
+	}
+	_, gen, _ = c.get(7)
+	c.put(7, gen, FormDetail{Form: Form{ID: 7, Title: "new"}})
+	if f, _, ok := c.get(7); !ok || f.Title != "new" {
+		t.Errorf("a read after the update was not kept: %q, %v", f.Title, ok)
+	}
+}
+
 // TestGetFormAnswerIsTheCallers: changing what GetForm returned changes neither the
 // cache nor a later read.
 func TestGetFormAnswerIsTheCallers(t *testing.T) {
