@@ -229,3 +229,27 @@ func TestSummaryPageLimit(t *testing.T) {
 		t.Errorf("limit=1000 = %d with %d summaries of %d, want %d of %d", status, len(page.Summaries), page.Total, maxSummaryPage, maxSummaryPage+20)
 	}
 }
+
+// TestResponsePageCutByBytes: a page of responses ends at the first response that begins
+// past listPageBytes of values, and the next page begins after the last one it holds.
+func TestResponsePageCutByBytes(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	for range 10 {
+		e.submit(f.ID, map[string]any{field: strings.Repeat("v", listPageBytes/4)})
+	}
+	_, fields, err := e.store.ResponseFields(context.Background(), f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, next, err := e.store.ListResponses(context.Background(), f.ID, fields, listStart)
+	if err != nil || next == nil || len(page) != 5 {
+		t.Fatalf("first page = %d responses (next %v, %v), want 5: four fill %d bytes, the fifth passes them", len(page), next, err, listPageBytes)
+	}
+	rest, next, err := e.store.ListResponses(context.Background(), f.ID, fields, *next)
+	if err != nil || len(rest) != 5 || next != nil || rest[0].ID != page[4].ID-1 {
+		t.Errorf("second page = %v (next %v, %v), want the other 5 from %d", rest, next, err, page[4].ID-1)
+	}
+}
