@@ -215,9 +215,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
 	for _, name := range []string{"tracker summary", "email summary"} {
 		if missing := summaryConfigGaps(cfg)[name]; len(missing) > 0 {
-			log.Warn(name+"s cannot run until configured", "missing", strings.Join(missing, ", "))
+			log.Warn("summaries cannot run until configured", "kind", name, "missing", strings.Join(missing, ", "))
 		} else {
-			log.Info(name+"s configured", "model", cfg.GenAIModel)
+			log.Info("summaries configured", "kind", name, "model", cfg.GenAIModel)
 		}
 	}
 	if cfg.APIToken == "" {
@@ -301,12 +301,13 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// Limits that no real form or client reaches, each written once (here, but for
-// pdfMaxPages in pdf.go, maxSettingKeyBytes in settings.go, onDemandInterval in
-// summaries.go and the timeouts in newHTTPServer) and listed in docs/DESIGN.md's
-// "Limits" table with the answer a client gets past it. They bound the memory and time
-// one request can cost by the size of what it sends, and the totals by numbers that do
-// not grow with the number of clients.
+// Limits that no real form or client reaches, and the bounds on what all clients
+// together may hold, each listed in docs/DESIGN.md's "Limits" table with the answer a
+// client gets past it. Those a client meets are written here; the rest beside the code
+// they bound: pdfMaxPages and pdfNameBudget (pdf.go), maxSettingKeyBytes (settings.go),
+// the prompt's and the mail reader's bounds (summaries.go), the tracker's pages and the
+// outbound answer size (tracker.go), a list's page (store.go) and the connection
+// timeouts (newHTTPServer, loadConfig).
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -659,7 +660,7 @@ type bodyKey struct{}
 // get the checked bytes from requestBody.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength == 0 { // -1: a body of unknown length
+		if r.ContentLength == 0 { // no body; -1, a body of unknown length, is read
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -756,12 +757,21 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
 		default:
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"+
-				"Retry-After: 1\r\nConnection: close\r\nContent-Length: 34\r\n\r\n{\"error\":\"Too many connections\"}\n")
-			c.Close()
+			refuseConnection(c)
 		}
 	}
+}
+
+// refuseConnection answers a connection past the cap, before any request is read,
+// with what writeError would write for kindUnavailable, and closes it. No handler runs
+// for it: there is no request yet.
+func refuseConnection(c net.Conn) {
+	body := `{"error":"Too many connections"}` + "\n"
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\n"+
+		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", errorStatus[kindUnavailable],
+		http.StatusText(errorStatus[kindUnavailable]), len(body), body)
+	c.Close()
 }
 
 // limitedConn gives its listener slot back when closed, once.
@@ -962,7 +972,7 @@ const (
 	kindMethodNotAllowed                      // 405, with Allow
 	kindTooLarge                              // 413
 	kindUnsupportedMediaType                  // 415
-	kindRejected                              // a form rule SPEC.md §7 answers with 500 and the message
+	kindRejected                              // 500 with its message: a form rule (SPEC.md §7), a PDF past its pages, missing configuration
 	kindUnavailable                           // busy or down: 503, with Retry-After
 	kindClientGone                            // the client left: nothing is sent, 499 is logged
 )
@@ -1080,8 +1090,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	member := cmp.Or(ae.member, "error")
 	body, _ := json.Marshal(map[string]string{member: msg}) // strings always encode
+	status, ok := errorStatus[ae.kind]
+	if !ok {
+		status = http.StatusInternalServerError // a kind missing from the table (TestErrorTableComplete)
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(errorStatus[ae.kind])
+	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 }
 

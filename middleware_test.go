@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -284,6 +285,16 @@ func TestErrorTable(t *testing.T) {
 	}
 }
 
+// TestErrorTableComplete: every error kind has its status.
+func TestErrorTableComplete(t *testing.T) {
+	t.Parallel()
+	for kind := kindInternal; kind <= kindClientGone; kind++ {
+		if _, ok := errorStatus[kind]; !ok {
+			t.Errorf("error kind %d has no status in errorStatus", kind)
+		}
+	}
+}
+
 // TestGate: a gate admits up to its capacity, in order; a waiter past the queue's length
 // or its wait is refused errBusy at once or at the deadline; a client gone while
 // waiting gets its context's error; whatever gives up leaves the gate as it found it.
@@ -396,10 +407,14 @@ func TestConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, _ := io.ReadAll(c)
+	refused, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a connection past the cap: %v", err)
+	}
+	answer, err := io.ReadAll(refused.Body)
 	c.Close()
-	if !strings.HasPrefix(string(answer), "HTTP/1.1 503") || !strings.HasSuffix(string(answer), "{\"error\":\"Too many connections\"}\n") {
-		t.Errorf("a connection past the cap got %q", answer)
+	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(answer) != "{\"error\":\"Too many connections\"}\n" {
+		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, answer, refused.Header.Get("Retry-After"), err)
 	}
 	held[0].Close()
 	waitFor(t, func() bool { return len(ln.slots) == 1 })

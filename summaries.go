@@ -93,7 +93,8 @@ var trackerPipeline = &pipeline[ticket]{
 	placeholder: "$TRACKER_TICKETS",
 	emptyText:   noTicketsText,
 	gather: func(ctx context.Context, src sources, start time.Time, fit func(ticket) (bool, error)) error {
-		// Private issues and notes stay out: every API client reads the summary.
+		// Private issues and notes stay out unless TRACKER_INCLUDE_PRIVATE: every API
+		// client reads the summary.
 		tickets, err := recentTickets(ctx, src.client, src.cfg, start, src.cfg.TrackerIncludePrivate)
 		if err != nil {
 			return err
@@ -518,7 +519,7 @@ type sharedRun struct {
 }
 
 // shared answers with the outcome of the latest run of run when it started within
-// onDemand.interval: the callers that come while it runs wait for it, and those that
+// j.onDemandInterval: the callers that come while it runs wait for it, and those that
 // come after it succeeded share its text; after a failure they get a *busyError until the
 // interval ends. Otherwise it starts a new run, bounded by the write timeout and ended by
 // stop, not by the callers, who each wait only as long as their own ctx.
