@@ -114,7 +114,10 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 		if err != nil {
 			return nil, err
 		}
-		_, lastInWindow := set.add(issues)
+		_, lastInWindow, err := set.add(issues)
+		if err != nil {
+			return nil, err
+		}
 		// The list is sorted newest-updated first: a short page is the last one, and once
 		// a page ends outside the window every later page is older still.
 		if len(issues) < trackerPageSize || !lastInWindow {
@@ -127,7 +130,11 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 		if err != nil {
 			return nil, err
 		}
-		if news, _ := set.add(issues); !news {
+		news, _, err := set.add(issues)
+		if err != nil {
+			return nil, err
+		}
+		if !news {
 			break
 		}
 	}
@@ -143,11 +150,17 @@ type ticketSet struct {
 }
 
 // add takes a page of issues. It reports whether the page brought an issue of the window
-// not read before or updated since, and whether its last issue is in the window.
-func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool) {
+// not read before or updated since, and whether its last issue is in the window. An
+// update time that is not RFC 3339 (MantisBT writes PHP's date('c'), core/date_api.php)
+// fails the walk: silently passed over, it would end the walk and leave the summary
+// short without a word.
+func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool, err error) {
 	for _, is := range issues {
 		updated, err := time.Parse(time.RFC3339, is.UpdatedAt)
-		lastInWindow = err == nil && !updated.Before(s.start)
+		if err != nil {
+			return false, false, fmt.Errorf("issue %d: updated_at %q is not a date the tracker writes: %w", is.ID, cutText(is.UpdatedAt, 40), err)
+		}
+		lastInWindow = !updated.Before(s.start)
 		if !lastInWindow {
 			continue
 		}
@@ -162,7 +175,7 @@ func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool) {
 			delete(s.kept, is.ID) // made private since it was read
 		}
 	}
-	return news, lastInWindow
+	return news, lastInWindow, nil
 }
 
 // list is the kept tickets, newest-updated first.

@@ -611,3 +611,18 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 		t.Errorf("failure logged %d times, want once:\n%s", n, e.logs)
 	}
 }
+
+// TestTrackerBadUpdateTimeFails: an issue whose updated_at is not a date MantisBT writes
+// fails the job with an error naming the issue, rather than ending the walk unnoticed.
+func TestTrackerBadUpdateTimeFails(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	bad := issue(2, mantisDate(now))
+	bad["updated_at"] = "25/11/2026 10:00"
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), bad}
+	_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+	if err == nil || !strings.Contains(err.Error(), "issue 2: updated_at") {
+		t.Errorf("recentTickets = %v, want an error naming issue 2's updated_at", err)
+	}
+}
