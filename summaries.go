@@ -243,7 +243,7 @@ func (s *server) generate(ctx context.Context, p summaryRunner) error {
 // startJob starts a pipeline in the background unless one of its kind is running.
 func (s *server) startJob(p summaryRunner) {
 	name := p.jobName()
-	s.jobs.start(name, func(ctx context.Context) {
+	started := s.jobs.start(name, func(ctx context.Context) {
 		defer s.logPanic("job", name)
 		start := time.Now()
 		if err := s.generate(ctx, p); err != nil {
@@ -252,6 +252,9 @@ func (s *server) startJob(p summaryRunner) {
 		}
 		s.log.Info("summary job done", "job", name, "duration", time.Since(start).Round(time.Millisecond))
 	})
+	if !started {
+		s.log.Info("summary job already running or shutting down; none started", "job", name)
+	}
 }
 
 // logPanic, deferred, ends a panic of background work as ServeHTTP ends a handler's:
@@ -294,18 +297,18 @@ func newSummaryJobs() *summaryJobs {
 
 // start runs job in a goroutine with a context that ends at the job's timeout or at stop,
 // unless a job of the same name started less than a timeout ago is running or the jobs
-// are stopped. A job still running past its timeout is stuck where no context reaches
+// are stopped; it reports whether it started job. A job still running past its timeout is stuck where no context reaches
 // (a hung network file system under the Maildir, say): it is left to end on its own,
 // its context cancelled so that it stores nothing, and the new one starts.
-func (j *summaryJobs) start(name string, job func(ctx context.Context)) {
+func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.ctx.Err() != nil {
-		return
+		return false
 	}
 	if old := j.running[name]; old != nil {
 		if time.Since(old.started) < j.timeout {
-			return
+			return false
 		}
 		old.cancel()
 	}
@@ -323,6 +326,7 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) {
 		}()
 		job(ctx)
 	})
+	return true
 }
 
 // stop cancels every job (their outbound calls end) and waits for them up to grace.

@@ -291,6 +291,9 @@ func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 	if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
 		t.Fatalf("second generate = %d", status)
 	}
+	if !strings.Contains(e.logs.String(), "summary job already running") {
+		t.Errorf("the second generate started nothing and the log does not say so:\n%s", e.logs)
+	}
 	status, raw = e.do("GET", "/api/tracker-summary/today", nil)
 	if status != 404 || strings.TrimSpace(string(raw)) != `{"message":"No tracker summary found for today (2026-11-25)."}` {
 		t.Errorf("today while the job runs = %d %s, want 404 with the date", status, raw)
