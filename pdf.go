@@ -285,15 +285,19 @@ type glyph struct {
 	w        float64
 	font     string
 	r        rune
+	src      int32 // the index in its paragraph as typed of the first character it stands for
+	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark
 	level    int8
 	dx, rise float32
 }
 
-// textLine is one line of glyphs in visual (left-to-right drawing) order.
+// textLine is one line of glyphs in logical order, with the order they are seen in.
 type textLine struct {
 	glyphs []glyph
-	width  float64
-	rtl    bool // of a right-to-left paragraph: aligned to the right
+	order  []int   // the indices of glyphs in visual (left-to-right) order
+	width  float64 // the sum of the glyphs' advances
+	rtl    bool    // of a right-to-left paragraph: aligned to the right
+	typed  []rune  // the paragraph as typed, which glyphs' src index
 }
 
 // paragraph is text laid out in lines of one size, ready to be drawn: at least one line,
@@ -419,35 +423,62 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 	}
 }
 
-// drawLine draws a line's glyphs from x, one cell per run of the same font; a mark
-// placed over its base is a cell of its own.
+// drawLine draws a line from x: each glyph where the visual order puts it, but in the
+// content in logical order, so that readers that read text in the order it is drawn
+// (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
+// themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
+// right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
+// in right-to-left text is drawn as typed, mirrored (L4), so that its text is the bracket
+// typed. Where a cell's characters are not what was typed (Arabic presentation forms,
+// the name of an emoji, U+FFFD), a marked-content span gives the typed text as its
+// /ActualText, for the readers that read it (poppler, Acrobat).
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
-	for len(gs) > 0 {
-		if g := gs[0]; g.dx != 0 || g.rise != 0 {
-			l.pdf.SetFont(g.font, "", size)
-			l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
-			l.pdf.CellFormat(g.w, lineHeight(size), string(g.r), "", 0, "L", false, 0, "")
-			x += g.w
-			gs = gs[1:]
-			continue
-		}
+	at := make([]float64, len(gs)) // each glyph's x
+	pos := make([]int, len(gs))    // each glyph's place in visual order
+	for v, i := range line.order {
+		at[i], pos[i] = x, v
+		x += gs[i].w
+	}
+	for i := 0; i < len(gs); {
 		n := 1
-		for n < len(gs) && gs[n].font == gs[0].font && gs[n].dx == 0 && gs[n].rise == 0 {
+		for i+n < len(gs) && ownCell(gs[i]) == false && ownCell(gs[i+n]) == false &&
+			gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
 			n++
 		}
-		var run strings.Builder
-		w := 0.0
-		for _, g := range gs[:n] {
-			run.WriteRune(g.r)
-			w += g.w
-		}
-		l.pdf.SetFont(gs[0].font, "", size)
-		l.pdf.SetXY(x, y)
-		l.pdf.CellFormat(w, lineHeight(size), run.String(), "", 0, "L", false, 0, "")
-		x += w
-		gs = gs[n:]
+		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
+		i += n
 	}
+}
+
+// ownCell reports a glyph drawn in a cell of its own (see drawLine).
+func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
+
+// drawCell draws glyphs, visually in a row from x, as one cell (see drawLine).
+func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
+	var run strings.Builder
+	w := 0.0
+	for _, g := range gs {
+		run.WriteRune(g.r)
+		w += g.w
+	}
+	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
+	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
+	// it were drawn, which reverses the pair.
+	ligature := gs[0].level%2 == 1 && gs[0].chars > 1
+	if text := typedText(typed, gs); text != run.String() && !ligature {
+		l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
+		defer l.pdf.RawWriteStr("EMC")
+	}
+	g := gs[0]
+	if _, ok := mirrored[g.r]; ok && g.level%2 == 1 {
+		l.pdf.TransformBegin()
+		l.pdf.TransformMirrorHorizontal(x + g.w/2)
+		defer l.pdf.TransformEnd()
+	}
+	l.pdf.SetFont(g.font, "", size)
+	l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
+	l.pdf.CellFormat(w, lineHeight(size), run.String(), "", 0, "L", false, 0, "")
 }
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
@@ -458,42 +489,14 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 // and each line is put in visual order; a paragraph without a strong character (no
 // letters) is right to left where rtl is set.
 func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
-	rs := shapeArabic([]rune(para))
-	gs := make([]glyph, 0, len(rs))
-	var prev *fallbackFont
-	for _, r := range rs {
-		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
-			gs = append(gs, glyph{r: r, font: family})
-			continue
-		}
-		if invisible(r) {
-			continue
-		}
-		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
-			// A mark without a base is drawn over a no-break space, its base's place,
-			// not over the margin or the space before.
-			gs = append(gs, glyph{r: '\u00A0', font: family})
-		}
-		f := l.fonts.fallbackFor(r, prev)
-		var drawn *fallbackFont
-		if f != nil {
-			drawn = l.fonts.styled(f, family, r)
-		}
-		if drawn == nil || !l.addFont(drawn) {
-			for _, c := range l.missing(r) {
-				gs = append(gs, glyph{r: c, font: family})
-			}
-			continue
-		}
-		gs = append(gs, glyph{r: r, font: drawn.family})
-		prev = f
-	}
+	typed := []rune(para)
+	gs := l.glyphs(family, typed)
 	if len(gs) == 0 {
 		return nil
 	}
-	rs = rs[:0]
-	for _, g := range gs {
-		rs = append(rs, g.r)
+	rs := make([]rune, len(gs))
+	for i, g := range gs {
+		rs[i] = g.r
 	}
 	fallback := int8(0)
 	if rtl {
@@ -503,7 +506,64 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	for i := range gs {
 		gs[i].level = levels[i]
 	}
-	// Measure run by run, so that the font changes once per run.
+	l.measure(gs, size)
+	l.placeMarks(gs, size)
+	var lines []textLine
+	for _, line := range breakLines(gs, width) {
+		lineLevels := make([]int8, len(line))
+		tl := textLine{glyphs: line, rtl: paraLevel == 1, typed: typed}
+		for i, g := range line {
+			tl.width += g.w
+			lineLevels[i] = g.level
+		}
+		tl.order = visualOrder(lineLevels)
+		lines = append(lines, tl)
+	}
+	return lines
+}
+
+// glyphs turns a paragraph's characters into glyphs in logical order, each in the font
+// that draws it (see layout), each knowing the index of the character it stands for.
+func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
+	rs, src := shapeArabic(typed)
+	gs := make([]glyph, 0, len(rs))
+	var prev *fallbackFont
+	for i, r := range rs {
+		chars := int8(len(typed) - int(src[i]))
+		if i+1 < len(rs) {
+			chars = int8(src[i+1] - src[i])
+		}
+		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
+			gs = append(gs, glyph{r: r, font: family, src: src[i], chars: chars})
+			continue
+		}
+		if invisible(r) {
+			continue
+		}
+		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
+			// A mark without a base is drawn over a no-break space, its base's place,
+			// not over the margin or the space before.
+			gs = append(gs, glyph{r: '\u00A0', font: family, src: src[i]})
+		}
+		f := l.fonts.fallbackFor(r, prev)
+		var drawn *fallbackFont
+		if f != nil {
+			drawn = l.fonts.styled(f, family, r)
+		}
+		if drawn == nil || !l.addFont(drawn) {
+			for _, c := range l.missing(r) {
+				gs = append(gs, glyph{r: c, font: family, src: src[i], chars: chars})
+			}
+			continue
+		}
+		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
+		prev = f
+	}
+	return gs
+}
+
+// measure sets each glyph's advance, run by run, so that the font changes once per run.
+func (l *pdfLayout) measure(gs []glyph, size float64) {
 	for i := 0; i < len(gs); {
 		l.pdf.SetFont(gs[i].font, "", size)
 		j := i
@@ -516,26 +576,36 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		i = j
 	}
-	l.placeMarks(gs, size)
-	var lines []textLine
-	for _, line := range breakLines(gs, width) {
-		tl := textLine{glyphs: reorderLine(line), rtl: paraLevel == 1}
-		for _, g := range line {
-			tl.width += g.w
+}
+
+// typedText is the text glyphs stand for as typed: the paragraph's characters from the
+// first glyph's to the last's, without the bidi controls the layout ignores.
+func typedText(typed []rune, gs []glyph) string {
+	first, last := int32(len(typed)), int32(-1)
+	for _, g := range gs {
+		if g.chars > 0 {
+			first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
 		}
-		lines = append(lines, tl)
 	}
-	return lines
+	var b strings.Builder
+	for i := first; i <= last; i++ {
+		if !unicode.Is(unicode.Bidi_Control, typed[i]) {
+			b.WriteRune(typed[i])
+		}
+	}
+	return b.String()
 }
 
 // markGap is the space left between two marks stacked over one base, in em.
 const markGap = 0.05
 
-// placeMarks centres each mark of a paragraph (logical order, measured) over its base,
-// where the font gives the mark no advance of its own: fpdf cannot read a font's
-// positioning tables, and a font's default places marks for its own scheme. A mark
-// above the baseline that would overprint a mark above it before (a Thai tone mark over
-// an upper vowel, stacked accents) is raised clear of it.
+// placeMarks puts each mark of a paragraph (logical order, measured) over its base, where
+// the font gives the mark no advance of its own: fpdf cannot read a font's positioning
+// tables, so a mark stays where its font draws it by default when that is over its base
+// (its ink's middle over the base, its ink not starting before it: so in Noto's Latin
+// and Thai, and Hebrew drawn right to left), and is centred over the base otherwise. Text readers take a mark moved further than needed for a word of its
+// own. A mark above the baseline that would overprint a mark above it before (a Thai
+// tone mark over an upper vowel, stacked accents) is raised clear of it.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base := -1
 	var stackTop float64 // the top of the marks above the base so far, in em
@@ -548,13 +618,15 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if base < 0 || gs[i].w != 0 {
 			continue
 		}
-		// The mark's pen is at its base's end in left-to-right text, at its start in
-		// right-to-left text, where the line's order puts the marks before their base.
-		centre := (box.minX + box.maxX) / 2 * size
-		if gs[base].level%2 == 0 {
-			gs[i].dx = float32(-gs[base].w/2 - centre)
-		} else {
-			gs[i].dx = float32(gs[base].w/2 - centre)
+		// The mark's pen, from the base's start, is at the base's end in left-to-right
+		// text, at its start in right-to-left text, where the line's order puts the marks
+		// before their base.
+		pen := gs[base].w
+		if gs[base].level%2 == 1 {
+			pen = 0
+		}
+		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; left < 0 || centre > gs[base].w {
+			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
 		}
 		if box.bottom < 0 {
 			continue // below the baseline or through it: not stacked
@@ -769,6 +841,17 @@ func pdfText(s string, keepNewlines bool) string {
 			b.WriteRune(r)
 		}
 	}
+	return b.String()
+}
+
+// pdfHexText writes s as a PDF text string: UTF-16BE with its byte order mark, in hex.
+func pdfHexText(s string) string {
+	var b strings.Builder
+	b.WriteString("<FEFF")
+	for _, c := range utf16.Encode([]rune(s)) {
+		fmt.Fprintf(&b, "%04X", c)
+	}
+	b.WriteString(">")
 	return b.String()
 }
 
@@ -1277,40 +1360,38 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 	return levels, paraLevel
 }
 
-// reorderLine puts one line's glyphs (logical order) in visual order, rule L2: from the
-// highest level down to the lowest odd one, every run at that level or higher is
-// reversed. Brackets at odd levels are mirrored (L4).
-func reorderLine(line []glyph) []glyph {
-	out := slices.Clone(line)
+// visualOrder returns the indices of a line's characters, given their levels in logical
+// order, in visual (left-to-right) order, rule L2: from the highest level down to the
+// lowest odd one, every run at that level or higher is reversed.
+func visualOrder(levels []int8) []int {
+	order := make([]int, len(levels))
+	for i := range order {
+		order[i] = i
+	}
 	var highest, lowestOdd int8 = 0, 127
-	for _, g := range out {
-		highest = max(highest, g.level)
-		if g.level%2 == 1 {
-			lowestOdd = min(lowestOdd, g.level)
+	for _, l := range levels {
+		highest = max(highest, l)
+		if l%2 == 1 {
+			lowestOdd = min(lowestOdd, l)
 		}
 	}
 	for level := highest; level >= lowestOdd && level > 0; level-- {
-		for i := 0; i < len(out); i++ {
-			if out[i].level < level {
+		for i := 0; i < len(order); i++ {
+			if levels[order[i]] < level {
 				continue
 			}
 			j := i
-			for j < len(out) && out[j].level >= level {
+			for j < len(order) && levels[order[j]] >= level {
 				j++
 			}
-			slices.Reverse(out[i:j])
+			slices.Reverse(order[i:j])
 			i = j
 		}
 	}
-	for i, g := range out {
-		if m, ok := mirrored[g.r]; ok && g.level%2 == 1 {
-			out[i].r = m
-		}
-	}
-	return out
+	return order
 }
 
-// mirrored pairs the brackets drawn mirrored in right-to-left text.
+// mirrored pairs the brackets drawn mirrored in right-to-left text (L4).
 var mirrored = map[rune]rune{'(': ')', ')': '(', '[': ']', ']': '[', '{': '}', '}': '{', '<': '>', '>': '<', '«': '»', '»': '«'}
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
@@ -1345,10 +1426,15 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // presentation form their neighbours call for (isolated, final, initial, medial) and lam
 // followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
 // Marks (harakat) are skipped over when finding neighbours. Letters outside the basic
-// table (Persian, Urdu additions) keep their plain form.
-func shapeArabic(rs []rune) []rune {
+// table (Persian, Urdu additions) keep their plain form. src gives, for each character
+// out, the index in rs of the character it stands for (of the lam, for a ligature).
+func shapeArabic(rs []rune) (out []rune, src []int32) {
+	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
 	if !slices.ContainsFunc(rs, func(r rune) bool { return r >= 0x0621 && r <= 0x064A }) {
-		return rs
+		for i := range rs {
+			src = append(src, int32(i))
+		}
+		return append(out, rs...), src
 	}
 	joinsBefore := func(r rune) bool { return r == tatweel || arabicForms[r].n >= 2 } // links to the letter before
 	joinsAfter := func(r rune) bool { return r == tatweel || arabicForms[r].n == 4 }  // links to the letter after
@@ -1360,9 +1446,9 @@ func shapeArabic(rs []rune) []rune {
 		}
 		return 0
 	}
-	out := make([]rune, 0, len(rs))
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
+		src = append(src, int32(i))
 		f, ok := arabicForms[r]
 		if !ok {
 			out = append(out, r)
@@ -1391,5 +1477,5 @@ func shapeArabic(rs []rune) []rune {
 			out = append(out, f.first)
 		}
 	}
-	return out
+	return out, src
 }
