@@ -471,7 +471,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		defer l.pdf.RawWriteStr("EMC")
 	}
 	g := gs[0]
-	if _, ok := mirrored[g.r]; ok && g.level%2 == 1 {
+	if mirrors(g.r) && g.level%2 == 1 {
 		l.pdf.TransformBegin()
 		l.pdf.TransformMirrorHorizontal(x + g.w/2)
 		defer l.pdf.TransformEnd()
@@ -1203,41 +1203,88 @@ func embeddableTrueType(b []byte) bool {
 	return false
 }
 
-// bidiLevels resolves the embedding levels of one paragraph by the Unicode bidirectional
-// algorithm (UAX #9), the part plain text needs: the paragraph level from the first
-// strong character (P2, P3; fallback where there is none), the weak types (W1–W7), the
-// neutrals (N1, N2) and the implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
-// bracket pairs (N0) are not applied: their control characters are dropped as invisible,
-// and brackets resolve as other neutrals. golang.org/x/text/unicode/bidi supplies the
-// character classes; its Paragraph/Ordering API is not used, as it reports runs without
-// their levels (so numbers inside right-to-left text cannot be placed), pairs brackets
-// wrongly and panics on an empty paragraph (x/text v0.44.0).
+// bidiLevels resolves the embedding levels of one paragraph, a line, by the Unicode
+// bidirectional algorithm (UAX #9) for text without explicit embeddings, overrides or
+// isolates (their control characters are dropped as invisible before layout): the
+// paragraph level from the first strong character (P2, P3; fallback where there is
+// none), then resolveLevels. golang.org/x/text/unicode/bidi supplies the character
+// classes; its Paragraph/Ordering API is not used, as it reports runs without their
+// levels (so numbers inside right-to-left text cannot be placed), pairs brackets wrongly
+// and panics on an empty paragraph (x/text v0.44.0). TestBidiConformance runs Unicode's
+// own test data through it.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
-	types := make([]bidi.Class, len(rs))
+	classes := make([]bidi.Class, len(rs))
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
-		types[i] = p.Class()
-		switch types[i] {
-		case bidi.L, bidi.R, bidi.AL, bidi.EN, bidi.ES, bidi.ET, bidi.AN, bidi.CS, bidi.NSM, bidi.B, bidi.S, bidi.WS:
+		classes[i] = p.Class()
+	}
+	paraLevel = paragraphLevel(classes, fallback)
+	return resolveLevels(rs, classes, paraLevel), paraLevel
+}
+
+// paragraphLevel is 0 (left to right) or 1 (right to left) by the paragraph's first
+// strong character (P2, P3), fallback without one.
+func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
+	for _, c := range classes {
+		switch c {
+		case bidi.L:
+			return 0
+		case bidi.R, bidi.AL:
+			return 1
+		}
+	}
+	return fallback
+}
+
+// resolveLevels resolves the levels of a paragraph at paraLevel, its characters rs (nil
+// for classes alone: no brackets then) of the given classes, as one line: the characters
+// X9 removes (embedding controls, BN) are set aside, and take the level of the character
+// before them (the paragraph's at the start); the others go through the weak types
+// (W1–W7), bracket pairs (N0), the neutrals (N1, N2), the implicit levels (I1, I2) and
+// the line's white space (L1).
+func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
+	var kept []int // the characters X9 keeps
+	for i, c := range classes {
+		switch c {
+		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
 		default:
-			types[i] = bidi.ON // explicit formatting characters and BN are treated as neutrals
+			kept = append(kept, i)
 		}
 	}
-	paraLevel = fallback
-	for _, t := range types {
-		if t == bidi.L {
-			paraLevel = 0
-			break
-		}
-		if t == bidi.R || t == bidi.AL {
-			paraLevel = 1
-			break
+	orig := make([]bidi.Class, len(kept))
+	var keptRunes []rune
+	for j, i := range kept {
+		orig[j] = classes[i]
+		if rs != nil {
+			keptRunes = append(keptRunes, rs[i])
 		}
 	}
-	sos := bidi.L
+	sos := bidi.L // also the embedding direction: without embeddings, the paragraph's
 	if paraLevel == 1 {
 		sos = bidi.R
 	}
+	types := slices.Clone(orig)
+	resolveWeak(types, sos)
+	resolveBrackets(keptRunes, types, orig, sos)
+	resolveNeutrals(types, sos)
+	keptLevels := implicitLevels(types, paraLevel)
+	resetWhitespace(orig, keptLevels, paraLevel)
+
+	levels := make([]int8, len(classes))
+	level, j := paraLevel, 0
+	for i := range levels {
+		if j < len(kept) && kept[j] == i {
+			level = keptLevels[j]
+			j++
+		}
+		levels[i] = level
+	}
+	return levels
+}
+
+// resolveWeak applies the rules for weak types, W1–W7, to a paragraph's types; sos is the
+// type before its start.
+func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	// W1: a non-spacing mark takes the type of the character before it.
 	for i, t := range types {
 		if t == bidi.NSM {
@@ -1247,7 +1294,7 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 		}
 	}
-	// W2, W3: European numbers after Arabic letters are Arabic numbers; AL is R.
+	// W2: European numbers after Arabic letters are Arabic numbers. W3: AL is R.
 	lastStrong := sos
 	for i, t := range types {
 		switch t {
@@ -1274,22 +1321,7 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			types[i] = prev
 		}
 	}
-	// W5: terminators (%, $, °) next to European numbers are numbers.
-	for i := 0; i < len(types); i++ {
-		if types[i] != bidi.ET {
-			continue
-		}
-		j := i
-		for j < len(types) && types[j] == bidi.ET {
-			j++
-		}
-		if (i > 0 && types[i-1] == bidi.EN) || (j < len(types) && types[j] == bidi.EN) {
-			for k := i; k < j; k++ {
-				types[k] = bidi.EN
-			}
-		}
-		i = j - 1
-	}
+	resolveTerminators(types)
 	// W6: other separators and terminators are neutral. W7: European numbers after
 	// left-to-right text are left to right.
 	lastStrong = sos
@@ -1305,17 +1337,154 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 		}
 	}
-	// N1, N2: a run of neutrals between two strong types of the same direction takes it
-	// (numbers count as R); otherwise it takes the paragraph's direction.
-	strongDir := func(t bidi.Class) (bidi.Class, bool) {
-		switch t {
-		case bidi.L:
-			return bidi.L, true
-		case bidi.R, bidi.EN, bidi.AN:
-			return bidi.R, true
+}
+
+// resolveTerminators applies W5: terminators (%, $, °) next to European numbers are
+// numbers.
+func resolveTerminators(types []bidi.Class) {
+	for i := 0; i < len(types); i++ {
+		if types[i] != bidi.ET {
+			continue
 		}
-		return 0, false
+		j := i
+		for j < len(types) && types[j] == bidi.ET {
+			j++
+		}
+		if (i > 0 && types[i-1] == bidi.EN) || (j < len(types) && types[j] == bidi.EN) {
+			for k := i; k < j; k++ {
+				types[k] = bidi.EN
+			}
+		}
+		i = j - 1
 	}
+}
+
+// strongDir is a type's direction for the neutrals and brackets (N0–N2): L, or R for
+// R and for numbers; ok is false for a neutral.
+func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
+	switch t {
+	case bidi.L:
+		return bidi.L, true
+	case bidi.R, bidi.AL, bidi.EN, bidi.AN:
+		return bidi.R, true
+	}
+	return 0, false
+}
+
+// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), each
+// opening bracket followed by its closing one.
+const bracketPairs = "()[]{}\u0F3A\u0F3B\u0F3C\u0F3D\u169B\u169C\u2045\u2046\u207D\u207E" +
+	"\u208D\u208E\u2308\u2309\u230A\u230B\u2329\u232A\u2768\u2769\u276A\u276B\u276C\u276D\u276E\u276F" +
+	"\u2770\u2771\u2772\u2773\u2774\u2775\u27C5\u27C6\u27E6\u27E7\u27E8\u27E9\u27EA\u27EB\u27EC\u27ED" +
+	"\u27EE\u27EF\u2983\u2984\u2985\u2986\u2987\u2988\u2989\u298A\u298B\u298C\u298D\u2990\u298F\u298E" +
+	"\u2991\u2992\u2993\u2994\u2995\u2996\u2997\u2998\u29D8\u29D9\u29DA\u29DB\u29FC\u29FD\u2E22\u2E23" +
+	"\u2E24\u2E25\u2E26\u2E27\u2E28\u2E29\u2E55\u2E56\u2E57\u2E58\u2E59\u2E5A\u2E5B\u2E5C\u3008\u3009" +
+	"\u300A\u300B\u300C\u300D\u300E\u300F\u3010\u3011\u3014\u3015\u3016\u3017\u3018\u3019\u301A\u301B" +
+	"\uFE59\uFE5A\uFE5B\uFE5C\uFE5D\uFE5E\uFF08\uFF09\uFF3B\uFF3D\uFF5B\uFF5D\uFF5F\uFF60\uFF62\uFF63"
+
+// closingBrackets maps each opening bracket to its closing one; openingBrackets the other way.
+var closingBrackets, openingBrackets = func() (map[rune]rune, map[rune]rune) {
+	closing, opening := map[rune]rune{}, map[rune]rune{}
+	rs := []rune(bracketPairs)
+	for i := 0; i+1 < len(rs); i += 2 {
+		closing[rs[i]], opening[rs[i+1]] = rs[i+1], rs[i]
+	}
+	return closing, opening
+}()
+
+// canonicalBracket maps a bracket to its canonical equivalent (U+2329 and U+232A are
+// U+3008 and U+3009), as BD16 pairs them so.
+func canonicalBracket(r rune) rune {
+	d := []rune(norm.NFD.String(string(r)))
+	return d[0]
+}
+
+// bracketPairsOf finds the bracket pairs of a paragraph (BD16): an opening bracket whose
+// type is still ON pairs with the first later closing bracket of its kind that closes
+// no bracket opened after it; at most 63 may be open at once. The pairs are returned in
+// the order of their opening brackets.
+func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
+	type open struct {
+		closer rune
+		at     int
+	}
+	var stack []open
+	var pairs [][2]int
+	for i, r := range rs {
+		if types[i] != bidi.ON {
+			continue
+		}
+		if c, ok := closingBrackets[r]; ok {
+			if len(stack) == 63 {
+				break
+			}
+			stack = append(stack, open{canonicalBracket(c), i})
+			continue
+		}
+		if _, ok := openingBrackets[r]; !ok {
+			continue
+		}
+		for k := len(stack) - 1; k >= 0; k-- {
+			if stack[k].closer == canonicalBracket(r) {
+				pairs = append(pairs, [2]int{stack[k].at, i})
+				stack = stack[:k]
+				break
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	return pairs
+}
+
+// resolveBrackets applies N0: a bracket pair takes the embedding direction e when the
+// text inside has a strong type of that direction; else, when the text inside has one of
+// the other direction, that direction if the text before the pair has it too, e
+// otherwise; a pair with no strong type inside is left. Marks (NSM before W1) after a
+// bracket so set follow it.
+func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
+	for _, p := range bracketPairsOf(rs, types) {
+		open, closing := p[0], p[1]
+		dir := bidi.ON
+		for _, t := range types[open+1 : closing] {
+			if d, ok := strongDir(t); ok {
+				dir = d
+				if d == e {
+					break
+				}
+			}
+		}
+		if dir == bidi.ON {
+			continue
+		}
+		if dir != e {
+			before := e
+			for k := open - 1; k >= -1; k-- {
+				if k < 0 {
+					before = e // sos: the embedding direction, without embeddings
+					break
+				}
+				if d, ok := strongDir(types[k]); ok {
+					before = d
+					break
+				}
+			}
+			if before != dir {
+				dir = e
+			}
+		}
+		for _, at := range []int{open, closing} {
+			types[at] = dir
+			for k := at + 1; k < len(types) && orig[k] == bidi.NSM; k++ {
+				types[k] = dir
+			}
+		}
+	}
+}
+
+// resolveNeutrals applies N1 and N2: a run of neutrals between two strong types of the
+// same direction takes it (numbers count as R); otherwise it takes the embedding
+// direction e (also the type at the paragraph's start and end).
+func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 	for i := 0; i < len(types); i++ {
 		if _, strong := strongDir(types[i]); strong {
 			continue
@@ -1327,14 +1496,14 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 			j++
 		}
-		before, after := sos, sos
+		before, after := e, e
 		if i > 0 {
 			before, _ = strongDir(types[i-1])
 		}
 		if j < len(types) {
 			after, _ = strongDir(types[j])
 		}
-		dir := sos
+		dir := e
 		if before == after {
 			dir = before
 		}
@@ -1343,8 +1512,13 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 		}
 		i = j - 1
 	}
-	// I1, I2.
-	levels = make([]int8, len(types))
+}
+
+// implicitLevels applies I1 and I2: right-to-left text one level up from left-to-right
+// paragraphs, numbers two; left-to-right text and numbers one level up from
+// right-to-left paragraphs.
+func implicitLevels(types []bidi.Class, paraLevel int8) []int8 {
+	levels := make([]int8, len(types))
 	for i, t := range types {
 		switch {
 		case paraLevel == 0 && t == bidi.R:
@@ -1357,7 +1531,24 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			levels[i] = paraLevel
 		}
 	}
-	return levels, paraLevel
+	return levels
+}
+
+// resetWhitespace applies L1 to a line: segment and paragraph separators, and the white
+// space before them or at the line's end, take the paragraph's level. orig are the
+// characters' own classes.
+func resetWhitespace(orig []bidi.Class, levels []int8, paraLevel int8) {
+	trailing := true
+	for i := len(orig) - 1; i >= 0; i-- {
+		switch {
+		case orig[i] == bidi.S || orig[i] == bidi.B:
+			levels[i], trailing = paraLevel, true
+		case orig[i] == bidi.WS && trailing:
+			levels[i] = paraLevel
+		default:
+			trailing = false
+		}
+	}
 }
 
 // visualOrder returns the indices of a line's characters, given their levels in logical
@@ -1391,8 +1582,13 @@ func visualOrder(levels []int8) []int {
 	return order
 }
 
-// mirrored pairs the brackets drawn mirrored in right-to-left text (L4).
-var mirrored = map[rune]rune{'(': ')', ')': '(', '[': ']', ']': '[', '{': '}', '}': '{', '<': '>', '>': '<', '«': '»', '»': '«'}
+// mirrors reports a character drawn mirrored in right-to-left text (L4): the paired
+// brackets, < > and the guillemets, whose mirror images are their partners.
+func mirrors(r rune) bool {
+	_, closing := closingBrackets[r]
+	_, opening := openingBrackets[r]
+	return closing || opening || strings.ContainsRune("<>«»‹›", r)
+}
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
 // is the isolated form, then come final, initial and medial; n is 2 for a letter that

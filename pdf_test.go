@@ -823,8 +823,9 @@ func TestExportPDFArabicTextarea(t *testing.T) {
 	}
 }
 
-// TestBidiLevels: the embedding levels of the rules implemented (W1–W7, N1–N2, I1–I2)
-// on short lines that each need one of them.
+// TestBidiLevels: the embedding levels of the rules implemented (X9, W1–W7, N0–N2,
+// I1–I2) on short lines that each need one of them; TestBidiConformance runs Unicode's
+// own test data where it is installed.
 func TestBidiLevels(t *testing.T) {
 	for _, tc := range []struct {
 		text string
@@ -839,6 +840,8 @@ func TestBidiLevels(t *testing.T) {
 		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
 		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
 		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
+		{"אב (cd) ef", []int8{1, 1, 1, 1, 2, 2, 1, 1, 2, 2}}, // N0: the pair takes the paragraph's direction
+		{"ab \u00ADc", []int8{0, 0, 0, 0, 0}},                // X9: the soft hyphen (BN) takes the level before it
 	} {
 		got, _ := bidiLevels([]rune(tc.text), 0)
 		if !slices.Equal(got, tc.want) {
