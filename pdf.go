@@ -114,31 +114,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			err = fmt.Errorf("pdf layout: %v", v)
 		}
 	}()
-	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
-	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
-	// The layout breaks its own pages (pdfLayout.flow), so that it can bound their number
-	// and keep a label with its value.
-	pdf.SetAutoPageBreak(false, pdfMargin)
-	pdf.SetCellMargin(0)
-	pdf.SetTitle(pdfTitle(form.Title), false)
-	pdf.SetCreator("formsvc", true)
-	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
-	// garbage, for every page, which made a five-page document cost a quarter more than
-	// fpdf's floor of embedding the fonts (BenchmarkExportPDF). The fonts, most of a
-	// document's bytes, stay compressed; the 50-field document grows from 49 to 74 KB.
-	pdf.SetCompression(false)
-	pdf.SetCreationDate(now)
-	pdf.SetModificationDate(now)
-	// fpdf parses and embeds each font afresh in every document, the largest part of its
-	// cost, so a font is added only when the document uses it.
-	used := usedFonts(form)
-	for _, f := range pdfFonts {
-		if used[f.family] {
-			pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
-		}
-	}
-	pdf.SetLineWidth(1)
-
+	pdf := newPDF(form, now)
 	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
 	l.newPage()
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
@@ -176,6 +152,36 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		return fmt.Errorf("pdf output: %w", err)
 	}
 	return nil
+}
+
+// newPDF starts the document of a form: A4 in points, docs/SPEC.md's margins, the
+// metadata, and the Go fonts the form prints with.
+func newPDF(form FormDetail, now time.Time) *fpdf.Fpdf {
+	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
+	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
+	// The layout breaks its own pages (pdfLayout.flow), so that it can bound their number
+	// and keep a label with its value.
+	pdf.SetAutoPageBreak(false, pdfMargin)
+	pdf.SetCellMargin(0)
+	pdf.SetTitle(pdfTitle(form.Title), false)
+	pdf.SetCreator("formsvc", true)
+	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
+	// garbage, for every page, which made a five-page document cost a quarter more than
+	// fpdf's floor of embedding the fonts (BenchmarkExportPDF). The fonts, most of a
+	// document's bytes, stay compressed; the 50-field document grows from 49 to 74 KB.
+	pdf.SetCompression(false)
+	pdf.SetCreationDate(now)
+	pdf.SetModificationDate(now)
+	// fpdf parses and embeds each font afresh in every document, the largest part of its
+	// cost, so a font is added only when the document uses it.
+	used := usedFonts(form)
+	for _, f := range pdfFonts {
+		if used[f.family] {
+			pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		}
+	}
+	pdf.SetLineWidth(1)
+	return pdf
 }
 
 // fieldBlock is one field laid out: its label, its description (none when it has none)

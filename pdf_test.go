@@ -22,6 +22,7 @@ import (
 )
 
 func TestExportPDFContent(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{
 		"title": "Café Inspection Straße Ж Ω ’",
@@ -165,6 +166,7 @@ func TestExportPDFContent(t *testing.T) {
 // TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
 // without fields only the bold of its title.
 func TestExportPDFOnlyUsedFonts(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	cases := []struct {
 		form map[string]any
@@ -197,6 +199,7 @@ func TestExportPDFOnlyUsedFonts(t *testing.T) {
 }
 
 func TestExportPDFHostileText(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "Emoji 🙂 title\x07", "categories": []any{
 		map[string]any{"name": "Cat 🚀", "fields": []any{
@@ -245,6 +248,7 @@ func TestExportPDFHostileText(t *testing.T) {
 }
 
 func TestExportPDFLongTextarea(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "Long", "categories": []any{
 		map[string]any{"fields": []any{map[string]any{"label": "Essay", "type": "textarea"}, map[string]any{"label": "After", "type": "text"}}}}})
@@ -280,6 +284,7 @@ func TestExportPDFLongTextarea(t *testing.T) {
 }
 
 func TestExportPDFErrors(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, id := range []string{"abc", "1x", "-1", "1.0", "%201"} {
 		e.wantError("GET", "/api/responses/"+id+"/export/pdf", nil, 400, "Invalid response ID")
@@ -290,6 +295,7 @@ func TestExportPDFErrors(t *testing.T) {
 }
 
 func TestContentDisposition(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		title, want, wantName string
 	}{
@@ -324,6 +330,7 @@ func TestContentDisposition(t *testing.T) {
 
 // TestExportPDFHeaders goes through the server for the hostile titles of the issue.
 func TestExportPDFHeaders(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	var first formAnswer
 	e.doJSON("POST", "/api/forms", map[string]any{"title": "First"}, &first)
@@ -630,6 +637,7 @@ func logicalRTL(visual string) string {
 // itself, wrapped in bidi embedding controls (TestExportPDFTextLayer checks the text in
 // the order it is written).
 func TestExportPDFScripts(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	fields := []struct{ label, value string }{
 		{"Chinese", "今天天气很好，我们去公园散步。北京是中国的首都。"},
@@ -691,27 +699,36 @@ func TestExportPDFScripts(t *testing.T) {
 		}
 	}
 	t.Run("poppler", func(t *testing.T) {
-		text := strings.Map(func(r rune) rune {
-			if r >= '\u202A' && r <= '\u202E' {
-				return -1 // the embedding controls pdftotext adds around runs
-			}
-			return r
-		}, norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n")))
-		// Word by word: pdftotext's own reordering moves the Arabic comma.
+		text := norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n"))
 		for _, f := range fields {
-			for _, w := range strings.Fields(norm.NFKC.String(f.value)) { // as typed: poppler reads /ActualText
-				if w = strings.Trim(w, "،"); !strings.Contains(text, w) {
-					t.Errorf("pdftotext lacks %s %q:\n%s", f.label, w, text)
-				}
-			}
+			checkPopplerWords(t, text, f.label, f.value)
 		}
 	})
+}
+
+// checkPopplerWords checks that pdftotext's text holds each word of a value as typed
+// (NFKC), less the embedding controls pdftotext puts around right-to-left runs. Word by
+// word: pdftotext's own reordering moves the Arabic comma.
+func checkPopplerWords(t *testing.T, text, label, value string) {
+	t.Helper()
+	text = strings.Map(func(r rune) rune {
+		if r >= '\u202A' && r <= '\u202E' {
+			return -1
+		}
+		return r
+	}, text)
+	for _, w := range strings.Fields(norm.NFKC.String(value)) {
+		if w = strings.Trim(w, "،"); !strings.Contains(text, w) {
+			t.Errorf("pdftotext lacks %s %q:\n%s", label, w, text)
+		}
+	}
 }
 
 // TestExportPDFPageBreaks: fields continue on new pages without a line below the
 // bottom margin, each label followed by its value; a textarea's frame holds its lines,
 // blank ones included, and its padding.
 func TestExportPDFPageBreaks(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	var fields []any
 	values := map[string]any{}
@@ -756,6 +773,7 @@ func TestExportPDFPageBreaks(t *testing.T) {
 // TestGoFontsParse: the four Go fonts, compiled in, parse, so that their own character
 // maps decide which characters need a fallback font.
 func TestGoFontsParse(t *testing.T) {
+	t.Parallel()
 	ix := newFontIndex(nil)
 	for _, family := range []string{"GoBold", "GoMedium", "GoItalic", "GoRegular"} {
 		if ix.goFonts[family] == nil {
@@ -767,6 +785,7 @@ func TestGoFontsParse(t *testing.T) {
 // TestPDFFontDirFirst: PDF_FONT_DIR's folders are searched before the system's: a copy
 // of the system's Hebrew font put there under another name is the one embedded.
 func TestPDFFontDirFirst(t *testing.T) {
+	t.Parallel()
 	system := needFallbackFonts(t).fallbackFor('ש', nil)
 	dir := t.TempDir()
 	copyFile(t, system.path, filepath.Join(dir, "Zz-Hebrew-Copy.ttf"))
@@ -783,6 +802,7 @@ func TestPDFFontDirFirst(t *testing.T) {
 // TestExportPDFArabicTextarea: a long Arabic textarea breaks across pages in a frame on
 // each, every word kept in order, each line right-aligned inside its frame.
 func TestExportPDFArabicTextarea(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	sentence := "اللغة العربية هي لغة رسمية في أكثر من عشرين دولة، ويتحدث بها الملايين."
 	var sentences []string
@@ -827,6 +847,7 @@ func TestExportPDFArabicTextarea(t *testing.T) {
 // I1–I2) on short lines that each need one of them; TestBidiConformance runs Unicode's
 // own test data where it is installed.
 func TestBidiLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want []int8
@@ -853,6 +874,7 @@ func TestBidiLevels(t *testing.T) {
 // TestShapeArabic: each letter takes the form its neighbours call for; hamza joins to
 // nothing, marks are skipped over, lam-alef is one ligature, final after a joining letter.
 func TestShapeArabic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want []rune
@@ -879,6 +901,7 @@ func TestShapeArabic(t *testing.T) {
 // broken, and spaces at a break are dropped; a soft hyphen prints only at a break; Thai
 // breaks between characters but not after a leading vowel; a mark stays with its base.
 func TestBreakLines(t *testing.T) {
+	t.Parallel()
 	lines := func(s string, width float64) []string {
 		var gs []glyph
 		for _, r := range s {
@@ -925,6 +948,7 @@ func TestBreakLines(t *testing.T) {
 // TestRuneNames: a character without a name of its own prints as its code point; a
 // named one as its name.
 func TestRuneNames(t *testing.T) {
+	t.Parallel()
 	for r, want := range map[rune]string{
 		0x1F642: "[SLIGHTLY SMILING FACE]",
 		0x20000: "[U+20000]", // runenames says "<CJK Ideograph Extension B>"
@@ -939,6 +963,7 @@ func TestRuneNames(t *testing.T) {
 // TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
 // space elsewhere, as are the Unicode line and paragraph separators; text is composed.
 func TestPDFTextLineBreaks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in           string
 		keepNewlines bool
@@ -961,6 +986,7 @@ func TestPDFTextLineBreaks(t *testing.T) {
 // TestUsedFontsEmptyDescription: an empty description prints nothing, so it does not
 // make the document embed Go Italic.
 func TestUsedFontsEmptyDescription(t *testing.T) {
+	t.Parallel()
 	empty := ""
 	form := FormDetail{Categories: []Category{{Fields: []Field{{Label: "l", Type: "text", Description: &empty}}}}}
 	if used := usedFonts(form); used["GoItalic"] {
@@ -971,6 +997,7 @@ func TestUsedFontsEmptyDescription(t *testing.T) {
 // TestExportPDFInvisibleAndEmpty: joiners, byte-order marks and bidi marks print as
 // nothing (not as their names), and an empty textarea still gets its 30 pt frame.
 func TestExportPDFInvisibleAndEmpty(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
 		map[string]any{"label": "Text", "type": "text"},
@@ -991,6 +1018,7 @@ func TestExportPDFInvisibleAndEmpty(t *testing.T) {
 // TestExportPDFChineseFont: Chinese is drawn in Droid Sans Fallback, the font made for
 // it, not in a Korean font that happens to cover some Han characters.
 func TestExportPDFChineseFont(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{

@@ -194,42 +194,51 @@ func TestExportPDFTextLayer(t *testing.T) {
 		}
 	}
 	t.Run("pdftotext", func(t *testing.T) {
-		text := strings.Map(func(r rune) rune {
-			if unicode.Is(unicode.Bidi_Control, r) {
-				return -1 // the embedding controls pdftotext puts around right-to-left runs
-			}
-			return r
-		}, popplerTool(t, buf.Bytes(), "pdftotext"))
 		// pdftotext orders a right-to-left paragraph with numbers or brackets by its
 		// own rules (it starts "שלום (עולם) 12" with the 12): lines without those.
-		for _, v := range []string{values[0], values[4], values[5], values[6], "بالعالم", "عليكم", "مرحبا"} {
-			if !strings.Contains(norm.NFKC.String(text), v) {
-				t.Errorf("pdftotext lacks %q:\n%s", v, text)
-			}
-		}
+		checkReaderText(t, "pdftotext", popplerTool(t, buf.Bytes(), "pdftotext"),
+			values[0], values[4], values[5], values[6], "بالعالم", "عليكم", "مرحبا")
 	})
 	t.Run("mutool", func(t *testing.T) {
-		if _, err := exec.LookPath("mutool"); err != nil {
-			t.Skipf("mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
-		}
-		path := filepath.Join(t.TempDir(), "doc.pdf")
-		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command("mutool", "draw", "-q", "-F", "txt", path).Output()
-		if err != nil {
-			t.Fatalf("mutool: %v", err)
-		}
 		// MuPDF reads the order shown, but starts a new line where the text goes back
 		// left (a right-to-left paragraph's runs), and does not read /ActualText.
-		text := string(out)
-		for _, v := range []string{values[0], values[5], values[6]} {
-			if !strings.Contains(text, v) {
-				t.Errorf("MuPDF lacks %q:\n%s", v, text)
-			}
-		}
-		if joined := strings.ReplaceAll(text, "\n", ""); !strings.Contains(joined, values[1]) {
-			t.Errorf("MuPDF lacks %q, its lines joined:\n%s", values[1], text)
-		}
+		text := mutoolText(t, buf.Bytes())
+		checkReaderText(t, "MuPDF", text, values[0], values[5], values[6])
+		checkReaderText(t, "MuPDF, its lines joined", strings.ReplaceAll(text, "\n", ""), values[1])
 	})
+}
+
+// checkReaderText checks that a reader's text, less the bidi controls pdftotext puts
+// around right-to-left runs and normalised (NFKC), holds each of want.
+func checkReaderText(t *testing.T, reader, text string, want ...string) {
+	t.Helper()
+	text = norm.NFKC.String(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Bidi_Control, r) {
+			return -1
+		}
+		return r
+	}, text))
+	for _, w := range want {
+		if !strings.Contains(text, norm.NFKC.String(w)) {
+			t.Errorf("%s lacks %q:\n%s", reader, w, text)
+		}
+	}
+}
+
+// mutoolText is MuPDF's text of a PDF (mutool draw -F txt); it skips the test where
+// mupdf-tools is not installed.
+func mutoolText(t *testing.T, pdf []byte) string {
+	t.Helper()
+	if _, err := exec.LookPath("mutool"); err != nil {
+		t.Skipf("mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
+	}
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mutool", "draw", "-q", "-F", "txt", path).Output()
+	if err != nil {
+		t.Fatalf("mutool: %v", err)
+	}
+	return string(out)
 }
