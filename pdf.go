@@ -281,6 +281,8 @@ type pdfLayout struct {
 	added map[*fallbackFont]bool // fallback fonts already in this document
 	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
 	names int                    // letters of character names printed, against pdfNameBudget
+	at    []float64              // drawLine's, kept for the next line
+	pos   []int                  // drawLine's, kept for the next line
 	err   error                  // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
@@ -440,15 +442,19 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 // /ActualText, for the readers that read it (poppler, Acrobat).
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
-	at := make([]float64, len(gs)) // each glyph's x
-	pos := make([]int, len(gs))    // each glyph's place in visual order
+	at := l.at[:0]   // each glyph's x
+	pos := l.pos[:0] // each glyph's place in visual order
+	for range gs {
+		at, pos = append(at, 0), append(pos, 0)
+	}
+	l.at, l.pos = at, pos
 	for v, i := range line.order {
 		at[i], pos[i] = x, v
 		x += gs[i].w
 	}
 	for i := 0; i < len(gs); {
 		n := 1
-		for i+n < len(gs) && ownCell(gs[i]) == false && ownCell(gs[i+n]) == false &&
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) &&
 			gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
 			n++
 		}
@@ -472,9 +478,12 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
 	// it were drawn, which reverses the pair.
 	ligature := gs[0].level%2 == 1 && gs[0].chars > 1
-	if text := typedText(typed, gs); text != run.String() && !ligature {
-		l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
-		defer l.pdf.RawWriteStr("EMC")
+	if !asTyped(typed, gs) && !ligature {
+		text := typedText(typed, gs)
+		if text != run.String() {
+			l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
+			defer l.pdf.RawWriteStr("EMC")
+		}
 	}
 	g := gs[0]
 	if mirrors(g.r) && g.level%2 == 1 {
@@ -582,6 +591,17 @@ func (l *pdfLayout) measure(gs []glyph, size float64) {
 		}
 		i = j
 	}
+}
+
+// asTyped reports glyphs that are, one for one, the characters typed: the common case,
+// checked without building the typed text.
+func asTyped(typed []rune, gs []glyph) bool {
+	for k, g := range gs {
+		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
+			return false
+		}
+	}
+	return true
 }
 
 // typedText is the text glyphs stand for as typed: the paragraph's characters from the
