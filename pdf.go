@@ -411,11 +411,22 @@ func (l *pdfLayout) textarea(p paragraph) {
 // flow lays lines of one size down the page from the current position, in pieces that
 // fit above the bottom margin, each piece after the first on a new page. A piece is
 // padded by padding above and below and at least minHeight high; draw draws it at y,
-// height high. A piece that cannot hold even its least height here starts on a new page.
-// Without lines, one piece of the least height is drawn.
+// height high. A piece that cannot hold even its least height here starts on a new page;
+// blank lines at a page break are dropped. Without lines, one piece of the least height
+// is drawn.
 func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, draw func(lines []textLine, y, height float64)) {
 	lh := lineHeight(size)
 	for first := true; first || len(lines) > 0; first = false {
+		if !first {
+			// A piece continued on a new page does not start with blank lines (a
+			// textarea's empty lines at the break).
+			for len(lines) > 0 && len(lines[0].glyphs) == 0 {
+				lines = lines[1:]
+			}
+			if len(lines) == 0 {
+				return
+			}
+		}
 		least := max(minHeight, float64(min(len(lines), 1))*lh+2*padding)
 		if !first || l.pdf.GetY()+least > l.bottom() {
 			if !l.newPage() {

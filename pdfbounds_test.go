@@ -61,10 +61,9 @@ func TestExportPDFTooLong(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
 	// A frame holds 55 lines of 13.2 pt on a page (741.89 pt less 10 of padding), 51 on
-	// the first under the title and label: 54,996 lines on 1000 pages. "x\n" n times is
-	// n+1 lines, the last one empty.
+	// the first under the title and label: 54,996 lines on 1000 pages.
 	const fitting = 51 + (pdfMaxPages-1)*55
-	fits := strings.Repeat("x\n", fitting-1)
+	fits := strings.Repeat("x\n", fitting-1) + "x"
 	form, values := oneFieldForm("Long", "textarea", fits)
 	pdf, err, _ := exportAllocs(t, form, values, fonts)
 	if err != nil {
@@ -74,7 +73,7 @@ func TestExportPDFTooLong(t *testing.T) {
 		t.Fatalf("%d pages, want %d: the test's arithmetic is off", n, pdfMaxPages)
 	}
 
-	form, values = oneFieldForm("Long", "textarea", fits+"x\n")
+	form, values = oneFieldForm("Long", "textarea", fits+"\nx")
 	if _, err, _ := exportAllocs(t, form, values, fonts); !errors.Is(err, errPDFTooLong) {
 		t.Errorf("a textarea of %d lines: error %v, want errPDFTooLong", fitting+1, err)
 	}

@@ -250,3 +250,28 @@ func TestExportPDFValueDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestExportPDFContinuedFrame: a textarea continued on a new page starts with its next
+// line of text, not with the blank lines at the break; blank lines inside a page stay.
+func TestExportPDFContinuedFrame(t *testing.T) {
+	t.Parallel()
+	// 51 lines fill the first page's frame (see TestExportPDFTooLong); then blank lines.
+	value := strings.Repeat("x\n", 50) + "last on page one\n\n\n\nfirst on page two\n\nthird"
+	form, values := oneFieldForm("Long", "textarea", value)
+	doc := exportDoc(t, form, values, newFontIndex(nil))
+	if len(doc.Pages) != 2 {
+		t.Fatalf("%d pages, want 2", len(doc.Pages))
+	}
+	page := doc.Pages[1]
+	if len(page.TextLines) == 0 || page.TextLines[0].Text != "first on page two" {
+		t.Fatalf("page 2 lines %v, want to start with \"first on page two\"", page.TextLines)
+	}
+	// The frame's top is 50 pt from the top of the page, its first line 5 pt inside it.
+	top := 841.89 - 50
+	if first := page.TextLines[0]; first.Y < top-5-13.2 {
+		t.Errorf("page 2's first line at y %.2f, below the frame's first line (%.2f to %.2f)", first.Y, top-5-13.2, top-5)
+	}
+	if third := page.TextLines[1]; third.Text != "third" || page.TextLines[0].Y-third.Y < 2*13.2-0.01 {
+		t.Errorf("the blank line inside page 2 is lost: %v", page.TextLines)
+	}
+}
