@@ -639,8 +639,9 @@ const markGap = 0.05
 // placeMarks puts each mark of a paragraph (logical order, measured) over its base, where
 // the font gives the mark no advance of its own: fpdf cannot read a font's positioning
 // tables, so a mark stays where its font draws it by default when that is over its base
-// (its ink's middle over the base, its ink not starting before it: so in Noto's Latin
-// and Thai, and Hebrew drawn right to left), and is centred over the base otherwise. Text readers take a mark moved further than needed for a word of its
+// (its ink's middle over the base, not at its edge, its ink not starting before it: so
+// in Noto's Latin and Thai, and Hebrew drawn right to left), and is centred over the
+// base otherwise (a keycap's frame after its digit). Text readers take a mark moved further than needed for a word of its
 // own. A mark above the baseline that would overprint a mark above it before (a Thai
 // tone mark over an upper vowel, stacked accents) is raised clear of it.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
@@ -662,7 +663,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if gs[base].level%2 == 1 {
 			pen = 0
 		}
-		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; left < 0 || centre > gs[base].w {
+		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; left < 0 || centre >= gs[base].w {
 			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
 		}
 		if box.bottom < 0 {
