@@ -96,6 +96,9 @@ const (
 	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
 	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
 	pdfNameBudget = 2000
+	// pdfMaxLines is more lines than pdfMaxPages pages hold (56 lines of 11 pt a page):
+	// a textarea's layout stops past it, as the document cannot be finished anyway.
+	pdfMaxLines = pdfMaxPages * 60
 )
 
 // errPDFTooLong is returned, wrapped, for a document that would pass pdfMaxPages.
@@ -281,9 +284,11 @@ type pdfLayout struct {
 	added map[*fallbackFont]bool // fallback fonts already in this document
 	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
 	names int                    // letters of character names printed, against pdfNameBudget
-	at    []float64              // drawLine's, kept for the next line
-	pos   []int                  // drawLine's, kept for the next line
-	err   error                  // errPDFTooLong, wrapped, once a page past the bound was asked for
+	font  string                 // the font selected (setFont), and its size
+	size  float64
+	at    []float64 // drawLine's, kept for the next line
+	pos   []int     // drawLine's, kept for the next line
+	err   error     // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
@@ -327,6 +332,15 @@ func (l *pdfLayout) bottom() float64 {
 	return pageHeight - pdfMargin
 }
 
+// setFont selects a font, unless it is the one selected: fpdf writes a font selection
+// into the page for every call, wanted or not.
+func (l *pdfLayout) setFont(family string, size float64) {
+	if family != l.font || size != l.size {
+		l.pdf.SetFont(family, "", size)
+		l.font, l.size = family, size
+	}
+}
+
 // newPage starts a page, unless the document has reached pdfMaxPages: then it records
 // errPDFTooLong and reports false, and the layout stops drawing.
 func (l *pdfLayout) newPage() bool {
@@ -366,6 +380,9 @@ func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
 	var lines []textLine
 	if s != "" {
 		for _, para := range strings.Split(pdfText(s, true), "\n") {
+			if len(lines) > pdfMaxLines {
+				break // more than the document can hold: drawing fails with errPDFTooLong
+			}
 			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
 			if len(pl) == 0 {
 				pl = []textLine{{}}
@@ -480,11 +497,12 @@ func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
 // drawCell draws glyphs, visually in a row from x, as one cell (see drawLine).
 func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	var run strings.Builder
-	w := 0.0
 	for _, g := range gs {
 		run.WriteRune(g.r)
-		w += g.w
 	}
+	// The font first: one selected inside the mirroring's saved graphics state (q ... Q)
+	// would be forgotten after it.
+	l.setFont(gs[0].font, size)
 	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
 	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
 	// it were drawn, which reverses the pair.
@@ -502,9 +520,9 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		l.pdf.TransformMirrorHorizontal(x + g.w/2)
 		defer l.pdf.TransformEnd()
 	}
-	l.pdf.SetFont(g.font, "", size)
-	l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
-	l.pdf.CellFormat(w, lineHeight(size), run.String(), "", 0, "L", false, 0, "")
+	// The baseline where fpdf's cells put it, 0.3 of the size below the line's middle.
+	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
+	l.pdf.Text(x+float64(g.dx), y-float64(g.rise)+lineHeight(size)/2+0.3*size, run.String())
 }
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
@@ -553,12 +571,19 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
 	gs := make([]glyph, 0, len(rs))
-	var prev *fallbackFont
+	var prev, last *fallbackFont // the fallback font of the characters before; of the glyph before
 	for i, r := range rs {
 		chars := int8(len(typed) - int(src[i]))
 		if i+1 < len(rs) {
 			chars = int8(src[i+1] - src[i])
 		}
+		if r == ' ' && last != nil && last.covers(' ') {
+			// A space after a fallback font's glyph is drawn in that font, so that a run
+			// of words in it stays one font: a font changes with a text operation.
+			gs = append(gs, glyph{r: r, font: last.family, src: src[i], chars: chars})
+			continue
+		}
+		last = nil
 		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
 			gs = append(gs, glyph{r: r, font: family, src: src[i], chars: chars})
 			continue
@@ -583,7 +608,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			continue
 		}
 		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
-		prev = f
+		prev, last = f, drawn
 	}
 	return gs
 }
@@ -591,7 +616,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 // measure sets each glyph's advance, run by run, so that the font changes once per run.
 func (l *pdfLayout) measure(gs []glyph, size float64) {
 	for i := 0; i < len(gs); {
-		l.pdf.SetFont(gs[i].font, "", size)
+		l.setFont(gs[i].font, size)
 		j := i
 		for ; j < len(gs) && gs[j].font == gs[i].font; j++ {
 			if gs[j].r == softHyphen {

@@ -824,22 +824,28 @@ type contentReader struct {
 	stack   []any // the operands of the next operator
 
 	pathX, pathY float64 // the current point of a path
-	ctm          pdfMatrix
-	saved        []pdfMatrix
-	tm, tlm      pdfMatrix
-	font         *pdfFont
-	size         float64
-	leading      float64
-	charSp       float64
-	wordSp       float64
-	hScale       float64
-	spans        []int    // per open marked-content sequence, its first glyph; -1 without /ActualText
-	actual       []string // per open marked-content sequence, its /ActualText
+	graphicsState
+	saved   []graphicsState // by q, for Q
+	tm, tlm pdfMatrix
+	spans   []int    // per open marked-content sequence, its first glyph; -1 without /ActualText
+	actual  []string // per open marked-content sequence, its /ActualText
+}
+
+// graphicsState is the part of PDF's graphics state the reader keeps: q saves it and Q
+// restores it, the text state (the font among it) included.
+type graphicsState struct {
+	ctm     pdfMatrix
+	font    *pdfFont
+	size    float64
+	leading float64
+	charSp  float64
+	wordSp  float64
+	hScale  float64
 }
 
 // showText runs a content stream's text, path and marked-content operators.
 func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, error) {
-	c := &contentReader{r: r, fontRes: fontRes, ctm: pdfIdentity, tm: pdfIdentity, tlm: pdfIdentity, hScale: 1}
+	c := &contentReader{r: r, fontRes: fontRes, graphicsState: graphicsState{ctm: pdfIdentity, hScale: 1}, tm: pdfIdentity, tlm: pdfIdentity}
 	lx := &pdfLexer{data: content}
 	for {
 		v, err := lx.value()
@@ -921,10 +927,10 @@ func (c *contentReader) graphics(op pdfKeyword) {
 	case "re":
 		c.out.rects = append(c.out.rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
 	case "q":
-		c.saved = append(c.saved, c.ctm)
+		c.saved = append(c.saved, c.graphicsState)
 	case "Q":
 		if len(c.saved) > 0 {
-			c.ctm, c.saved = c.saved[len(c.saved)-1], c.saved[:len(c.saved)-1]
+			c.graphicsState, c.saved = c.saved[len(c.saved)-1], c.saved[:len(c.saved)-1]
 		}
 	case "cm":
 		var m pdfMatrix

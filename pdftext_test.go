@@ -185,8 +185,17 @@ func TestExportPDFTextLayer(t *testing.T) {
 	if err := writeResponsePDF(&buf, form, vals, time.Now(), fonts); err != nil {
 		t.Fatal(err)
 	}
+	doc := readPDF(t, buf.Bytes())
+	for _, g := range doc.Pages[0].Glyphs {
+		// The digits, Latin and brackets are the Go fonts' (spaces may be the fallback
+		// font's before them), also after a bracket drawn mirrored (whose saved
+		// graphics state, the font included, ends with it).
+		if g.text != " " && g.text < "\u0080" && !strings.Contains(g.font, "utf8go") {
+			t.Errorf("%q shown in %s, not in a Go font", g.text, g.font)
+		}
+	}
 	var typed []string
-	for _, l := range readPDF(t, buf.Bytes()).textLines() {
+	for _, l := range doc.textLines() {
 		if l.Text != "F:" && l.Text != "Text layer" {
 			typed = append(typed, norm.NFKC.String(l.Typed))
 		}
