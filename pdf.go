@@ -101,6 +101,9 @@ const (
 	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
 	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
 	pdfNameBudget = 2000
+	// pdfMaxLines is more lines than pdfMaxPages pages hold (56 lines of 11 pt a page):
+	// a textarea's layout stops past it, as the document cannot be finished anyway.
+	pdfMaxLines = pdfMaxPages * 60
 )
 
 // errPDFTooLong is returned, wrapped, for a document that would pass pdfMaxPages.
@@ -119,31 +122,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			err = fmt.Errorf("pdf layout: %v", v)
 		}
 	}()
-	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
-	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
-	// The layout breaks its own pages (pdfLayout.flow), so that it can bound their number
-	// and keep a label with its value.
-	pdf.SetAutoPageBreak(false, pdfMargin)
-	pdf.SetCellMargin(0)
-	pdf.SetTitle(pdfTitle(form.Title), false)
-	pdf.SetCreator("formsvc", true)
-	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
-	// garbage, for every page, which made a five-page document cost a quarter more than
-	// fpdf's floor of embedding the fonts (BenchmarkExportPDF). The fonts, most of a
-	// document's bytes, stay compressed; the 50-field document grows from 49 to 74 KB.
-	pdf.SetCompression(false)
-	pdf.SetCreationDate(now)
-	pdf.SetModificationDate(now)
-	// fpdf parses and embeds each font afresh in every document, the largest part of its
-	// cost, so a font is added only when the document uses it.
-	used := usedFonts(form)
-	for _, f := range pdfFonts {
-		if used[f.family] {
-			pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
-		}
-	}
-	pdf.SetLineWidth(1)
-
+	pdf := newPDF(form, now)
 	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
 	l.newPage()
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
@@ -181,6 +160,36 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		return fmt.Errorf("pdf output: %w", err)
 	}
 	return nil
+}
+
+// newPDF starts the document of a form: A4 in points, docs/SPEC.md's margins, the
+// metadata, and the Go fonts the form prints with.
+func newPDF(form FormDetail, now time.Time) *fpdf.Fpdf {
+	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
+	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
+	// The layout breaks its own pages (pdfLayout.flow), so that it can bound their number
+	// and keep a label with its value.
+	pdf.SetAutoPageBreak(false, pdfMargin)
+	pdf.SetCellMargin(0)
+	pdf.SetTitle(pdfTitle(form.Title), false)
+	pdf.SetCreator("formsvc", true)
+	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
+	// garbage, for every page, which made a five-page document cost a quarter more than
+	// fpdf's floor of embedding the fonts (BenchmarkExportPDF). The fonts, most of a
+	// document's bytes, stay compressed; the 50-field document grows from 49 to 74 KB.
+	pdf.SetCompression(false)
+	pdf.SetCreationDate(now)
+	pdf.SetModificationDate(now)
+	// fpdf parses and embeds each font afresh in every document, the largest part of its
+	// cost, so a font is added only when the document uses it.
+	used := usedFonts(form)
+	for _, f := range pdfFonts {
+		if used[f.family] {
+			pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		}
+	}
+	pdf.SetLineWidth(1)
+	return pdf
 }
 
 // fieldBlock is one field laid out: its label, its description (none when it has none)
@@ -280,7 +289,11 @@ type pdfLayout struct {
 	added map[*fallbackFont]bool // fallback fonts already in this document
 	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
 	names int                    // letters of character names printed, against pdfNameBudget
-	err   error                  // errPDFTooLong, wrapped, once a page past the bound was asked for
+	font  string                 // the font selected (setFont), and its size
+	size  float64
+	at    []float64 // drawLine's, kept for the next line
+	pos   []int     // drawLine's, kept for the next line
+	err   error     // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
@@ -290,15 +303,19 @@ type glyph struct {
 	w        float64
 	font     string
 	r        rune
+	src      int32 // the index in its paragraph as typed of the first character it stands for
+	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark
 	level    int8
 	dx, rise float32
 }
 
-// textLine is one line of glyphs in visual (left-to-right drawing) order.
+// textLine is one line of glyphs in logical order, with the order they are seen in.
 type textLine struct {
 	glyphs []glyph
-	width  float64
-	rtl    bool // of a right-to-left paragraph: aligned to the right
+	order  []int   // the indices of glyphs in visual (left-to-right) order
+	width  float64 // the sum of the glyphs' advances
+	rtl    bool    // of a right-to-left paragraph: aligned to the right
+	typed  []rune  // the paragraph as typed, which glyphs' src index
 }
 
 // paragraph is text laid out in lines of one size, ready to be drawn: at least one line,
@@ -318,6 +335,15 @@ func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 func (l *pdfLayout) bottom() float64 {
 	_, pageHeight := l.pdf.GetPageSize()
 	return pageHeight - pdfMargin
+}
+
+// setFont selects a font, unless it is the one selected: fpdf writes a font selection
+// into the page for every call, wanted or not.
+func (l *pdfLayout) setFont(family string, size float64) {
+	if family != l.font || size != l.size {
+		l.pdf.SetFont(family, "", size)
+		l.font, l.size = family, size
+	}
 }
 
 // newPage starts a page, unless the document has reached pdfMaxPages: then it records
@@ -359,6 +385,9 @@ func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
 	var lines []textLine
 	if s != "" {
 		for _, para := range strings.Split(pdfText(s, true), "\n") {
+			if len(lines) > pdfMaxLines {
+				break // more than the document can hold: drawing fails with errPDFTooLong
+			}
 			pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
 			if len(pl) == 0 {
 				pl = []textLine{{}}
@@ -404,11 +433,22 @@ func (l *pdfLayout) textarea(p paragraph) {
 // flow lays lines of one size down the page from the current position, in pieces that
 // fit above the bottom margin, each piece after the first on a new page. A piece is
 // padded by padding above and below and at least minHeight high; draw draws it at y,
-// height high. A piece that cannot hold even its least height here starts on a new page.
-// Without lines, one piece of the least height is drawn.
+// height high. A piece that cannot hold even its least height here starts on a new page;
+// blank lines at a page break are dropped. Without lines, one piece of the least height
+// is drawn.
 func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, draw func(lines []textLine, y, height float64)) {
 	lh := lineHeight(size)
 	for first := true; first || len(lines) > 0; first = false {
+		if !first {
+			// A piece continued on a new page does not start with blank lines (a
+			// textarea's empty lines at the break).
+			for len(lines) > 0 && len(lines[0].glyphs) == 0 {
+				lines = lines[1:]
+			}
+			if len(lines) == 0 {
+				return
+			}
+		}
 		least := max(minHeight, float64(min(len(lines), 1))*lh+2*padding)
 		if !first || l.pdf.GetY()+least > l.bottom() {
 			if !l.newPage() {
@@ -424,35 +464,70 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 	}
 }
 
-// drawLine draws a line's glyphs from x, one cell per run of the same font; a mark
-// placed over its base is a cell of its own.
+// drawLine draws a line from x: each glyph where the visual order puts it, but in the
+// content in logical order, so that readers that read text in the order it is drawn
+// (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
+// themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
+// right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
+// in right-to-left text is drawn as typed, mirrored (L4), so that its text is the bracket
+// typed. Where a cell's characters are not what was typed (Arabic presentation forms,
+// the name of an emoji, U+FFFD), a marked-content span gives the typed text as its
+// /ActualText, for the readers that read it (poppler, Acrobat).
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
-	for len(gs) > 0 {
-		if g := gs[0]; g.dx != 0 || g.rise != 0 {
-			l.pdf.SetFont(g.font, "", size)
-			l.pdf.SetXY(x+float64(g.dx), y-float64(g.rise))
-			l.pdf.CellFormat(g.w, lineHeight(size), string(g.r), "", 0, "L", false, 0, "")
-			x += g.w
-			gs = gs[1:]
-			continue
-		}
+	at := l.at[:0]   // each glyph's x
+	pos := l.pos[:0] // each glyph's place in visual order
+	for range gs {
+		at, pos = append(at, 0), append(pos, 0)
+	}
+	l.at, l.pos = at, pos
+	for v, i := range line.order {
+		at[i], pos[i] = x, v
+		x += gs[i].w
+	}
+	for i := 0; i < len(gs); {
 		n := 1
-		for n < len(gs) && gs[n].font == gs[0].font && gs[n].dx == 0 && gs[n].rise == 0 {
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) &&
+			gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
 			n++
 		}
-		var run strings.Builder
-		w := 0.0
-		for _, g := range gs[:n] {
-			run.WriteRune(g.r)
-			w += g.w
-		}
-		l.pdf.SetFont(gs[0].font, "", size)
-		l.pdf.SetXY(x, y)
-		l.pdf.CellFormat(w, lineHeight(size), run.String(), "", 0, "L", false, 0, "")
-		x += w
-		gs = gs[n:]
+		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
+		i += n
 	}
+}
+
+// ownCell reports a glyph drawn in a cell of its own (see drawLine).
+func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
+
+// drawCell draws glyphs, visually in a row from x, as one cell (see drawLine).
+func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
+	var run strings.Builder
+	for _, g := range gs {
+		run.WriteRune(g.r)
+	}
+	// The font first: one selected inside the mirroring's saved graphics state (q ... Q)
+	// would be forgotten after it.
+	l.setFont(gs[0].font, size)
+	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
+	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
+	// it were drawn, which reverses the pair.
+	ligature := gs[0].level%2 == 1 && gs[0].chars > 1
+	if !asTyped(typed, gs) && !ligature {
+		text := typedText(typed, gs)
+		if text != run.String() {
+			l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
+			defer l.pdf.RawWriteStr("EMC")
+		}
+	}
+	g := gs[0]
+	if mirrors(g.r) && g.level%2 == 1 {
+		l.pdf.TransformBegin()
+		l.pdf.TransformMirrorHorizontal(x + g.w/2)
+		defer l.pdf.TransformEnd()
+	}
+	// The baseline where fpdf's cells put it, 0.3 of the size below the line's middle.
+	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
+	l.pdf.Text(x+float64(g.dx), y-float64(g.rise)+lineHeight(size)/2+0.3*size, run.String())
 }
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
@@ -463,42 +538,14 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 // and each line is put in visual order; a paragraph without a strong character (no
 // letters) is right to left where rtl is set.
 func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
-	rs := shapeArabic([]rune(para))
-	gs := make([]glyph, 0, len(rs))
-	var prev *fallbackFont
-	for _, r := range rs {
-		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
-			gs = append(gs, glyph{r: r, font: family})
-			continue
-		}
-		if invisible(r) {
-			continue
-		}
-		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
-			// A mark without a base is drawn over a no-break space, its base's place,
-			// not over the margin or the space before.
-			gs = append(gs, glyph{r: '\u00A0', font: family})
-		}
-		f := l.fonts.fallbackFor(r, prev)
-		var drawn *fallbackFont
-		if f != nil {
-			drawn = l.fonts.styled(f, family, r)
-		}
-		if drawn == nil || !l.addFont(drawn) {
-			for _, c := range l.missing(r) {
-				gs = append(gs, glyph{r: c, font: family})
-			}
-			continue
-		}
-		gs = append(gs, glyph{r: r, font: drawn.family})
-		prev = f
-	}
+	typed := []rune(para)
+	gs := l.glyphs(family, typed)
 	if len(gs) == 0 {
 		return nil
 	}
-	rs = rs[:0]
-	for _, g := range gs {
-		rs = append(rs, g.r)
+	rs := make([]rune, len(gs))
+	for i, g := range gs {
+		rs[i] = g.r
 	}
 	fallback := int8(0)
 	if rtl {
@@ -508,9 +555,73 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	for i := range gs {
 		gs[i].level = levels[i]
 	}
-	// Measure run by run, so that the font changes once per run.
+	l.measure(gs, size)
+	l.placeMarks(gs, size)
+	var lines []textLine
+	for _, line := range breakLines(gs, width) {
+		lineLevels := make([]int8, len(line))
+		tl := textLine{glyphs: line, rtl: paraLevel == 1, typed: typed}
+		for i, g := range line {
+			tl.width += g.w
+			lineLevels[i] = g.level
+		}
+		tl.order = visualOrder(lineLevels)
+		lines = append(lines, tl)
+	}
+	return lines
+}
+
+// glyphs turns a paragraph's characters into glyphs in logical order, each in the font
+// that draws it (see layout), each knowing the index of the character it stands for.
+func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
+	rs, src := shapeArabic(typed)
+	gs := make([]glyph, 0, len(rs))
+	var prev, last *fallbackFont // the fallback font of the characters before; of the glyph before
+	for i, r := range rs {
+		chars := int8(len(typed) - int(src[i]))
+		if i+1 < len(rs) {
+			chars = int8(src[i+1] - src[i])
+		}
+		if r == ' ' && last != nil && last.covers(' ') {
+			// A space after a fallback font's glyph is drawn in that font, so that a run
+			// of words in it stays one font: a font changes with a text operation.
+			gs = append(gs, glyph{r: r, font: last.family, src: src[i], chars: chars})
+			continue
+		}
+		last = nil
+		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
+			gs = append(gs, glyph{r: r, font: family, src: src[i], chars: chars})
+			continue
+		}
+		if invisible(r) {
+			continue
+		}
+		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
+			// A mark without a base is drawn over a no-break space, its base's place,
+			// not over the margin or the space before.
+			gs = append(gs, glyph{r: '\u00A0', font: family, src: src[i]})
+		}
+		f := l.fonts.fallbackFor(r, prev)
+		var drawn *fallbackFont
+		if f != nil {
+			drawn = l.fonts.styled(f, family, r)
+		}
+		if drawn == nil || !l.addFont(drawn) {
+			for _, c := range l.missing(r) {
+				gs = append(gs, glyph{r: c, font: family, src: src[i], chars: chars})
+			}
+			continue
+		}
+		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
+		prev, last = f, drawn
+	}
+	return gs
+}
+
+// measure sets each glyph's advance, run by run, so that the font changes once per run.
+func (l *pdfLayout) measure(gs []glyph, size float64) {
 	for i := 0; i < len(gs); {
-		l.pdf.SetFont(gs[i].font, "", size)
+		l.setFont(gs[i].font, size)
 		j := i
 		for ; j < len(gs) && gs[j].font == gs[i].font; j++ {
 			if gs[j].r == softHyphen {
@@ -521,26 +632,48 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 		}
 		i = j
 	}
-	l.placeMarks(gs, size)
-	var lines []textLine
-	for _, line := range breakLines(gs, width) {
-		tl := textLine{glyphs: reorderLine(line), rtl: paraLevel == 1}
-		for _, g := range line {
-			tl.width += g.w
+}
+
+// asTyped reports glyphs that are, one for one, the characters typed: the common case,
+// checked without building the typed text.
+func asTyped(typed []rune, gs []glyph) bool {
+	for k, g := range gs {
+		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
+			return false
 		}
-		lines = append(lines, tl)
 	}
-	return lines
+	return true
+}
+
+// typedText is the text glyphs stand for as typed: the paragraph's characters from the
+// first glyph's to the last's, without the bidi controls the layout ignores.
+func typedText(typed []rune, gs []glyph) string {
+	first, last := int32(len(typed)), int32(-1)
+	for _, g := range gs {
+		if g.chars > 0 {
+			first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
+		}
+	}
+	var b strings.Builder
+	for i := first; i <= last; i++ {
+		if !unicode.Is(unicode.Bidi_Control, typed[i]) {
+			b.WriteRune(typed[i])
+		}
+	}
+	return b.String()
 }
 
 // markGap is the space left between two marks stacked over one base, in em.
 const markGap = 0.05
 
-// placeMarks centres each mark of a paragraph (logical order, measured) over its base,
-// where the font gives the mark no advance of its own: fpdf cannot read a font's
-// positioning tables, and a font's default places marks for its own scheme. A mark
-// above the baseline that would overprint a mark above it before (a Thai tone mark over
-// an upper vowel, stacked accents) is raised clear of it.
+// placeMarks puts each mark of a paragraph (logical order, measured) over its base, where
+// the font gives the mark no advance of its own: fpdf cannot read a font's positioning
+// tables, so a mark stays where its font draws it by default when that is over its base
+// (its ink's middle over the base, not at its edge, its ink not starting before it: so
+// in Noto's Latin and Thai, and Hebrew drawn right to left), and is centred over the
+// base otherwise (a keycap's frame after its digit). Text readers take a mark moved further than needed for a word of its
+// own. A mark above the baseline that would overprint a mark above it before (a Thai
+// tone mark over an upper vowel, stacked accents) is raised clear of it.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base := -1
 	var stackTop float64 // the top of the marks above the base so far, in em
@@ -553,13 +686,15 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if base < 0 || gs[i].w != 0 {
 			continue
 		}
-		// The mark's pen is at its base's end in left-to-right text, at its start in
-		// right-to-left text, where the line's order puts the marks before their base.
-		centre := (box.minX + box.maxX) / 2 * size
-		if gs[base].level%2 == 0 {
-			gs[i].dx = float32(-gs[base].w/2 - centre)
-		} else {
-			gs[i].dx = float32(gs[base].w/2 - centre)
+		// The mark's pen, from the base's start, is at the base's end in left-to-right
+		// text, at its start in right-to-left text, where the line's order puts the marks
+		// before their base.
+		pen := gs[base].w
+		if gs[base].level%2 == 1 {
+			pen = 0
+		}
+		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; left < 0 || centre >= gs[base].w {
+			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
 		}
 		if box.bottom < 0 {
 			continue // below the baseline or through it: not stacked
@@ -774,6 +909,17 @@ func pdfText(s string, keepNewlines bool) string {
 			b.WriteRune(r)
 		}
 	}
+	return b.String()
+}
+
+// pdfHexText writes s as a PDF text string: UTF-16BE with its byte order mark, in hex.
+func pdfHexText(s string) string {
+	var b strings.Builder
+	b.WriteString("<FEFF")
+	for _, c := range utf16.Encode([]rune(s)) {
+		fmt.Fprintf(&b, "%04X", c)
+	}
+	b.WriteString(">")
 	return b.String()
 }
 
@@ -1125,41 +1271,88 @@ func embeddableTrueType(b []byte) bool {
 	return false
 }
 
-// bidiLevels resolves the embedding levels of one paragraph by the Unicode bidirectional
-// algorithm (UAX #9), the part plain text needs: the paragraph level from the first
-// strong character (P2, P3; fallback where there is none), the weak types (W1–W7), the
-// neutrals (N1, N2) and the implicit levels (I1, I2). Explicit embeddings, overrides and isolates (X1–X10) and
-// bracket pairs (N0) are not applied: their control characters are dropped as invisible,
-// and brackets resolve as other neutrals. golang.org/x/text/unicode/bidi supplies the
-// character classes; its Paragraph/Ordering API is not used, as it reports runs without
-// their levels (so numbers inside right-to-left text cannot be placed), pairs brackets
-// wrongly and panics on an empty paragraph (x/text v0.44.0).
+// bidiLevels resolves the embedding levels of one paragraph, a line, by the Unicode
+// bidirectional algorithm (UAX #9) for text without explicit embeddings, overrides or
+// isolates (their control characters are dropped as invisible before layout): the
+// paragraph level from the first strong character (P2, P3; fallback where there is
+// none), then resolveLevels. golang.org/x/text/unicode/bidi supplies the character
+// classes; its Paragraph/Ordering API is not used, as it reports runs without their
+// levels (so numbers inside right-to-left text cannot be placed), pairs brackets wrongly
+// and panics on an empty paragraph (x/text v0.44.0). TestBidiConformance runs Unicode's
+// own test data through it.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
-	types := make([]bidi.Class, len(rs))
+	classes := make([]bidi.Class, len(rs))
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
-		types[i] = p.Class()
-		switch types[i] {
-		case bidi.L, bidi.R, bidi.AL, bidi.EN, bidi.ES, bidi.ET, bidi.AN, bidi.CS, bidi.NSM, bidi.B, bidi.S, bidi.WS:
+		classes[i] = p.Class()
+	}
+	paraLevel = paragraphLevel(classes, fallback)
+	return resolveLevels(rs, classes, paraLevel), paraLevel
+}
+
+// paragraphLevel is 0 (left to right) or 1 (right to left) by the paragraph's first
+// strong character (P2, P3), fallback without one.
+func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
+	for _, c := range classes {
+		switch c {
+		case bidi.L:
+			return 0
+		case bidi.R, bidi.AL:
+			return 1
+		}
+	}
+	return fallback
+}
+
+// resolveLevels resolves the levels of a paragraph at paraLevel, its characters rs (nil
+// for classes alone: no brackets then) of the given classes, as one line: the characters
+// X9 removes (embedding controls, BN) are set aside, and take the level of the character
+// before them (the paragraph's at the start); the others go through the weak types
+// (W1–W7), bracket pairs (N0), the neutrals (N1, N2), the implicit levels (I1, I2) and
+// the line's white space (L1).
+func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
+	var kept []int // the characters X9 keeps
+	for i, c := range classes {
+		switch c {
+		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
 		default:
-			types[i] = bidi.ON // explicit formatting characters and BN are treated as neutrals
+			kept = append(kept, i)
 		}
 	}
-	paraLevel = fallback
-	for _, t := range types {
-		if t == bidi.L {
-			paraLevel = 0
-			break
-		}
-		if t == bidi.R || t == bidi.AL {
-			paraLevel = 1
-			break
+	orig := make([]bidi.Class, len(kept))
+	var keptRunes []rune
+	for j, i := range kept {
+		orig[j] = classes[i]
+		if rs != nil {
+			keptRunes = append(keptRunes, rs[i])
 		}
 	}
-	sos := bidi.L
+	sos := bidi.L // also the embedding direction: without embeddings, the paragraph's
 	if paraLevel == 1 {
 		sos = bidi.R
 	}
+	types := slices.Clone(orig)
+	resolveWeak(types, sos)
+	resolveBrackets(keptRunes, types, orig, sos)
+	resolveNeutrals(types, sos)
+	keptLevels := implicitLevels(types, paraLevel)
+	resetWhitespace(orig, keptLevels, paraLevel)
+
+	levels := make([]int8, len(classes))
+	level, j := paraLevel, 0
+	for i := range levels {
+		if j < len(kept) && kept[j] == i {
+			level = keptLevels[j]
+			j++
+		}
+		levels[i] = level
+	}
+	return levels
+}
+
+// resolveWeak applies the rules for weak types, W1–W7, to a paragraph's types; sos is the
+// type before its start.
+func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	// W1: a non-spacing mark takes the type of the character before it.
 	for i, t := range types {
 		if t == bidi.NSM {
@@ -1169,7 +1362,7 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 		}
 	}
-	// W2, W3: European numbers after Arabic letters are Arabic numbers; AL is R.
+	// W2: European numbers after Arabic letters are Arabic numbers. W3: AL is R.
 	lastStrong := sos
 	for i, t := range types {
 		switch t {
@@ -1196,22 +1389,7 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			types[i] = prev
 		}
 	}
-	// W5: terminators (%, $, °) next to European numbers are numbers.
-	for i := 0; i < len(types); i++ {
-		if types[i] != bidi.ET {
-			continue
-		}
-		j := i
-		for j < len(types) && types[j] == bidi.ET {
-			j++
-		}
-		if (i > 0 && types[i-1] == bidi.EN) || (j < len(types) && types[j] == bidi.EN) {
-			for k := i; k < j; k++ {
-				types[k] = bidi.EN
-			}
-		}
-		i = j - 1
-	}
+	resolveTerminators(types)
 	// W6: other separators and terminators are neutral. W7: European numbers after
 	// left-to-right text are left to right.
 	lastStrong = sos
@@ -1227,17 +1405,154 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 		}
 	}
-	// N1, N2: a run of neutrals between two strong types of the same direction takes it
-	// (numbers count as R); otherwise it takes the paragraph's direction.
-	strongDir := func(t bidi.Class) (bidi.Class, bool) {
-		switch t {
-		case bidi.L:
-			return bidi.L, true
-		case bidi.R, bidi.EN, bidi.AN:
-			return bidi.R, true
+}
+
+// resolveTerminators applies W5: terminators (%, $, °) next to European numbers are
+// numbers.
+func resolveTerminators(types []bidi.Class) {
+	for i := 0; i < len(types); i++ {
+		if types[i] != bidi.ET {
+			continue
 		}
-		return 0, false
+		j := i
+		for j < len(types) && types[j] == bidi.ET {
+			j++
+		}
+		if (i > 0 && types[i-1] == bidi.EN) || (j < len(types) && types[j] == bidi.EN) {
+			for k := i; k < j; k++ {
+				types[k] = bidi.EN
+			}
+		}
+		i = j - 1
 	}
+}
+
+// strongDir is a type's direction for the neutrals and brackets (N0–N2): L, or R for
+// R and for numbers; ok is false for a neutral.
+func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
+	switch t {
+	case bidi.L:
+		return bidi.L, true
+	case bidi.R, bidi.AL, bidi.EN, bidi.AN:
+		return bidi.R, true
+	}
+	return 0, false
+}
+
+// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), each
+// opening bracket followed by its closing one.
+const bracketPairs = "()[]{}\u0F3A\u0F3B\u0F3C\u0F3D\u169B\u169C\u2045\u2046\u207D\u207E" +
+	"\u208D\u208E\u2308\u2309\u230A\u230B\u2329\u232A\u2768\u2769\u276A\u276B\u276C\u276D\u276E\u276F" +
+	"\u2770\u2771\u2772\u2773\u2774\u2775\u27C5\u27C6\u27E6\u27E7\u27E8\u27E9\u27EA\u27EB\u27EC\u27ED" +
+	"\u27EE\u27EF\u2983\u2984\u2985\u2986\u2987\u2988\u2989\u298A\u298B\u298C\u298D\u2990\u298F\u298E" +
+	"\u2991\u2992\u2993\u2994\u2995\u2996\u2997\u2998\u29D8\u29D9\u29DA\u29DB\u29FC\u29FD\u2E22\u2E23" +
+	"\u2E24\u2E25\u2E26\u2E27\u2E28\u2E29\u2E55\u2E56\u2E57\u2E58\u2E59\u2E5A\u2E5B\u2E5C\u3008\u3009" +
+	"\u300A\u300B\u300C\u300D\u300E\u300F\u3010\u3011\u3014\u3015\u3016\u3017\u3018\u3019\u301A\u301B" +
+	"\uFE59\uFE5A\uFE5B\uFE5C\uFE5D\uFE5E\uFF08\uFF09\uFF3B\uFF3D\uFF5B\uFF5D\uFF5F\uFF60\uFF62\uFF63"
+
+// closingBrackets maps each opening bracket to its closing one; openingBrackets the other way.
+var closingBrackets, openingBrackets = func() (map[rune]rune, map[rune]rune) {
+	closing, opening := map[rune]rune{}, map[rune]rune{}
+	rs := []rune(bracketPairs)
+	for i := 0; i+1 < len(rs); i += 2 {
+		closing[rs[i]], opening[rs[i+1]] = rs[i+1], rs[i]
+	}
+	return closing, opening
+}()
+
+// canonicalBracket maps a bracket to its canonical equivalent (U+2329 and U+232A are
+// U+3008 and U+3009), as BD16 pairs them so.
+func canonicalBracket(r rune) rune {
+	d := []rune(norm.NFD.String(string(r)))
+	return d[0]
+}
+
+// bracketPairsOf finds the bracket pairs of a paragraph (BD16): an opening bracket whose
+// type is still ON pairs with the first later closing bracket of its kind that closes
+// no bracket opened after it; at most 63 may be open at once. The pairs are returned in
+// the order of their opening brackets.
+func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
+	type open struct {
+		closer rune
+		at     int
+	}
+	var stack []open
+	var pairs [][2]int
+	for i, r := range rs {
+		if types[i] != bidi.ON {
+			continue
+		}
+		if c, ok := closingBrackets[r]; ok {
+			if len(stack) == 63 {
+				break
+			}
+			stack = append(stack, open{canonicalBracket(c), i})
+			continue
+		}
+		if _, ok := openingBrackets[r]; !ok {
+			continue
+		}
+		for k := len(stack) - 1; k >= 0; k-- {
+			if stack[k].closer == canonicalBracket(r) {
+				pairs = append(pairs, [2]int{stack[k].at, i})
+				stack = stack[:k]
+				break
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	return pairs
+}
+
+// resolveBrackets applies N0: a bracket pair takes the embedding direction e when the
+// text inside has a strong type of that direction; else, when the text inside has one of
+// the other direction, that direction if the text before the pair has it too, e
+// otherwise; a pair with no strong type inside is left. Marks (NSM before W1) after a
+// bracket so set follow it.
+func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
+	for _, p := range bracketPairsOf(rs, types) {
+		open, closing := p[0], p[1]
+		dir := bidi.ON
+		for _, t := range types[open+1 : closing] {
+			if d, ok := strongDir(t); ok {
+				dir = d
+				if d == e {
+					break
+				}
+			}
+		}
+		if dir == bidi.ON {
+			continue
+		}
+		if dir != e {
+			before := e
+			for k := open - 1; k >= -1; k-- {
+				if k < 0 {
+					before = e // sos: the embedding direction, without embeddings
+					break
+				}
+				if d, ok := strongDir(types[k]); ok {
+					before = d
+					break
+				}
+			}
+			if before != dir {
+				dir = e
+			}
+		}
+		for _, at := range []int{open, closing} {
+			types[at] = dir
+			for k := at + 1; k < len(types) && orig[k] == bidi.NSM; k++ {
+				types[k] = dir
+			}
+		}
+	}
+}
+
+// resolveNeutrals applies N1 and N2: a run of neutrals between two strong types of the
+// same direction takes it (numbers count as R); otherwise it takes the embedding
+// direction e (also the type at the paragraph's start and end).
+func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 	for i := 0; i < len(types); i++ {
 		if _, strong := strongDir(types[i]); strong {
 			continue
@@ -1249,14 +1564,14 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			}
 			j++
 		}
-		before, after := sos, sos
+		before, after := e, e
 		if i > 0 {
 			before, _ = strongDir(types[i-1])
 		}
 		if j < len(types) {
 			after, _ = strongDir(types[j])
 		}
-		dir := sos
+		dir := e
 		if before == after {
 			dir = before
 		}
@@ -1265,8 +1580,13 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 		}
 		i = j - 1
 	}
-	// I1, I2.
-	levels = make([]int8, len(types))
+}
+
+// implicitLevels applies I1 and I2: right-to-left text one level up from left-to-right
+// paragraphs, numbers two; left-to-right text and numbers one level up from
+// right-to-left paragraphs.
+func implicitLevels(types []bidi.Class, paraLevel int8) []int8 {
+	levels := make([]int8, len(types))
 	for i, t := range types {
 		switch {
 		case paraLevel == 0 && t == bidi.R:
@@ -1279,44 +1599,64 @@ func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 			levels[i] = paraLevel
 		}
 	}
-	return levels, paraLevel
+	return levels
 }
 
-// reorderLine puts one line's glyphs (logical order) in visual order, rule L2: from the
-// highest level down to the lowest odd one, every run at that level or higher is
-// reversed. Brackets at odd levels are mirrored (L4).
-func reorderLine(line []glyph) []glyph {
-	out := slices.Clone(line)
+// resetWhitespace applies L1 to a line: segment and paragraph separators, and the white
+// space before them or at the line's end, take the paragraph's level. orig are the
+// characters' own classes.
+func resetWhitespace(orig []bidi.Class, levels []int8, paraLevel int8) {
+	trailing := true
+	for i := len(orig) - 1; i >= 0; i-- {
+		switch {
+		case orig[i] == bidi.S || orig[i] == bidi.B:
+			levels[i], trailing = paraLevel, true
+		case orig[i] == bidi.WS && trailing:
+			levels[i] = paraLevel
+		default:
+			trailing = false
+		}
+	}
+}
+
+// visualOrder returns the indices of a line's characters, given their levels in logical
+// order, in visual (left-to-right) order, rule L2: from the highest level down to the
+// lowest odd one, every run at that level or higher is reversed.
+func visualOrder(levels []int8) []int {
+	order := make([]int, len(levels))
+	for i := range order {
+		order[i] = i
+	}
 	var highest, lowestOdd int8 = 0, 127
-	for _, g := range out {
-		highest = max(highest, g.level)
-		if g.level%2 == 1 {
-			lowestOdd = min(lowestOdd, g.level)
+	for _, l := range levels {
+		highest = max(highest, l)
+		if l%2 == 1 {
+			lowestOdd = min(lowestOdd, l)
 		}
 	}
 	for level := highest; level >= lowestOdd && level > 0; level-- {
-		for i := 0; i < len(out); i++ {
-			if out[i].level < level {
+		for i := 0; i < len(order); i++ {
+			if levels[order[i]] < level {
 				continue
 			}
 			j := i
-			for j < len(out) && out[j].level >= level {
+			for j < len(order) && levels[order[j]] >= level {
 				j++
 			}
-			slices.Reverse(out[i:j])
+			slices.Reverse(order[i:j])
 			i = j
 		}
 	}
-	for i, g := range out {
-		if m, ok := mirrored[g.r]; ok && g.level%2 == 1 {
-			out[i].r = m
-		}
-	}
-	return out
+	return order
 }
 
-// mirrored pairs the brackets drawn mirrored in right-to-left text.
-var mirrored = map[rune]rune{'(': ')', ')': '(', '[': ']', ']': '[', '{': '}', '}': '{', '<': '>', '>': '<', '«': '»', '»': '«'}
+// mirrors reports a character drawn mirrored in right-to-left text (L4): the paired
+// brackets, < > and the guillemets, whose mirror images are their partners.
+func mirrors(r rune) bool {
+	_, closing := closingBrackets[r]
+	_, opening := openingBrackets[r]
+	return closing || opening || strings.ContainsRune("<>«»‹›", r)
+}
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
 // is the isolated form, then come final, initial and medial; n is 2 for a letter that
@@ -1350,10 +1690,15 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // presentation form their neighbours call for (isolated, final, initial, medial) and lam
 // followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
 // Marks (harakat) are skipped over when finding neighbours. Letters outside the basic
-// table (Persian, Urdu additions) keep their plain form.
-func shapeArabic(rs []rune) []rune {
+// table (Persian, Urdu additions) keep their plain form. src gives, for each character
+// out, the index in rs of the character it stands for (of the lam, for a ligature).
+func shapeArabic(rs []rune) (out []rune, src []int32) {
+	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
 	if !slices.ContainsFunc(rs, func(r rune) bool { return r >= 0x0621 && r <= 0x064A }) {
-		return rs
+		for i := range rs {
+			src = append(src, int32(i))
+		}
+		return append(out, rs...), src
 	}
 	joinsBefore := func(r rune) bool { return r == tatweel || arabicForms[r].n >= 2 } // links to the letter before
 	joinsAfter := func(r rune) bool { return r == tatweel || arabicForms[r].n == 4 }  // links to the letter after
@@ -1365,9 +1710,9 @@ func shapeArabic(rs []rune) []rune {
 		}
 		return 0
 	}
-	out := make([]rune, 0, len(rs))
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
+		src = append(src, int32(i))
 		f, ok := arabicForms[r]
 		if !ok {
 			out = append(out, r)
@@ -1396,5 +1741,5 @@ func shapeArabic(rs []rune) []rune {
 			out = append(out, f.first)
 		}
 	}
-	return out
+	return out, src
 }

@@ -295,6 +295,7 @@ func TestExportPDFErrors(t *testing.T) {
 }
 
 func TestContentDisposition(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		title, want, wantName string
 	}{
@@ -646,11 +647,13 @@ func logicalRTL(visual string) string {
 
 // TestExportPDFScripts: every script prints as itself. Chinese, Japanese, Korean,
 // Devanagari, Hebrew and Arabic come from fallback fonts where the Go fonts end; Greek
-// and Cyrillic stay in the Go fonts; an emoji prints as its name. The text layer of
-// right-to-left lines is in visual order (the glyphs are drawn left to right after the
-// bidirectional algorithm reordered them), so the test reverses it; pdftotext instead
-// reorders it back to logical order itself, wrapped in bidi embedding controls.
+// and Cyrillic stay in the Go fonts; an emoji prints as its name. The glyphs of
+// right-to-left lines, read left to right as the Go reader's lines do, are in visual
+// order, so the test reverses them; pdftotext reorders them back to logical order
+// itself, wrapped in bidi embedding controls (TestExportPDFTextLayer checks the text in
+// the order it is written).
 func TestExportPDFScripts(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	fields := []struct{ label, value string }{
 		{"Chinese", "今天天气很好，我们去公园散步。北京是中国的首都。"},
@@ -712,21 +715,29 @@ func TestExportPDFScripts(t *testing.T) {
 		}
 	}
 	t.Run("poppler", func(t *testing.T) {
-		text := strings.Map(func(r rune) rune {
-			if r >= '\u202A' && r <= '\u202E' {
-				return -1 // the embedding controls pdftotext adds around runs
-			}
-			return r
-		}, norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n")))
-		// Word by word: pdftotext's own reordering moves the Arabic comma.
+		text := norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n"))
 		for _, f := range fields {
-			for _, w := range strings.Fields(norm.NFKC.String(cmp.Or(want[f.label], f.value))) {
-				if w = strings.Trim(w, "،"); !strings.Contains(text, w) {
-					t.Errorf("pdftotext lacks %s %q:\n%s", f.label, w, text)
-				}
-			}
+			checkPopplerWords(t, text, f.label, f.value)
 		}
 	})
+}
+
+// checkPopplerWords checks that pdftotext's text holds each word of a value as typed
+// (NFKC), less the embedding controls pdftotext puts around right-to-left runs. Word by
+// word: pdftotext's own reordering moves the Arabic comma.
+func checkPopplerWords(t *testing.T, text, label, value string) {
+	t.Helper()
+	text = strings.Map(func(r rune) rune {
+		if r >= '\u202A' && r <= '\u202E' {
+			return -1
+		}
+		return r
+	}, text)
+	for _, w := range strings.Fields(norm.NFKC.String(value)) {
+		if w = strings.Trim(w, "،"); !strings.Contains(text, w) {
+			t.Errorf("pdftotext lacks %s %q:\n%s", label, w, text)
+		}
+	}
 }
 
 // TestExportPDFPageBreaks: fields continue on new pages without a line below the
@@ -778,6 +789,7 @@ func TestExportPDFPageBreaks(t *testing.T) {
 // TestGoFontsParse: the four Go fonts, compiled in, parse, so that their own character
 // maps decide which characters need a fallback font.
 func TestGoFontsParse(t *testing.T) {
+	t.Parallel()
 	ix := newFontIndex(nil)
 	for _, family := range []string{"GoBold", "GoMedium", "GoItalic", "GoRegular"} {
 		if ix.goFonts[family] == nil {
@@ -789,6 +801,7 @@ func TestGoFontsParse(t *testing.T) {
 // TestPDFFontDirFirst: PDF_FONT_DIR's folders are searched before the system's: a copy
 // of the system's Hebrew font put there under another name is the one embedded.
 func TestPDFFontDirFirst(t *testing.T) {
+	t.Parallel()
 	system := needFallbackFonts(t).fallbackFor('ש', nil)
 	dir := t.TempDir()
 	copyFile(t, system.path, filepath.Join(dir, "Zz-Hebrew-Copy.ttf"))
@@ -805,6 +818,7 @@ func TestPDFFontDirFirst(t *testing.T) {
 // TestExportPDFArabicTextarea: a long Arabic textarea breaks across pages in a frame on
 // each, every word kept in order, each line right-aligned inside its frame.
 func TestExportPDFArabicTextarea(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	sentence := "اللغة العربية هي لغة رسمية في أكثر من عشرين دولة، ويتحدث بها الملايين."
 	var sentences []string
@@ -845,9 +859,11 @@ func TestExportPDFArabicTextarea(t *testing.T) {
 	}
 }
 
-// TestBidiLevels: the embedding levels of the rules implemented (W1–W7, N1–N2, I1–I2)
-// on short lines that each need one of them.
+// TestBidiLevels: the embedding levels of the rules implemented (X9, W1–W7, N0–N2,
+// I1–I2) on short lines that each need one of them; TestBidiConformance runs Unicode's
+// own test data where it is installed.
 func TestBidiLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want []int8
@@ -861,6 +877,8 @@ func TestBidiLevels(t *testing.T) {
 		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
 		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
 		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
+		{"אב (cd) ef", []int8{1, 1, 1, 1, 2, 2, 1, 1, 2, 2}}, // N0: the pair takes the paragraph's direction
+		{"ab \u00ADc", []int8{0, 0, 0, 0, 0}},                // X9: the soft hyphen (BN) takes the level before it
 	} {
 		got, _ := bidiLevels([]rune(tc.text), 0)
 		if !slices.Equal(got, tc.want) {
@@ -872,6 +890,7 @@ func TestBidiLevels(t *testing.T) {
 // TestShapeArabic: each letter takes the form its neighbours call for; hamza joins to
 // nothing, marks are skipped over, lam-alef is one ligature, final after a joining letter.
 func TestShapeArabic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want []rune
@@ -886,7 +905,7 @@ func TestShapeArabic(t *testing.T) {
 		{"abc", []rune("abc")},                   // nothing to shape
 		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
 	} {
-		if got := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
+		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
 		}
 	}
@@ -898,6 +917,7 @@ func TestShapeArabic(t *testing.T) {
 // broken, and spaces at a break are dropped; a soft hyphen prints only at a break; Thai
 // breaks between characters but not after a leading vowel; a mark stays with its base.
 func TestBreakLines(t *testing.T) {
+	t.Parallel()
 	lines := func(s string, width float64) []string {
 		var gs []glyph
 		for _, r := range s {
@@ -944,6 +964,7 @@ func TestBreakLines(t *testing.T) {
 // TestRuneNames: a character without a name of its own prints as its code point; a
 // named one as its name.
 func TestRuneNames(t *testing.T) {
+	t.Parallel()
 	for r, want := range map[rune]string{
 		0x1F642: "[SLIGHTLY SMILING FACE]",
 		0x20000: "[U+20000]", // runenames says "<CJK Ideograph Extension B>"
@@ -958,6 +979,7 @@ func TestRuneNames(t *testing.T) {
 // TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
 // space elsewhere, as are the Unicode line and paragraph separators; text is composed.
 func TestPDFTextLineBreaks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in           string
 		keepNewlines bool
@@ -980,6 +1002,7 @@ func TestPDFTextLineBreaks(t *testing.T) {
 // TestUsedFontsEmptyDescription: an empty description prints nothing, so it does not
 // make the document embed Go Italic.
 func TestUsedFontsEmptyDescription(t *testing.T) {
+	t.Parallel()
 	empty := ""
 	form := FormDetail{Categories: []Category{{Fields: []Field{{Label: "l", Type: "text", Description: &empty}}}}}
 	if used := usedFonts(form); used["GoItalic"] {
@@ -1011,6 +1034,7 @@ func TestExportPDFInvisibleAndEmpty(t *testing.T) {
 // TestExportPDFChineseFont: Chinese is drawn in Droid Sans Fallback, the font made for
 // it, not in a Korean font that happens to cover some Han characters.
 func TestExportPDFChineseFont(t *testing.T) {
+	t.Parallel()
 	needFallbackFonts(t)
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{

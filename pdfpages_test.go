@@ -16,26 +16,29 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// keepForm is a form whose fields start at every height of a page as filler grows: a
-// textarea of filler lines first, then categories H0, H1 ... of fields labelled L0, L1
-// ... (every other one with a description D<n>), of every kind of value: a text V<n>, a
-// textarea whose first line is V<n>, an empty textarea.
-func keepForm(filler int) (FormDetail, map[int64]*string) {
+// keepForm is a form whose fields fall at many heights of its pages: 40 categories H0,
+// H1 ... of one to four fields labelled L1, L2 ... (every other one with a description
+// D<n>), of every kind of value in turn (a text V<n>, a textarea whose first line is
+// V<n>, a date, an empty textarea, a boolean), each category after a textarea of
+// filler lines, fewer or more by the category and seed.
+func keepForm(seed int) (FormDetail, map[int64]*string) {
 	form := FormDetail{Form: Form{ID: 1, Title: "Keep"}}
-	fill := strings.Repeat("filler\n", filler)
-	values := map[int64]*string{0: &fill}
-	form.Categories = append(form.Categories, Category{Fields: []Field{{ID: 0, Label: "Filler", Type: "textarea"}}})
+	values := map[int64]*string{}
 	n := int64(0)
-	for c := range 6 {
+	for c := range 40 {
+		fill := strings.Repeat("filler\n", (c*7+seed)%19)
+		values[-int64(c)-1] = &fill
+		form.Categories = append(form.Categories, Category{Fields: []Field{{ID: -int64(c) - 1, Label: "Filler", Type: "textarea"}}})
 		cat := Category{ID: int64(c + 1), Name: fmt.Sprintf("H%d", c)}
-		for i := range 5 {
+		for range c%4 + 1 {
 			n++
-			fd := Field{ID: n, Label: fmt.Sprintf("L%d", n), Type: []string{"text", "textarea", "date", "textarea", "boolean"}[i]}
+			kind := (n - 1) % 5
+			fd := Field{ID: n, Label: fmt.Sprintf("L%d", n), Type: []string{"text", "textarea", "date", "textarea", "boolean"}[kind]}
 			if n%2 == 0 {
 				fd.Description = ptr(fmt.Sprintf("D%d", n))
 			}
 			v := fmt.Sprintf("V%d", n)
-			switch i {
+			switch kind {
 			case 1:
 				v += "\nsecond line\nthird line"
 			case 3:
@@ -73,19 +76,20 @@ func pagedLines(doc pdfDoc) []pagedLine {
 func TestExportPDFKeepWithNext(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
-	// A line of a textarea is 13.2 pt: 60 steps move the fields through a whole page.
-	for filler := range 60 {
-		form, values := keepForm(filler)
+	// The filler before each category moves its fields to another height of the page;
+	// the seed changes the fillers.
+	for seed := range 4 {
+		form, values := keepForm(seed)
 		var buf bytes.Buffer
 		if err := writeResponsePDF(&buf, form, values, time.Now(), fonts); err != nil {
 			t.Fatal(err)
 		}
 		doc := readPDF(t, buf.Bytes())
-		checkKeptTogether(t, filler, doc)
+		checkKeptTogether(t, seed, doc)
 	}
 }
 
-func checkKeptTogether(t *testing.T, filler int, doc pdfDoc) {
+func checkKeptTogether(t *testing.T, seed int, doc pdfDoc) {
 	t.Helper()
 	lines := pagedLines(doc)
 	for i, l := range lines {
@@ -102,12 +106,12 @@ func checkKeptTogether(t *testing.T, filler int, doc pdfDoc) {
 		for j, w := range want {
 			if w == "" {
 				if !frameUnder(doc.Pages[l.page-1], l.Y) {
-					t.Errorf("filler %d: %q on page %d, its empty frame not under it there", filler, l.Text, l.page)
+					t.Errorf("seed %d: %q on page %d, its empty frame not under it there", seed, l.Text, l.page)
 				}
 				continue
 			}
 			if next := i + 1 + j; next >= len(lines) || !strings.HasPrefix(lines[next].Text, w) || lines[next].page != l.page {
-				t.Errorf("filler %d: %q on page %d, not followed there by %q: %v", filler, l.Text, l.page, w, lines[i+1:min(i+3, len(lines))])
+				t.Errorf("seed %d: %q on page %d, not followed there by %q: %v", seed, l.Text, l.page, w, lines[i+1:min(i+3, len(lines))])
 			}
 		}
 	}
@@ -244,5 +248,30 @@ func TestExportPDFValueDirection(t *testing.T) {
 		case tc.endX != 0 && math.Abs(lines[i].EndX-tc.endX) > 0.5:
 			t.Errorf("%s %q: ends at x %.2f, want %v", tc.label, tc.value, lines[i].EndX, tc.endX)
 		}
+	}
+}
+
+// TestExportPDFContinuedFrame: a textarea continued on a new page starts with its next
+// line of text, not with the blank lines at the break; blank lines inside a page stay.
+func TestExportPDFContinuedFrame(t *testing.T) {
+	t.Parallel()
+	// 51 lines fill the first page's frame (see TestExportPDFTooLong); then blank lines.
+	value := strings.Repeat("x\n", 50) + "last on page one\n\n\n\nfirst on page two\n\nthird"
+	form, values := oneFieldForm("Long", "textarea", value)
+	doc := exportDoc(t, form, values, newFontIndex(nil))
+	if len(doc.Pages) != 2 {
+		t.Fatalf("%d pages, want 2", len(doc.Pages))
+	}
+	page := doc.Pages[1]
+	if len(page.TextLines) == 0 || page.TextLines[0].Text != "first on page two" {
+		t.Fatalf("page 2 lines %v, want to start with \"first on page two\"", page.TextLines)
+	}
+	// The frame's top is 50 pt from the top of the page, its first line 5 pt inside it.
+	top := 841.89 - 50
+	if first := page.TextLines[0]; first.Y < top-5-13.2 {
+		t.Errorf("page 2's first line at y %.2f, below the frame's first line (%.2f to %.2f)", first.Y, top-5-13.2, top-5)
+	}
+	if third := page.TextLines[1]; third.Text != "third" || page.TextLines[0].Y-third.Y < 2*13.2-0.01 {
+		t.Errorf("the blank line inside page 2 is lost: %v", page.TextLines)
 	}
 }

@@ -72,11 +72,15 @@ func popplerLines(t *testing.T, pdf []byte) []string {
 }
 
 // checkPopplerAgrees checks, in a subtest that skips without poppler, that pdftotext
-// reads the same lines as the Go reader.
+// reads the same lines as the Go reader finds typed (a document's /ActualText included).
 func checkPopplerAgrees(t *testing.T, pdf []byte) {
 	t.Helper()
 	t.Run("pdftotext agrees", func(t *testing.T) {
-		want := strings.Join(textLines(t, pdf), "\n")
+		var typed []string
+		for _, l := range readPDF(t, pdf).textLines() {
+			typed = append(typed, l.Typed)
+		}
+		want := strings.Join(typed, "\n")
 		if got := strings.Join(popplerLines(t, pdf), "\n"); got != want {
 			t.Errorf("pdftotext reads:\n%s\n\nthe Go reader:\n%s", got, want)
 		}
@@ -119,7 +123,8 @@ type pdfPage struct {
 // pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
 // the left edge) and the font and size of its first character.
 type pdfTextLine struct {
-	Text    string
+	Text    string // the glyphs' text, left to right
+	Typed   string // the text they stand for (/ActualText), in the order they are shown
 	X, EndX float64
 	Y       float64 // the baseline, in points from the bottom edge
 	Font    string  // BaseFont without its subset prefix, e.g. utf8gobold
@@ -593,10 +598,11 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 		}
 		res, _ := r.resolve(d["Resources"]).(pdfDict)
 		fontRes, _ := r.resolve(res["Font"]).(pdfDict)
-		glyphs, fonts, rects, segments, err := r.showText(content, fontRes)
+		shown, err := r.showText(content, fontRes)
 		if err != nil {
 			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
 		}
+		glyphs, fonts, rects, segments := shown.glyphs, shown.fonts, shown.rects, shown.segments
 		page.TextLines = pdfLines(glyphs)
 		page.Glyphs = glyphs
 		for _, l := range page.TextLines {
@@ -773,13 +779,16 @@ func (f *pdfFont) readCMap(data []byte) error {
 	}
 }
 
-// pdfGlyph is one shown character: its text, where it starts and ends on the baseline,
-// and the font size.
+// pdfGlyph is one shown character: its text, where it starts and ends on the baseline
+// (x left of endX, also for a glyph drawn mirrored), the font size, and the text it
+// stands for: its own, or for the first glyph of a marked-content span with /ActualText
+// the span's (the span's other glyphs stand for nothing).
 type pdfGlyph struct {
 	text       string
 	x, y, endX float64
 	size       float64
 	font       string
+	typed      string
 }
 
 // pdfMatrix is [a b c d e f] of PDF's transformation matrices.
@@ -796,154 +805,240 @@ func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
 	}
 }
 
-// showText runs a content stream's text and path operators and returns the glyphs it
-// shows, the names of the fonts it shows them in, and the rectangles and straight lines
+// pageContent is what a page's content stream shows and draws: its glyphs in the order
+// shown, the names of the fonts it shows them in, and the rectangles and straight lines
 // it draws.
-func (r *pdfReader) showText(content []byte, fontRes pdfDict) ([]pdfGlyph, []string, [][4]float64, [][4]float64, error) {
-	var (
-		rects    [][4]float64
-		segments [][4]float64
-		pathX    float64 // the current point of a path
-		pathY    float64
-		glyphs   []pdfGlyph
-		used     []string
-		stack    []any
-		ctm      = pdfIdentity
-		saved    []pdfMatrix
-		tm, tlm  = pdfIdentity, pdfIdentity
-		font     *pdfFont
-		size     float64
-		leading  float64
-		charSp   float64
-		wordSp   float64
-		hScale   = 1.0
-		numberAt = func(i int) float64 { f, _ := stack[i].(float64); return f }
-	)
-	show := func(s pdfString) error {
-		if font == nil {
-			return fmt.Errorf("text shown without a font")
-		}
-		if !slices.Contains(used, font.name) {
-			used = append(used, font.name)
-		}
-		for i := 0; i+font.codeBytes <= len(s); i += font.codeBytes {
-			c := 0
-			for _, b := range s[i : i+font.codeBytes] {
-				c = c<<8 | int(b)
-			}
-			adv := font.width(c)/1000*size + charSp
-			if font.codeBytes == 1 && c == ' ' {
-				adv += wordSp
-			}
-			adv *= hScale
-			m := tm.mul(ctm)
-			end := pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm).mul(ctm)
-			glyphs = append(glyphs, pdfGlyph{text: font.text(c), x: m[4], y: m[5], endX: end[4], size: size * m[3], font: font.name})
-			tm = pdfMatrix{1, 0, 0, 1, adv, 0}.mul(tm)
-		}
-		return nil
-	}
-	nextLine := func(tx, ty float64) {
-		tlm = pdfMatrix{1, 0, 0, 1, tx, ty}.mul(tlm)
-		tm = tlm
-	}
+type pageContent struct {
+	glyphs   []pdfGlyph
+	fonts    []string
+	rects    [][4]float64
+	segments [][4]float64
+}
+
+// contentReader runs a content stream's operators, keeping the graphics and text state
+// they change.
+type contentReader struct {
+	r       *pdfReader
+	fontRes pdfDict
+	out     pageContent
+	stack   []any // the operands of the next operator
+
+	pathX, pathY float64 // the current point of a path
+	graphicsState
+	saved   []graphicsState // by q, for Q
+	tm, tlm pdfMatrix
+	spans   []int    // per open marked-content sequence, its first glyph; -1 without /ActualText
+	actual  []string // per open marked-content sequence, its /ActualText
+}
+
+// graphicsState is the part of PDF's graphics state the reader keeps: q saves it and Q
+// restores it, the text state (the font among it) included.
+type graphicsState struct {
+	ctm     pdfMatrix
+	font    *pdfFont
+	size    float64
+	leading float64
+	charSp  float64
+	wordSp  float64
+	hScale  float64
+}
+
+// showText runs a content stream's text, path and marked-content operators.
+func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, error) {
+	c := &contentReader{r: r, fontRes: fontRes, graphicsState: graphicsState{ctm: pdfIdentity, hScale: 1}, tm: pdfIdentity, tlm: pdfIdentity}
 	lx := &pdfLexer{data: content}
 	for {
 		v, err := lx.value()
 		if err == errPDFEnd {
-			return glyphs, used, rects, segments, nil
+			return c.out, nil
 		}
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return pageContent{}, err
 		}
 		op, ok := v.(pdfKeyword)
 		if !ok {
-			stack = append(stack, v)
+			c.stack = append(c.stack, v)
 			continue
 		}
-		need := map[pdfKeyword]int{"m": 2, "l": 2, "cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3}[op]
-		if len(stack) < need {
-			return nil, nil, nil, nil, fmt.Errorf("operator %s with %d operands", op, len(stack))
+		need := map[pdfKeyword]int{"m": 2, "l": 2, "re": 4, "cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3, "BDC": 2}[op]
+		if len(c.stack) < need {
+			return pageContent{}, fmt.Errorf("operator %s with %d operands", op, len(c.stack))
 		}
-		switch op {
-		case "m", "l":
-			p := pdfMatrix{1, 0, 0, 1, numberAt(len(stack) - 2), numberAt(len(stack) - 1)}.mul(ctm)
-			if op == "l" {
-				segments = append(segments, [4]float64{pathX, pathY, p[4], p[5]})
-			}
-			pathX, pathY = p[4], p[5]
-		case "re":
-			if len(stack) >= 4 {
-				rects = append(rects, [4]float64{numberAt(len(stack) - 4), numberAt(len(stack) - 3), numberAt(len(stack) - 2), numberAt(len(stack) - 1)})
-			}
-		case "q":
-			saved = append(saved, ctm)
-		case "Q":
-			if len(saved) > 0 {
-				ctm, saved = saved[len(saved)-1], saved[:len(saved)-1]
-			}
-		case "cm":
-			var m pdfMatrix
-			for i := range m {
-				m[i] = numberAt(len(stack) - 6 + i)
-			}
-			ctm = m.mul(ctm)
-		case "BT":
-			tm, tlm = pdfIdentity, pdfIdentity
-		case "Tm":
-			for i := range tlm {
-				tlm[i] = numberAt(len(stack) - 6 + i)
-			}
-			tm = tlm
-		case "Td":
-			nextLine(numberAt(len(stack)-2), numberAt(len(stack)-1))
-		case "TD":
-			leading = -numberAt(len(stack) - 1)
-			nextLine(numberAt(len(stack)-2), numberAt(len(stack)-1))
-		case "T*":
-			nextLine(0, -leading)
-		case "TL":
-			leading = numberAt(len(stack) - 1)
-		case "Tc":
-			charSp = numberAt(len(stack) - 1)
-		case "Tw":
-			wordSp = numberAt(len(stack) - 1)
-		case "Tz":
-			hScale = numberAt(len(stack)-1) / 100
-		case "Tf":
-			name, _ := stack[len(stack)-2].(pdfName)
-			if font, err = r.font(fontRes, string(name)); err != nil {
-				return nil, nil, nil, nil, err
-			}
-			size = numberAt(len(stack) - 1)
-		case "Tj", "'", "\"":
-			if op != "Tj" {
-				nextLine(0, -leading)
-			}
-			s, _ := stack[len(stack)-1].(pdfString)
-			if err := show(s); err != nil {
-				return nil, nil, nil, nil, err
-			}
-		case "TJ":
-			a, _ := stack[len(stack)-1].([]any)
-			for _, e := range a {
-				switch e := e.(type) {
-				case pdfString:
-					if err := show(e); err != nil {
-						return nil, nil, nil, nil, err
-					}
-				case float64:
-					tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * size * hScale, 0}.mul(tm)
-				}
-			}
+		if err := c.run(op); err != nil {
+			return pageContent{}, err
 		}
-		stack = stack[:0]
+		c.stack = c.stack[:0]
 	}
 }
 
+// number is the operand n places from the top of the stack (1 is the last).
+func (c *contentReader) number(n int) float64 {
+	f, _ := c.stack[len(c.stack)-n].(float64)
+	return f
+}
+
+// run runs one operator on the operands stacked.
+func (c *contentReader) run(op pdfKeyword) error {
+	switch op {
+	case "m", "l", "re", "q", "Q", "cm":
+		c.graphics(op)
+	case "BDC", "BMC", "EMC":
+		c.markedContent(op)
+	case "Tf":
+		name, _ := c.stack[len(c.stack)-2].(pdfName)
+		font, err := c.r.font(c.fontRes, string(name))
+		if err != nil {
+			return err
+		}
+		c.font, c.size = font, c.number(1)
+	case "Tj", "'", "\"":
+		if op != "Tj" {
+			c.nextLine(0, -c.leading)
+		}
+		s, _ := c.stack[len(c.stack)-1].(pdfString)
+		return c.show(s)
+	case "TJ":
+		a, _ := c.stack[len(c.stack)-1].([]any)
+		for _, e := range a {
+			switch e := e.(type) {
+			case pdfString:
+				if err := c.show(e); err != nil {
+					return err
+				}
+			case float64:
+				c.tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * c.size * c.hScale, 0}.mul(c.tm)
+			}
+		}
+	default:
+		c.textState(op)
+	}
+	return nil
+}
+
+// graphics runs the path and graphics-state operators the reader knows.
+func (c *contentReader) graphics(op pdfKeyword) {
+	switch op {
+	case "m", "l":
+		p := pdfMatrix{1, 0, 0, 1, c.number(2), c.number(1)}.mul(c.ctm)
+		if op == "l" {
+			c.out.segments = append(c.out.segments, [4]float64{c.pathX, c.pathY, p[4], p[5]})
+		}
+		c.pathX, c.pathY = p[4], p[5]
+	case "re":
+		c.out.rects = append(c.out.rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
+	case "q":
+		c.saved = append(c.saved, c.graphicsState)
+	case "Q":
+		if len(c.saved) > 0 {
+			c.graphicsState, c.saved = c.saved[len(c.saved)-1], c.saved[:len(c.saved)-1]
+		}
+	case "cm":
+		var m pdfMatrix
+		for i := range m {
+			m[i] = c.number(6 - i)
+		}
+		c.ctm = m.mul(c.ctm)
+	}
+}
+
+// markedContent opens and closes marked-content sequences; at the end of one with an
+// /ActualText, its first glyph stands for that text and the others for nothing.
+func (c *contentReader) markedContent(op pdfKeyword) {
+	switch op {
+	case "BDC":
+		props, _ := c.stack[len(c.stack)-1].(pdfDict)
+		if _, ok := props["ActualText"].(pdfString); ok {
+			c.spans = append(c.spans, len(c.out.glyphs))
+			c.actual = append(c.actual, pdfTextString(props["ActualText"].(pdfString)))
+			return
+		}
+		c.spans, c.actual = append(c.spans, -1), append(c.actual, "")
+	case "BMC":
+		c.spans, c.actual = append(c.spans, -1), append(c.actual, "")
+	case "EMC":
+		if len(c.spans) == 0 {
+			return
+		}
+		first, text := c.spans[len(c.spans)-1], c.actual[len(c.actual)-1]
+		c.spans, c.actual = c.spans[:len(c.spans)-1], c.actual[:len(c.actual)-1]
+		if first < 0 {
+			return
+		}
+		for i := first; i < len(c.out.glyphs); i++ {
+			c.out.glyphs[i].typed = ""
+		}
+		if first < len(c.out.glyphs) {
+			c.out.glyphs[first].typed = text
+		}
+	}
+}
+
+// textState runs the operators that set the text matrix and text parameters.
+func (c *contentReader) textState(op pdfKeyword) {
+	switch op {
+	case "BT":
+		c.tm, c.tlm = pdfIdentity, pdfIdentity
+	case "Tm":
+		for i := range c.tlm {
+			c.tlm[i] = c.number(6 - i)
+		}
+		c.tm = c.tlm
+	case "Td":
+		c.nextLine(c.number(2), c.number(1))
+	case "TD":
+		c.leading = -c.number(1)
+		c.nextLine(c.number(2), c.number(1))
+	case "T*":
+		c.nextLine(0, -c.leading)
+	case "TL":
+		c.leading = c.number(1)
+	case "Tc":
+		c.charSp = c.number(1)
+	case "Tw":
+		c.wordSp = c.number(1)
+	case "Tz":
+		c.hScale = c.number(1) / 100
+	}
+}
+
+func (c *contentReader) nextLine(tx, ty float64) {
+	c.tlm = pdfMatrix{1, 0, 0, 1, tx, ty}.mul(c.tlm)
+	c.tm = c.tlm
+}
+
+// show shows a string's glyphs in the current font.
+func (c *contentReader) show(s pdfString) error {
+	font := c.font
+	if font == nil {
+		return fmt.Errorf("text shown without a font")
+	}
+	if !slices.Contains(c.out.fonts, font.name) {
+		c.out.fonts = append(c.out.fonts, font.name)
+	}
+	for i := 0; i+font.codeBytes <= len(s); i += font.codeBytes {
+		code := 0
+		for _, b := range s[i : i+font.codeBytes] {
+			code = code<<8 | int(b)
+		}
+		adv := font.width(code)/1000*c.size + c.charSp
+		if font.codeBytes == 1 && code == ' ' {
+			adv += c.wordSp
+		}
+		adv *= c.hScale
+		m := c.tm.mul(c.ctm)
+		end := pdfMatrix{1, 0, 0, 1, adv, 0}.mul(c.tm).mul(c.ctm)
+		x, endX := min(m[4], end[4]), max(m[4], end[4])
+		text := font.text(code)
+		c.out.glyphs = append(c.out.glyphs, pdfGlyph{text: text, x: x, y: m[5], endX: endX, size: c.size * m[3], font: font.name, typed: text})
+		c.tm = pdfMatrix{1, 0, 0, 1, adv, 0}.mul(c.tm)
+	}
+	return nil
+}
+
 // pdfLines groups glyphs into lines by their baseline, top to bottom, and orders each
-// line's glyphs left to right. A gap wider than a fifth of the font size between two
-// glyphs is a space, as pdftotext reads it. Lines of only spaces are left out.
+// line's glyphs left to right (Typed keeps the order shown). A gap wider than a fifth of
+// the font size between two glyphs is a space, as pdftotext reads it. Lines of only
+// spaces are left out.
 func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	type line struct {
 		y      float64
@@ -967,6 +1062,10 @@ func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	slices.SortStableFunc(lines, func(a, b *line) int { return cmp.Compare(b.y, a.y) })
 	var out []pdfTextLine
 	for _, l := range lines {
+		var typed strings.Builder
+		for _, g := range l.glyphs { // in the order shown
+			typed.WriteString(g.typed)
+		}
 		slices.SortStableFunc(l.glyphs, func(a, b pdfGlyph) int { return cmp.Compare(a.x, b.x) })
 		var b strings.Builder
 		tl := pdfTextLine{X: -1, Y: l.y}
@@ -985,6 +1084,7 @@ func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 				tl.EndX = g.endX
 			}
 		}
+		tl.Typed = strings.Join(strings.Fields(typed.String()), " ")
 		if tl.Text = strings.Join(strings.Fields(b.String()), " "); tl.Text != "" {
 			tl.Font = tl.Font[strings.IndexByte(tl.Font, '+')+1:] // drop the subset prefix
 			out = append(out, tl)

@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // exportDoc writes a form's PDF with the given fonts and reads it back.
@@ -41,8 +47,9 @@ func TestExportPDFBreakCharacters(t *testing.T) {
 	}
 }
 
-// TestExportPDFMarks: a mark is centred over its base, whatever the default place its
-// font gives it; a Thai tone mark over an upper vowel, and stacked accents, are raised
+// TestExportPDFMarks: a mark is drawn over its base (its ink's middle over the base, not
+// at its edge, and a mark no wider than its base not starting before it), whatever the
+// default place its font gives it (a keycap's frame is centred on the 1 before it); a Thai tone mark over an upper vowel, and stacked accents, are raised
 // clear of the mark below; a mark at the start of a line is drawn over a no-break space
 // right of the margin, not over the margin.
 func TestExportPDFMarks(t *testing.T) {
@@ -58,6 +65,7 @@ func TestExportPDFMarks(t *testing.T) {
 		{"stacked accents", "q\u0308\u0304", 'q', []rune{'\u0308', '\u0304'}},
 		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}},
 		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}},
+		{"keycap", "1\uFE0F\u20E3", '1', []rune{'\u20E3'}},
 	} {
 		form, values := oneFieldForm("T", "text", tc.value)
 		doc := exportDoc(t, form, values, fonts)
@@ -80,9 +88,10 @@ func TestExportPDFMarks(t *testing.T) {
 			}
 			g := gs[mi]
 			box := markBoxOf(t, fonts, g.font, m)
-			inkMid := g.x + (box.minX+box.maxX)/2*g.size
-			if mid := (base.x + base.endX) / 2; math.Abs(inkMid-mid) > 0.05 {
-				t.Errorf("%s: %U centred at x %.2f, its base %q at %.2f", tc.name, m, inkMid, tc.base, mid)
+			inkLeft, inkMid := g.x+box.minX*g.size, g.x+(box.minX+box.maxX)/2*g.size
+			narrow := (box.maxX-box.minX)*g.size <= base.endX-base.x
+			if inkMid <= base.x || inkMid >= base.endX || narrow && inkLeft < base.x-0.01 {
+				t.Errorf("%s: %U's ink from x %.2f, its middle at %.2f, not over its base %q, %.2f to %.2f", tc.name, m, inkLeft, inkMid, tc.base, base.x, base.endX)
 			}
 			bottom, top := g.y-base.y+box.bottom*g.size, g.y-base.y+box.top*g.size
 			if bottom < below {
@@ -145,4 +154,103 @@ func TestExportPDFFallbackStyles(t *testing.T) {
 			t.Errorf("%s drawn in %q, want %q", tc.char, got, tc.fonts)
 		}
 	}
+}
+
+// TestExportPDFTextLayer: each value's text layer, read in the order it is shown with
+// /ActualText, is what was typed: right-to-left words and runs in logical order, brackets
+// as typed (drawn mirrored), Arabic letters rather than their presentation forms, an
+// emoji rather than its printed name. Only the lam-alef ligature stays a presentation
+// form (see drawCell), equal once normalised (NFKC). Where installed, pdftotext (which
+// reads /ActualText and orders by position) and MuPDF (which reads the order shown) are
+// checked on the lines they read right.
+func TestExportPDFTextLayer(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	values := []string{
+		"(ID 42) signed דוד כהן",
+		"שלום (עולם) 12",
+		"מחיר 50% [הנחה]",
+		"السلام عليكم، مرحبا بالعالم",
+		"Thanks 🙂 a lot",
+		"भारत एक विशाल देश है, ठीक।",
+		"ไปเที่ยว ปั้น",
+	}
+	form := FormDetail{Form: Form{ID: 1, Title: "Text layer"}, Categories: []Category{{ID: 1}}}
+	vals := map[int64]*string{}
+	for i := range values {
+		form.Categories[0].Fields = append(form.Categories[0].Fields, Field{ID: int64(i + 1), Label: "F", Type: "text"})
+		vals[int64(i+1)] = &values[i]
+	}
+	var buf bytes.Buffer
+	if err := writeResponsePDF(&buf, form, vals, time.Now(), fonts); err != nil {
+		t.Fatal(err)
+	}
+	doc := readPDF(t, buf.Bytes())
+	for _, g := range doc.Pages[0].Glyphs {
+		// The digits, Latin and brackets are the Go fonts' (spaces may be the fallback
+		// font's before them), also after a bracket drawn mirrored (whose saved
+		// graphics state, the font included, ends with it).
+		if g.text != " " && g.text < "\u0080" && !strings.Contains(g.font, "utf8go") {
+			t.Errorf("%q shown in %s, not in a Go font", g.text, g.font)
+		}
+	}
+	var typed []string
+	for _, l := range doc.textLines() {
+		if l.Text != "F:" && l.Text != "Text layer" {
+			typed = append(typed, norm.NFKC.String(l.Typed))
+		}
+	}
+	for i, v := range values {
+		if i >= len(typed) || typed[i] != norm.NFKC.String(v) {
+			t.Errorf("value %d: text layer %q, want %q", i, typed[min(i, len(typed)-1)], v)
+		}
+	}
+	t.Run("pdftotext", func(t *testing.T) {
+		// pdftotext orders a right-to-left paragraph with numbers or brackets by its
+		// own rules (it starts "שלום (עולם) 12" with the 12): lines without those.
+		checkReaderText(t, "pdftotext", popplerTool(t, buf.Bytes(), "pdftotext"),
+			values[0], values[4], values[5], values[6], "بالعالم", "عليكم", "مرحبا")
+	})
+	t.Run("mutool", func(t *testing.T) {
+		// MuPDF reads the order shown, but starts a new line where the text goes back
+		// left (a right-to-left paragraph's runs), and does not read /ActualText.
+		text := mutoolText(t, buf.Bytes())
+		checkReaderText(t, "MuPDF", text, values[0], values[5], values[6])
+		checkReaderText(t, "MuPDF, its lines joined", strings.ReplaceAll(text, "\n", ""), values[1])
+	})
+}
+
+// checkReaderText checks that a reader's text, less the bidi controls pdftotext puts
+// around right-to-left runs and normalised (NFKC), holds each of want.
+func checkReaderText(t *testing.T, reader, text string, want ...string) {
+	t.Helper()
+	text = norm.NFKC.String(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Bidi_Control, r) {
+			return -1
+		}
+		return r
+	}, text))
+	for _, w := range want {
+		if !strings.Contains(text, norm.NFKC.String(w)) {
+			t.Errorf("%s lacks %q:\n%s", reader, w, text)
+		}
+	}
+}
+
+// mutoolText is MuPDF's text of a PDF (mutool draw -F txt); it skips the test where
+// mupdf-tools is not installed.
+func mutoolText(t *testing.T, pdf []byte) string {
+	t.Helper()
+	if _, err := exec.LookPath("mutool"); err != nil {
+		t.Skipf("mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
+	}
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mutool", "draw", "-q", "-F", "txt", path).Output()
+	if err != nil {
+		t.Fatalf("mutool: %v", err)
+	}
+	return string(out)
 }
