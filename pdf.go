@@ -775,7 +775,7 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		brk := 0 // the last break opportunity: the line may end before gs[brk]
 		n := 0
 		for n < len(gs) {
-			if n > 0 && canBreak(gs[n-1].r, gs[n].r) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
+			if n > 0 && canBreakAt(gs, n) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
 				brk = n
 			}
 			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !isMark(gs[n].r) {
@@ -829,6 +829,23 @@ func canBreak(a, b rune) bool {
 	return breaksAnywhere(a) || breaksAnywhere(b)
 }
 
+// canBreakAt reports whether a line may break before gs[n]: canBreak of the characters
+// either side, and not before the Thai consonant that closes a syllable whose vowel
+// calls for one (mai han-akat ั and maitaikhu ็, a tone mark between: ปั้|น).
+func canBreakAt(gs []glyph, n int) bool {
+	if !canBreak(gs[n-1].r, gs[n].r) {
+		return false
+	}
+	if gs[n].r >= 0x0E01 && gs[n].r <= 0x0E2E { // a Thai consonant
+		k := n - 1
+		if k > 0 && gs[k].r >= 0x0E48 && gs[k].r <= 0x0E4B { // a tone mark
+			k--
+		}
+		return gs[k].r != '\u0E31' && gs[k].r != '\u0E47'
+	}
+	return true
+}
+
 // isMark reports a combining mark, drawn on the character before it.
 func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) }
 
@@ -836,7 +853,8 @@ func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.
 // where a line may break between any two characters: Chinese, Japanese and Thai. For Thai
 // this is a rule without a dictionary: it may break inside a word, but never after a
 // leading vowel (noBreakAfter), nor before a mark, a following vowel or a repetition mark
-// (noBreakBefore), so that no syllable loses its vowel.
+// (noBreakBefore), so that no syllable loses its vowel, nor before the final consonant
+// that mai han-akat and maitaikhu call for (canBreakAt).
 func breaksAnywhere(r rune) bool {
 	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
 		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF || // CJK and full-width punctuation
