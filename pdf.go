@@ -118,7 +118,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		}
 	}()
 	pdf := newPDF(form, now)
-	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
+	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}, variants: map[string]bool{}, variantOf: map[string]*fallbackFont{}}
 	l.newPage()
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
@@ -256,6 +256,10 @@ func (l *pdfLayout) ruleY(value paragraph) float64 {
 	baseline := foot - lineHeight(value.size)/2 + 0.3*value.size
 	depth := 0.0
 	for _, g := range value.lines[len(value.lines)-1].glyphs {
+		if f := l.variantOf[g.font]; f != nil {
+			depth = max(depth, f.depth)
+			continue
+		}
 		depth = max(depth, l.fonts.depth(g.font))
 	}
 	return max(foot, baseline+depth*value.size+1)
@@ -282,13 +286,17 @@ type pdfLayout struct {
 	pdf   *fpdf.Fpdf
 	fonts *fontIndex
 	added map[*fallbackFont]bool // fallback fonts already in this document
-	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
-	names int                    // letters of character names printed, against pdfNameBudget
-	font  string                 // the font selected (setFont), and its size
-	size  float64
-	at    []float64 // drawLine's, kept for the next line
-	pos   []int     // drawLine's, kept for the next line
-	err   error     // errPDFTooLong, wrapped, once a page past the bound was asked for
+	// variants are the families of the fallback fonts' variants (joinedForm) tried in
+	// this document, true where added; variantOf gives the font of each one added.
+	variants  map[string]bool
+	variantOf map[string]*fallbackFont
+	sb        sfnt.Buffer // for cmap look-ups in the Go fonts
+	names     int         // letters of character names printed, against pdfNameBudget
+	font      string      // the font selected (setFont), and its size
+	size      float64
+	at        []float64 // drawLine's, kept for the next line
+	pos       []int     // drawLine's, kept for the next line
+	err       error     // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
@@ -465,9 +473,10 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 // themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
 // right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
 // in right-to-left text is drawn as typed, mirrored (L4), so that its text is the bracket
-// typed. Where a cell's characters are not what was typed (Arabic presentation forms,
-// the name of an emoji, U+FFFD), a marked-content span gives the typed text as its
-// /ActualText, for the readers that read it (poppler, Acrobat).
+// typed. Arabic letters are the letters typed, drawn in their joined forms from variants
+// of their font (joinedForm). Where a cell's characters are not what was typed (the name
+// of an emoji, U+FFFD, a soft hyphen's hyphen), a marked-content span gives the typed
+// text as its /ActualText, for the readers that read it (poppler, Acrobat).
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
 	at := l.at[:0]   // each glyph's x
@@ -607,10 +616,179 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			}
 			continue
 		}
-		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
 		prev, last = f, drawn
+		if joined, ok := l.joinedForm(drawn, r, typed, src[i], chars); ok {
+			gs = append(gs, joined...)
+			continue
+		}
+		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
 	}
 	return gs
+}
+
+// joinedForm draws an Arabic presentation form r (shapeArabic's, for the typed letter at
+// src) as the letter typed, in a variant of font f whose character map gives each letter
+// the glyph of that form (variant): the text layer then holds the letters, not the
+// forms, for every reader. ok is false where r is no such form (a lam-alef ligature,
+// which stands for two letters, stays the ligature) or f has no such variant; r is then
+// drawn as it is.
+func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32, chars int8) (gs []glyph, ok bool) {
+	if r < 0xFE70 || r > 0xFEFF || chars != 1 {
+		return nil, false
+	}
+	letter := typed[src]
+	form, ok := arabicForms[letter]
+	if !ok || r < form.first || r > form.first+3 {
+		return nil, false
+	}
+	kind := [4]string{"", "fina", "init", "medi"}[r-form.first]
+	if kind == "" {
+		return []glyph{{r: letter, font: f.family, src: src, chars: chars}}, f.covers(letter)
+	}
+	family, ok := l.variant(f, kind)
+	return []glyph{{r: letter, font: family, src: src, chars: chars}}, ok
+}
+
+// variant adds to the document, once, the variant of fallback font f whose character
+// map gives each Arabic letter the glyph of its final, initial or medial form (kind
+// "fina", "init", "medi"). ok is false where the font cannot be read again.
+func (l *pdfLayout) variant(f *fallbackFont, kind string) (family string, ok bool) {
+	family = f.family + kind
+	if done, seen := l.variants[family]; seen {
+		return family, done
+	}
+	l.variants[family] = false
+	ttf, err := os.ReadFile(f.path)
+	if err != nil {
+		return family, false
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return family, false
+	}
+	var sb sfnt.Buffer
+	glyphOf := func(r rune) sfnt.GlyphIndex {
+		g, err := sf.GlyphIndex(&sb, r)
+		if err != nil {
+			return 0
+		}
+		return g
+	}
+	cmap := map[rune]sfnt.GlyphIndex{}
+	for c := rune(0x20); c <= 0xFFFF; c++ {
+		if f.covers(c) {
+			cmap[c] = glyphOf(c)
+		}
+	}
+	offset := map[string]rune{"fina": 1, "init": 2, "medi": 3}[kind]
+	for letter, form := range arabicForms {
+		if form.n >= 2 && offset == 1 || form.n == 4 {
+			if g := glyphOf(form.first + offset); g != 0 {
+				cmap[letter] = g
+			}
+		}
+	}
+	variant, err := withCmap(ttf, cmap)
+	if err != nil {
+		return family, false
+	}
+	l.pdf.AddUTF8FontFromBytes(family, "", variant)
+	l.variants[family], l.variantOf[family] = true, f
+	return family, true
+}
+
+// withCmap returns a TrueType font file like ttf but for its character map, which is
+// cmap: a single format 4 subtable (Windows, Unicode BMP), the one fpdf reads. The other
+// tables are kept as they are; fpdf does not check the table checksums.
+func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
+	if len(ttf) < 12 {
+		return nil, errors.New("font too short")
+	}
+	n := int(binary.BigEndian.Uint16(ttf[4:]))
+	if 12+16*n > len(ttf) {
+		return nil, errors.New("font table directory too short")
+	}
+	table := cmapFormat4(cmap)
+	out := slices.Clone(ttf)
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	found := false
+	for i := range n {
+		rec := out[12+16*i:]
+		if string(rec[:4]) == "cmap" {
+			binary.BigEndian.PutUint32(rec[8:], uint32(len(out)))
+			binary.BigEndian.PutUint32(rec[12:], uint32(len(table)))
+			found = true
+		}
+	}
+	if !found {
+		return nil, errors.New("font has no cmap")
+	}
+	return append(out, table...), nil
+}
+
+// cmapFormat4 encodes a character map as a cmap table of one format 4 subtable: a
+// segment per run of characters whose glyphs follow on from each other, with the closing
+// segment at U+FFFF.
+func cmapFormat4(cmap map[rune]sfnt.GlyphIndex) []byte {
+	chars := make([]rune, 0, len(cmap))
+	for c, g := range cmap {
+		if c <= 0xFFFE && g != 0 {
+			chars = append(chars, c)
+		}
+	}
+	slices.Sort(chars)
+	type segment struct{ start, end rune }
+	var segs []segment
+	for _, c := range chars {
+		if k := len(segs) - 1; k >= 0 && segs[k].end == c-1 && int(cmap[c])-int(c) == int(cmap[segs[k].start])-int(segs[k].start) {
+			segs[k].end = c
+			continue
+		}
+		segs = append(segs, segment{c, c})
+	}
+	segs = append(segs, segment{0xFFFF, 0xFFFF})
+	segCount := len(segs)
+	search := 1
+	for search*2 <= segCount {
+		search *= 2
+	}
+	entry := 0
+	for 1<<(entry+1) <= search {
+		entry++
+	}
+	u16 := func(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+	sub := u16(nil, 4)
+	sub = u16(sub, 16+8*segCount) // length
+	sub = u16(sub, 0)             // language
+	sub = u16(sub, 2*segCount)
+	sub = u16(sub, 2*search)
+	sub = u16(sub, entry)
+	sub = u16(sub, 2*segCount-2*search)
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.end))
+	}
+	sub = u16(sub, 0) // reserved
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.start))
+	}
+	for _, sg := range segs {
+		delta := 1 // U+FFFF to glyph 0
+		if sg.start != 0xFFFF {
+			delta = int(cmap[sg.start]) - int(sg.start)
+		}
+		sub = u16(sub, delta&0xFFFF)
+	}
+	for range segs {
+		sub = u16(sub, 0) // idRangeOffset: none, idDelta alone
+	}
+	table := u16(nil, 0)  // version
+	table = u16(table, 1) // one subtable
+	table = u16(table, 3) // Windows
+	table = u16(table, 1) // Unicode BMP
+	table = binary.BigEndian.AppendUint32(table, 12)
+	return append(table, sub...)
 }
 
 // measure sets each glyph's advance, run by run, so that the font changes once per run.
