@@ -472,8 +472,8 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 // (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
 // themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
 // right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
-// in right-to-left text is drawn as typed, mirrored (L4), so that its text is the bracket
-// typed. Arabic letters are the letters typed, drawn in their joined forms from variants
+// in right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from a
+// mirrored variant of its font. Arabic letters are the letters typed, drawn in their joined forms from variants
 // of their font (joinedForm). Where a cell's characters are not what was typed (the name
 // of an emoji, U+FFFD, a soft hyphen's hyphen), a marked-content span gives the typed
 // text as its /ActualText, for the readers that read it (poppler, Acrobat).
@@ -509,9 +509,15 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	for _, g := range gs {
 		run.WriteRune(g.r)
 	}
-	// The font first: one selected inside the mirroring's saved graphics state (q ... Q)
-	// would be forgotten after it.
-	l.setFont(gs[0].font, size)
+	font := gs[0].font
+	if gs[0].level%2 == 1 && mirrorOf(gs[0].r) != 0 {
+		// A bracket in right-to-left text: the character typed, drawn with the glyph of
+		// its partner (L4) from the font's mirrored variant.
+		if family, ok := l.mirrored(font); ok {
+			font = family
+		}
+	}
+	l.setFont(font, size)
 	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
 	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
 	// it were drawn, which reverses the pair.
@@ -524,11 +530,6 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		}
 	}
 	g := gs[0]
-	if mirrors(g.r) && g.level%2 == 1 {
-		l.pdf.TransformBegin()
-		l.pdf.TransformMirrorHorizontal(x + g.w/2)
-		defer l.pdf.TransformEnd()
-	}
 	// The baseline where fpdf's cells put it, 0.3 of the size below the line's middle.
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
 	l.pdf.Text(x+float64(g.dx), y-float64(g.rise)+lineHeight(size)/2+0.3*size, run.String())
@@ -647,6 +648,56 @@ func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32,
 	}
 	family, ok := l.variant(f, kind)
 	return []glyph{{r: letter, font: family, src: src, chars: chars}}, ok
+}
+
+// mirrored adds to the document, once, the mirrored variant of a font family (a Go font
+// or a fallback font): a font whose character map gives each character mirrorOf knows
+// the glyph of its partner, and has no other characters. ok is false where the font
+// cannot be read again.
+func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
+	variant = family + "mirrored"
+	if done, seen := l.variants[variant]; seen {
+		return variant, done
+	}
+	l.variants[variant] = false
+	ttf := goFontTTF(family)
+	if f := l.fonts.byName[family]; f != nil {
+		var err error
+		if ttf, err = os.ReadFile(f.path); err != nil {
+			return variant, false
+		}
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return variant, false
+	}
+	var sb sfnt.Buffer
+	cmap := map[rune]sfnt.GlyphIndex{}
+	for _, r := range []rune(bracketPairs + "<>«»‹›") {
+		if g, err := sf.GlyphIndex(&sb, mirrorOf(r)); err == nil && g != 0 {
+			cmap[r] = g
+		}
+	}
+	font, err := withCmap(ttf, cmap)
+	if err != nil {
+		return variant, false
+	}
+	l.pdf.AddUTF8FontFromBytes(variant, "", font)
+	l.variants[variant] = true
+	if f := l.fonts.byName[family]; f != nil {
+		l.variantOf[variant] = f
+	}
+	return variant, true
+}
+
+// goFontTTF is the font file of a Go font family, nil for another family.
+func goFontTTF(family string) []byte {
+	for _, f := range pdfFonts {
+		if f.family == family {
+			return f.ttf
+		}
+	}
+	return nil
 }
 
 // variant adds to the document, once, the variant of fallback font f whose character
@@ -1841,12 +1892,17 @@ func visualOrder(levels []int8) []int {
 	return order
 }
 
-// mirrors reports a character drawn mirrored in right-to-left text (L4): the paired
-// brackets, < > and the guillemets, whose mirror images are their partners.
-func mirrors(r rune) bool {
-	_, closing := closingBrackets[r]
-	_, opening := openingBrackets[r]
-	return closing || opening || strings.ContainsRune("<>«»‹›", r)
+// mirrorOf is the partner of a character drawn mirrored in right-to-left text (L4): of
+// the paired brackets, < > and the guillemets; 0 for others.
+func mirrorOf(r rune) rune {
+	if c, ok := closingBrackets[r]; ok {
+		return c
+	}
+	if o, ok := openingBrackets[r]; ok {
+		return o
+	}
+	pairs := map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
+	return pairs[r]
 }
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
