@@ -123,6 +123,9 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
 	for _, c := range form.Categories {
+		if l.err != nil {
+			break // past pdfMaxPages: the rest would not be drawn
+		}
 		fields := make([]fieldBlock, len(c.Fields))
 		for i, fd := range c.Fields {
 			value := ""
@@ -221,14 +224,14 @@ func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
 // keepHeight is the height of what must share a page: the label, the description, and
 // the first line of the value, or the top of the frame (its least height) for a textarea.
 func (b fieldBlock) keepHeight() float64 {
-	h := b.label.height() + lineHeight(11)
+	h := b.label.height()
 	if b.hasDescription {
 		h += b.description.height()
 	}
 	if b.textarea {
-		h += pdfMinBoxHeight - lineHeight(11)
+		return h + pdfMinBoxHeight
 	}
-	return h
+	return h + lineHeight(11)
 }
 
 // field prints a laid-out field, starting a new page first when its label would be parted
