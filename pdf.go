@@ -890,8 +890,12 @@ func typedText(typed []rune, gs []glyph) string {
 	return b.String()
 }
 
-// markGap is the space left between two marks stacked over one base, in em.
-const markGap = 0.05
+// markGap is the space left between two marks stacked over one base, in em; markStack
+// is how high marks are stacked at most, in em above the baseline.
+const (
+	markGap   = 0.05
+	markStack = 1.5
+)
 
 // placeMarks puts each mark of a paragraph (logical order, measured) over its base, where
 // the font gives the mark no advance of its own: fpdf cannot read a font's positioning
@@ -927,7 +931,9 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 			continue // below the baseline or through it: not stacked
 		}
 		rise := 0.0
-		if stackTop > 0 && stackTop+markGap > box.bottom {
+		// Raised only up to a stack of markStack em: a longer run of marks on one base
+		// (hostile text) would otherwise climb over the lines above.
+		if stackTop > 0 && stackTop+markGap > box.bottom && stackTop < markStack {
 			rise = stackTop + markGap - box.bottom
 		}
 		gs[i].rise = float32(rise * size)
@@ -1010,7 +1016,9 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 			if n > 0 && canBreakAt(gs, n) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
 				brk = n
 			}
-			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !isMark(gs[n].r) {
+			// A word too long for a line breaks before the character that would overflow,
+			// but for a mark without an advance (Mn, Me), which stays with its base.
+			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !unicode.In(gs[n].r, unicode.Mn, unicode.Me) {
 				break
 			}
 			if gs[n].r != softHyphen {

@@ -959,9 +959,10 @@ func TestBreakLines(t *testing.T) {
 		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
 		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
 		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
-		{"abc\u0301d", 3, []string{"abc\u0301", "d"}}, // a mark stays with its base
-		{"กินแมว", 4, []string{"กิน", "แมว"}},         // Thai: never a break after a leading vowel (แ)
-		{"กา ปั้น", 5, []string{"กา", "ปั้น"}},        // nor before the final consonant after ั (and a tone mark)
+		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
+		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long
+		{"กินแมว", 4, []string{"กิน", "แมว"}},                                       // Thai: never a break after a leading vowel (แ)
+		{"กา ปั้น", 5, []string{"กา", "ปั้น"}},                                      // nor before the final consonant after ั (and a tone mark)
 	} {
 		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
 			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)

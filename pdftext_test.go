@@ -258,3 +258,21 @@ func mutoolText(t *testing.T, pdf []byte) string {
 	}
 	return string(out)
 }
+
+// TestExportPDFMarkStack: a long run of marks on one base (hostile text) is raised only
+// so far, not over the lines above.
+func TestExportPDFMarkStack(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	form, values := oneFieldForm("T", "text", "q"+strings.Repeat("\u0301", 40))
+	doc := exportDoc(t, form, values, fonts)
+	var base float64
+	for _, g := range doc.Pages[0].Glyphs {
+		switch {
+		case g.text == "q":
+			base = g.y
+		case g.text == "\u0301" && g.y-base > markStack*g.size:
+			t.Fatalf("a mark raised %.1f pt over its base's baseline, more than %v em", g.y-base, markStack)
+		}
+	}
+}
