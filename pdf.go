@@ -637,7 +637,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 // which stands for two letters, stays the ligature) or f has no such variant; r is then
 // drawn as it is.
 func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32, chars int8) (gs []glyph, ok bool) {
-	if r < 0xFE70 || r > 0xFEFF || chars != 1 {
+	if !(r >= 0xFB50 && r <= 0xFDFF || r >= 0xFE70 && r <= 0xFEFF) || chars != 1 {
 		return nil, false
 	}
 	letter := typed[src]
@@ -1925,7 +1925,8 @@ type arabicForm struct {
 	n     int
 }
 
-// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A).
+// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A) and of
+// the Persian and Urdu letters most used.
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -1936,6 +1937,12 @@ var arabicForms = map[rune]arabicForm{
 	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
 	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
 	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
+	// Persian and Urdu letters, from Arabic Presentation Forms-A (noon ghunna, written at
+	// the end of a word, has only its isolated and final forms there).
+	0x0679: {0xFB66, 4}, 0x067E: {0xFB56, 4}, 0x0686: {0xFB7A, 4}, 0x0688: {0xFB88, 2},
+	0x0691: {0xFB8C, 2}, 0x0698: {0xFB8A, 2}, 0x06A9: {0xFB8E, 4}, 0x06AF: {0xFB92, 4},
+	0x06BA: {0xFB9E, 2}, 0x06BE: {0xFBAA, 4}, 0x06C1: {0xFBA6, 4}, 0x06CC: {0xFBFC, 4},
+	0x06D2: {0xFBAE, 2},
 }
 
 // lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
@@ -1947,12 +1954,12 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // shapeArabic replaces the Arabic letters of a paragraph (logical order) by the
 // presentation form their neighbours call for (isolated, final, initial, medial) and lam
 // followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
-// Marks (harakat) are skipped over when finding neighbours. Letters outside the basic
-// table (Persian, Urdu additions) keep their plain form. src gives, for each character
+// Marks (harakat) are skipped over when finding neighbours. Letters outside the table
+// keep their plain form. src gives, for each character
 // out, the index in rs of the character it stands for (of the lam, for a ligature).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
 	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
-	if !slices.ContainsFunc(rs, func(r rune) bool { return r >= 0x0621 && r <= 0x064A }) {
+	if !slices.ContainsFunc(rs, func(r rune) bool { _, ok := arabicForms[r]; return ok }) {
 		for i := range rs {
 			src = append(src, int32(i))
 		}

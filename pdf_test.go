@@ -911,6 +911,7 @@ func TestShapeArabic(t *testing.T) {
 		{"سلام", []rune{0xFEB3, 0xFEFC, 0xFEE1}}, // lam-alef, final
 		{"abc", []rune("abc")},                   // nothing to shape
 		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
+		{"پی", []rune{0xFB58, 0xFBFD}},           // Persian: peh initial, Farsi yeh final (Forms-A)
 	} {
 		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
