@@ -123,11 +123,14 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		}
 	}()
 	pdf := newPDF(form, now)
-	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}}
+	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}, variants: map[string]bool{}, variantOf: map[string]*fallbackFont{}}
 	l.newPage()
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
 	for _, c := range form.Categories {
+		if l.err != nil {
+			break // past pdfMaxPages: the rest would not be drawn
+		}
 		fields := make([]fieldBlock, len(c.Fields))
 		for i, fd := range c.Fields {
 			value := ""
@@ -226,14 +229,14 @@ func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
 // keepHeight is the height of what must share a page: the label, the description, and
 // the first line of the value, or the top of the frame (its least height) for a textarea.
 func (b fieldBlock) keepHeight() float64 {
-	h := b.label.height() + lineHeight(11)
+	h := b.label.height()
 	if b.hasDescription {
 		h += b.description.height()
 	}
 	if b.textarea {
-		h += pdfMinBoxHeight - lineHeight(11)
+		return h + pdfMinBoxHeight
 	}
-	return h
+	return h + lineHeight(11)
 }
 
 // field prints a laid-out field, starting a new page first when its label would be parted
@@ -261,6 +264,10 @@ func (l *pdfLayout) ruleY(value paragraph) float64 {
 	baseline := foot - lineHeight(value.size)/2 + 0.3*value.size
 	depth := 0.0
 	for _, g := range value.lines[len(value.lines)-1].glyphs {
+		if f := l.variantOf[g.font]; f != nil {
+			depth = max(depth, f.depth)
+			continue
+		}
 		depth = max(depth, l.fonts.depth(g.font))
 	}
 	return max(foot, baseline+depth*value.size+1)
@@ -287,13 +294,17 @@ type pdfLayout struct {
 	pdf   *fpdf.Fpdf
 	fonts *fontIndex
 	added map[*fallbackFont]bool // fallback fonts already in this document
-	sb    sfnt.Buffer            // for cmap look-ups in the Go fonts
-	names int                    // letters of character names printed, against pdfNameBudget
-	font  string                 // the font selected (setFont), and its size
-	size  float64
-	at    []float64 // drawLine's, kept for the next line
-	pos   []int     // drawLine's, kept for the next line
-	err   error     // errPDFTooLong, wrapped, once a page past the bound was asked for
+	// variants are the families of the fallback fonts' variants (joinedForm) tried in
+	// this document, true where added; variantOf gives the font of each one added.
+	variants  map[string]bool
+	variantOf map[string]*fallbackFont
+	sb        sfnt.Buffer // for cmap look-ups in the Go fonts
+	names     int         // letters of character names printed, against pdfNameBudget
+	font      string      // the font selected (setFont), and its size
+	size      float64
+	at        []float64 // drawLine's, kept for the next line
+	pos       []int     // drawLine's, kept for the next line
+	err       error     // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
@@ -469,10 +480,11 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 // (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
 // themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
 // right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
-// in right-to-left text is drawn as typed, mirrored (L4), so that its text is the bracket
-// typed. Where a cell's characters are not what was typed (Arabic presentation forms,
-// the name of an emoji, U+FFFD), a marked-content span gives the typed text as its
-// /ActualText, for the readers that read it (poppler, Acrobat).
+// in right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from a
+// mirrored variant of its font. Arabic letters are the letters typed, drawn in their joined forms from variants
+// of their font (joinedForm). Where a cell's characters are not what was typed (the name
+// of an emoji, U+FFFD, a soft hyphen's hyphen), a marked-content span gives the typed
+// text as its /ActualText, for the readers that read it (poppler, Acrobat).
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
 	at := l.at[:0]   // each glyph's x
@@ -505,9 +517,15 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	for _, g := range gs {
 		run.WriteRune(g.r)
 	}
-	// The font first: one selected inside the mirroring's saved graphics state (q ... Q)
-	// would be forgotten after it.
-	l.setFont(gs[0].font, size)
+	font := gs[0].font
+	if gs[0].level%2 == 1 && mirrorOf(gs[0].r) != 0 {
+		// A bracket in right-to-left text: the character typed, drawn with the glyph of
+		// its partner (L4) from the font's mirrored variant.
+		if family, ok := l.mirrored(font); ok {
+			font = family
+		}
+	}
+	l.setFont(font, size)
 	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
 	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
 	// it were drawn, which reverses the pair.
@@ -520,11 +538,6 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		}
 	}
 	g := gs[0]
-	if mirrors(g.r) && g.level%2 == 1 {
-		l.pdf.TransformBegin()
-		l.pdf.TransformMirrorHorizontal(x + g.w/2)
-		defer l.pdf.TransformEnd()
-	}
 	// The baseline where fpdf's cells put it, 0.3 of the size below the line's middle.
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
 	l.pdf.Text(x+float64(g.dx), y-float64(g.rise)+lineHeight(size)/2+0.3*size, run.String())
@@ -612,10 +625,229 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			}
 			continue
 		}
-		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
 		prev, last = f, drawn
+		if joined, ok := l.joinedForm(drawn, r, typed, src[i], chars); ok {
+			gs = append(gs, joined...)
+			continue
+		}
+		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
 	}
 	return gs
+}
+
+// joinedForm draws an Arabic presentation form r (shapeArabic's, for the typed letter at
+// src) as the letter typed, in a variant of font f whose character map gives each letter
+// the glyph of that form (variant): the text layer then holds the letters, not the
+// forms, for every reader. ok is false where r is no such form (a lam-alef ligature,
+// which stands for two letters, stays the ligature) or f has no such variant; r is then
+// drawn as it is.
+func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32, chars int8) (gs []glyph, ok bool) {
+	if !(r >= 0xFB50 && r <= 0xFDFF || r >= 0xFE70 && r <= 0xFEFF) || chars != 1 {
+		return nil, false
+	}
+	letter := typed[src]
+	form, ok := arabicForms[letter]
+	if !ok || r < form.first || r > form.first+3 {
+		return nil, false
+	}
+	kind := [4]string{"", "fina", "init", "medi"}[r-form.first]
+	if kind == "" {
+		return []glyph{{r: letter, font: f.family, src: src, chars: chars}}, f.covers(letter)
+	}
+	family, ok := l.variant(f, kind)
+	return []glyph{{r: letter, font: family, src: src, chars: chars}}, ok
+}
+
+// mirrored adds to the document, once, the mirrored variant of a font family (a Go font
+// or a fallback font): a font whose character map gives each character mirrorOf knows
+// the glyph of its partner, and has no other characters. ok is false where the font
+// cannot be read again.
+func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
+	variant = family + "mirrored"
+	if done, seen := l.variants[variant]; seen {
+		return variant, done
+	}
+	l.variants[variant] = false
+	ttf := goFontTTF(family)
+	if f := l.fonts.byName[family]; f != nil {
+		var err error
+		if ttf, err = os.ReadFile(f.path); err != nil {
+			return variant, false
+		}
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return variant, false
+	}
+	var sb sfnt.Buffer
+	cmap := map[rune]sfnt.GlyphIndex{}
+	for _, r := range []rune(bracketPairs + "<>«»‹›") {
+		if g, err := sf.GlyphIndex(&sb, mirrorOf(r)); err == nil && g != 0 {
+			cmap[r] = g
+		}
+	}
+	font, err := withCmap(ttf, cmap)
+	if err != nil {
+		return variant, false
+	}
+	l.pdf.AddUTF8FontFromBytes(variant, "", font)
+	l.variants[variant] = true
+	if f := l.fonts.byName[family]; f != nil {
+		l.variantOf[variant] = f
+	}
+	return variant, true
+}
+
+// goFontTTF is the font file of a Go font family, nil for another family.
+func goFontTTF(family string) []byte {
+	for _, f := range pdfFonts {
+		if f.family == family {
+			return f.ttf
+		}
+	}
+	return nil
+}
+
+// variant adds to the document, once, the variant of fallback font f whose character
+// map gives each Arabic letter the glyph of its final, initial or medial form (kind
+// "fina", "init", "medi"). ok is false where the font cannot be read again.
+func (l *pdfLayout) variant(f *fallbackFont, kind string) (family string, ok bool) {
+	family = f.family + kind
+	if done, seen := l.variants[family]; seen {
+		return family, done
+	}
+	l.variants[family] = false
+	ttf, err := os.ReadFile(f.path)
+	if err != nil {
+		return family, false
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return family, false
+	}
+	var sb sfnt.Buffer
+	glyphOf := func(r rune) sfnt.GlyphIndex {
+		g, err := sf.GlyphIndex(&sb, r)
+		if err != nil {
+			return 0
+		}
+		return g
+	}
+	cmap := map[rune]sfnt.GlyphIndex{}
+	for c := rune(0x20); c <= 0xFFFF; c++ {
+		if f.covers(c) {
+			cmap[c] = glyphOf(c)
+		}
+	}
+	offset := map[string]rune{"fina": 1, "init": 2, "medi": 3}[kind]
+	for letter, form := range arabicForms {
+		if form.n >= 2 && offset == 1 || form.n == 4 {
+			if g := glyphOf(form.first + offset); g != 0 {
+				cmap[letter] = g
+			}
+		}
+	}
+	variant, err := withCmap(ttf, cmap)
+	if err != nil {
+		return family, false
+	}
+	l.pdf.AddUTF8FontFromBytes(family, "", variant)
+	l.variants[family], l.variantOf[family] = true, f
+	return family, true
+}
+
+// withCmap returns a TrueType font file like ttf but for its character map, which is
+// cmap: a single format 4 subtable (Windows, Unicode BMP), the one fpdf reads. The other
+// tables are kept as they are; fpdf does not check the table checksums.
+func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
+	if len(ttf) < 12 {
+		return nil, errors.New("font too short")
+	}
+	n := int(binary.BigEndian.Uint16(ttf[4:]))
+	if 12+16*n > len(ttf) {
+		return nil, errors.New("font table directory too short")
+	}
+	table := cmapFormat4(cmap)
+	out := slices.Clone(ttf)
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	found := false
+	for i := range n {
+		rec := out[12+16*i:]
+		if string(rec[:4]) == "cmap" {
+			binary.BigEndian.PutUint32(rec[8:], uint32(len(out)))
+			binary.BigEndian.PutUint32(rec[12:], uint32(len(table)))
+			found = true
+		}
+	}
+	if !found {
+		return nil, errors.New("font has no cmap")
+	}
+	return append(out, table...), nil
+}
+
+// cmapFormat4 encodes a character map as a cmap table of one format 4 subtable: a
+// segment per run of characters whose glyphs follow on from each other, with the closing
+// segment at U+FFFF.
+func cmapFormat4(cmap map[rune]sfnt.GlyphIndex) []byte {
+	chars := make([]rune, 0, len(cmap))
+	for c, g := range cmap {
+		if c <= 0xFFFE && g != 0 {
+			chars = append(chars, c)
+		}
+	}
+	slices.Sort(chars)
+	type segment struct{ start, end rune }
+	var segs []segment
+	for _, c := range chars {
+		if k := len(segs) - 1; k >= 0 && segs[k].end == c-1 && int(cmap[c])-int(c) == int(cmap[segs[k].start])-int(segs[k].start) {
+			segs[k].end = c
+			continue
+		}
+		segs = append(segs, segment{c, c})
+	}
+	segs = append(segs, segment{0xFFFF, 0xFFFF})
+	segCount := len(segs)
+	search := 1
+	for search*2 <= segCount {
+		search *= 2
+	}
+	entry := 0
+	for 1<<(entry+1) <= search {
+		entry++
+	}
+	u16 := func(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+	sub := u16(nil, 4)
+	sub = u16(sub, 16+8*segCount) // length
+	sub = u16(sub, 0)             // language
+	sub = u16(sub, 2*segCount)
+	sub = u16(sub, 2*search)
+	sub = u16(sub, entry)
+	sub = u16(sub, 2*segCount-2*search)
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.end))
+	}
+	sub = u16(sub, 0) // reserved
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.start))
+	}
+	for _, sg := range segs {
+		delta := 1 // U+FFFF to glyph 0
+		if sg.start != 0xFFFF {
+			delta = int(cmap[sg.start]) - int(sg.start)
+		}
+		sub = u16(sub, delta&0xFFFF)
+	}
+	for range segs {
+		sub = u16(sub, 0) // idRangeOffset: none, idDelta alone
+	}
+	table := u16(nil, 0)  // version
+	table = u16(table, 1) // one subtable
+	table = u16(table, 3) // Windows
+	table = u16(table, 1) // Unicode BMP
+	table = binary.BigEndian.AppendUint32(table, 12)
+	return append(table, sub...)
 }
 
 // measure sets each glyph's advance, run by run, so that the font changes once per run.
@@ -663,8 +895,12 @@ func typedText(typed []rune, gs []glyph) string {
 	return b.String()
 }
 
-// markGap is the space left between two marks stacked over one base, in em.
-const markGap = 0.05
+// markGap is the space left between two marks stacked over one base, in em; markStack
+// is how high marks are stacked at most, in em above the baseline.
+const (
+	markGap   = 0.05
+	markStack = 1.5
+)
 
 // placeMarks puts each mark of a paragraph (logical order, measured) over its base, where
 // the font gives the mark no advance of its own: fpdf cannot read a font's positioning
@@ -700,7 +936,9 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 			continue // below the baseline or through it: not stacked
 		}
 		rise := 0.0
-		if stackTop > 0 && stackTop+markGap > box.bottom {
+		// Raised only up to a stack of markStack em: a longer run of marks on one base
+		// (hostile text) would otherwise climb over the lines above.
+		if stackTop > 0 && stackTop+markGap > box.bottom && stackTop < markStack {
 			rise = stackTop + markGap - box.bottom
 		}
 		gs[i].rise = float32(rise * size)
@@ -780,10 +1018,12 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		brk := 0 // the last break opportunity: the line may end before gs[brk]
 		n := 0
 		for n < len(gs) {
-			if n > 0 && canBreak(gs[n-1].r, gs[n].r) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
+			if n > 0 && canBreakAt(gs, n) && (gs[n-1].r != softHyphen || w+gs[n-1].w <= width) {
 				brk = n
 			}
-			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !isMark(gs[n].r) {
+			// A word too long for a line breaks before the character that would overflow,
+			// but for a mark without an advance (Mn, Me), which stays with its base.
+			if w+gs[n].w > width && gs[n].r != ' ' && gs[n].r != softHyphen && n > 0 && !unicode.In(gs[n].r, unicode.Mn, unicode.Me) {
 				break
 			}
 			if gs[n].r != softHyphen {
@@ -834,6 +1074,23 @@ func canBreak(a, b rune) bool {
 	return breaksAnywhere(a) || breaksAnywhere(b)
 }
 
+// canBreakAt reports whether a line may break before gs[n]: canBreak of the characters
+// either side, and not before the Thai consonant that closes a syllable whose vowel
+// calls for one (mai han-akat ั and maitaikhu ็, a tone mark between: ปั้|น).
+func canBreakAt(gs []glyph, n int) bool {
+	if !canBreak(gs[n-1].r, gs[n].r) {
+		return false
+	}
+	if gs[n].r >= 0x0E01 && gs[n].r <= 0x0E2E { // a Thai consonant
+		k := n - 1
+		if k > 0 && gs[k].r >= 0x0E48 && gs[k].r <= 0x0E4B { // a tone mark
+			k--
+		}
+		return gs[k].r != '\u0E31' && gs[k].r != '\u0E47'
+	}
+	return true
+}
+
 // isMark reports a combining mark, drawn on the character before it.
 func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) }
 
@@ -841,7 +1098,8 @@ func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.
 // where a line may break between any two characters: Chinese, Japanese and Thai. For Thai
 // this is a rule without a dictionary: it may break inside a word, but never after a
 // leading vowel (noBreakAfter), nor before a mark, a following vowel or a repetition mark
-// (noBreakBefore), so that no syllable loses its vowel.
+// (noBreakBefore), so that no syllable loses its vowel, nor before the final consonant
+// that mai han-akat and maitaikhu call for (canBreakAt).
 func breaksAnywhere(r rune) bool {
 	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
 		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF || // CJK and full-width punctuation
@@ -1650,12 +1908,17 @@ func visualOrder(levels []int8) []int {
 	return order
 }
 
-// mirrors reports a character drawn mirrored in right-to-left text (L4): the paired
-// brackets, < > and the guillemets, whose mirror images are their partners.
-func mirrors(r rune) bool {
-	_, closing := closingBrackets[r]
-	_, opening := openingBrackets[r]
-	return closing || opening || strings.ContainsRune("<>«»‹›", r)
+// mirrorOf is the partner of a character drawn mirrored in right-to-left text (L4): of
+// the paired brackets, < > and the guillemets; 0 for others.
+func mirrorOf(r rune) rune {
+	if c, ok := closingBrackets[r]; ok {
+		return c
+	}
+	if o, ok := openingBrackets[r]; ok {
+		return o
+	}
+	pairs := map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
+	return pairs[r]
 }
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
@@ -1667,7 +1930,8 @@ type arabicForm struct {
 	n     int
 }
 
-// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A).
+// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A) and of
+// the Persian and Urdu letters most used.
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -1678,6 +1942,12 @@ var arabicForms = map[rune]arabicForm{
 	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
 	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
 	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
+	// Persian and Urdu letters, from Arabic Presentation Forms-A (noon ghunna, written at
+	// the end of a word, has only its isolated and final forms there).
+	0x0679: {0xFB66, 4}, 0x067E: {0xFB56, 4}, 0x0686: {0xFB7A, 4}, 0x0688: {0xFB88, 2},
+	0x0691: {0xFB8C, 2}, 0x0698: {0xFB8A, 2}, 0x06A9: {0xFB8E, 4}, 0x06AF: {0xFB92, 4},
+	0x06BA: {0xFB9E, 2}, 0x06BE: {0xFBAA, 4}, 0x06C1: {0xFBA6, 4}, 0x06CC: {0xFBFC, 4},
+	0x06D2: {0xFBAE, 2},
 }
 
 // lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
@@ -1689,12 +1959,12 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // shapeArabic replaces the Arabic letters of a paragraph (logical order) by the
 // presentation form their neighbours call for (isolated, final, initial, medial) and lam
 // followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
-// Marks (harakat) are skipped over when finding neighbours. Letters outside the basic
-// table (Persian, Urdu additions) keep their plain form. src gives, for each character
+// Marks (harakat) are skipped over when finding neighbours. Letters outside the table
+// keep their plain form. src gives, for each character
 // out, the index in rs of the character it stands for (of the lam, for a ligature).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
 	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
-	if !slices.ContainsFunc(rs, func(r rune) bool { return r >= 0x0621 && r <= 0x064A }) {
+	if !slices.ContainsFunc(rs, func(r rune) bool { _, ok := arabicForms[r]; return ok }) {
 		for i := range rs {
 			src = append(src, int32(i))
 		}

@@ -83,10 +83,17 @@ func TestExportPDFContent(t *testing.T) {
 		t.Errorf("embedded fonts %q, want %q", doc.Fonts, want)
 	}
 
-	// docs/SPEC.md §4's layout, in points: the margin 50, the content 500 wide (50 to
-	// 550). Title 18 pt bold and centred, category names 14 pt bold, labels
-	// 12 pt semi-bold, descriptions 9 pt italic, values 11 pt regular.
-	page := doc.Pages[0]
+	checkContentStyles(t, doc.Pages[0])
+	checkContentRules(t, doc.Pages[0])
+	t.Run("poppler", func(t *testing.T) { checkContentPoppler(t, pdf, want) })
+}
+
+// checkContentStyles checks TestExportPDFContent's lines against docs/SPEC.md §4's
+// layout, in points: the margin 50, the content 500 wide (50 to 550). Title 18 pt bold
+// and centred, category names 14 pt bold, labels 12 pt semi-bold, descriptions 9 pt
+// italic, values 11 pt regular.
+func checkContentStyles(t *testing.T, page pdfPage) {
+	t.Helper()
 	style := map[string]struct {
 		font string
 		size float64
@@ -129,6 +136,11 @@ func TestExportPDFContent(t *testing.T) {
 	for text := range style {
 		t.Errorf("no line %q on the page", text)
 	}
+}
+
+// checkContentRules checks TestExportPDFContent's rules and frame.
+func checkContentRules(t *testing.T, page pdfPage) {
+	t.Helper()
 	// A line 500 wide under every value but the textarea's: ten of the eleven fields.
 	rules := 0
 	for _, sg := range page.Segments {
@@ -143,24 +155,26 @@ func TestExportPDFContent(t *testing.T) {
 	if len(page.Rects) != 1 || page.Rects[0][0] != 50 || page.Rects[0][2] != 500 || math.Abs(page.Rects[0][3]) < 30 {
 		t.Errorf("frames %v, want one at x 50, 500 wide, at least 30 high", page.Rects)
 	}
+}
 
-	t.Run("poppler", func(t *testing.T) {
-		if got := popplerLines(t, pdf); strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("pdftotext:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+// checkContentPoppler checks TestExportPDFContent's document with poppler's tools.
+func checkContentPoppler(t *testing.T, pdf []byte, want []string) {
+	t.Helper()
+	if got := popplerLines(t, pdf); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pdftotext:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	info := popplerTool(t, pdf, "pdfinfo")
+	for _, want := range []string{"Title:           Café Inspection Straße Ж Ω ’", "Pages:           1", "Page size:       595.28 x 841.89 pts (A4)"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("pdfinfo lacks %q:\n%s", want, info)
 		}
-		info := popplerTool(t, pdf, "pdfinfo")
-		for _, want := range []string{"Title:           Café Inspection Straße Ж Ω ’", "Pages:           1", "Page size:       595.28 x 841.89 pts (A4)"} {
-			if !strings.Contains(info, want) {
-				t.Errorf("pdfinfo lacks %q:\n%s", want, info)
-			}
+	}
+	fonts := popplerTool(t, pdf, "pdffonts")
+	for _, name := range []string{"gobold", "gomedium", "goitalic", "goregular"} {
+		if !regexp.MustCompile(`(?m)^\S*` + name + `\s+CID TrueType\s+Identity-H\s+yes`).MatchString(fonts) {
+			t.Errorf("font %s not embedded:\n%s", name, fonts)
 		}
-		fonts := popplerTool(t, pdf, "pdffonts")
-		for _, name := range []string{"gobold", "gomedium", "goitalic", "goregular"} {
-			if !regexp.MustCompile(`(?m)^\S*` + name + `\s+CID TrueType\s+Identity-H\s+yes`).MatchString(fonts) {
-				t.Errorf("font %s not embedded:\n%s", name, fonts)
-			}
-		}
-	})
+	}
 }
 
 // TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
@@ -705,21 +719,30 @@ func TestExportPDFScripts(t *testing.T) {
 			t.Errorf("%s: text layer %q, want %q", f.label, got, wantText)
 		}
 	}
-	if strings.Contains(doc.text(), "\uFE8D") == false || strings.Contains(doc.text(), "\u0627") {
-		t.Errorf("Arabic is not in its presentation forms:\n%s", doc.text())
-	}
-	for _, font := range []string{"utf8droidsansfallbackfull", "utf8nanumgothic", "utf8notosanshebrewregular",
-		"utf8notosansarabicregular", "utf8notosansdevanagariregular", "utf8goregular"} {
-		if !slices.Contains(doc.Fonts, font) {
-			t.Errorf("font %s not embedded: %q", font, doc.Fonts)
-		}
-	}
+	checkScriptFonts(t, doc)
 	t.Run("poppler", func(t *testing.T) {
 		text := norm.NFKC.String(strings.Join(popplerLines(t, pdf), "\n"))
 		for _, f := range fields {
 			checkPopplerWords(t, text, f.label, f.value)
 		}
 	})
+}
+
+// checkScriptFonts checks TestExportPDFScripts' fonts: each script's fallback font, and
+// Arabic letters in their joined forms, drawn as the letters typed from variants of the
+// font whose character maps give each letter its form (final, initial, medial).
+func checkScriptFonts(t *testing.T, doc pdfDoc) {
+	t.Helper()
+	if strings.ContainsFunc(doc.text(), func(r rune) bool { return r >= 0xFE80 && r <= 0xFEF4 }) {
+		t.Errorf("Arabic letters in the text layer as presentation forms:\n%s", doc.text())
+	}
+	for _, font := range []string{"utf8droidsansfallbackfull", "utf8nanumgothic", "utf8notosanshebrewregular",
+		"utf8notosansarabicregular", "utf8notosansarabicregularinit", "utf8notosansarabicregularmedi",
+		"utf8notosansarabicregularfina", "utf8notosansdevanagariregular", "utf8goregular"} {
+		if !slices.Contains(doc.Fonts, font) {
+			t.Errorf("font %s not embedded: %q", font, doc.Fonts)
+		}
+	}
 }
 
 // checkPopplerWords checks that pdftotext's text holds each word of a value as typed
@@ -904,6 +927,7 @@ func TestShapeArabic(t *testing.T) {
 		{"سلام", []rune{0xFEB3, 0xFEFC, 0xFEE1}}, // lam-alef, final
 		{"abc", []rune("abc")},                   // nothing to shape
 		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
+		{"پی", []rune{0xFB58, 0xFBFD}},           // Persian: peh initial, Farsi yeh final (Forms-A)
 	} {
 		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
@@ -952,8 +976,10 @@ func TestBreakLines(t *testing.T) {
 		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
 		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
 		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
-		{"abc\u0301d", 3, []string{"abc\u0301", "d"}}, // a mark stays with its base
-		{"กินแมว", 4, []string{"กิน", "แมว"}},         // Thai: never a break after a leading vowel (แ)
+		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
+		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long
+		{"กินแมว", 4, []string{"กิน", "แมว"}},                                       // Thai: never a break after a leading vowel (แ)
+		{"กา ปั้น", 5, []string{"กา", "ปั้น"}},                                      // nor before the final consonant after ั (and a tone mark)
 	} {
 		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
 			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)

@@ -183,7 +183,8 @@ func TestExportPDFRuleBelowDescenders(t *testing.T) {
 }
 
 // glyphDepth is how far a drawn character reaches below the baseline, in em, read from
-// its font file.
+// its font file; for an Arabic letter, drawn in one of its forms from a variant of the
+// font (utf8<font>init ...), the deepest of its forms.
 func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	t.Helper()
 	var sf *sfnt.Font
@@ -193,7 +194,9 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 		}
 	}
 	for _, f := range fonts.fallbacks {
-		if strings.HasSuffix(g.font, "utf8"+strings.ToLower(f.family)) {
+		name := "utf8" + strings.ToLower(f.family)
+		if strings.HasSuffix(g.font, name) || strings.HasSuffix(g.font, name+"init") ||
+			strings.HasSuffix(g.font, name+"medi") || strings.HasSuffix(g.font, name+"fina") {
 			ttf, err := os.ReadFile(f.path)
 			if err != nil {
 				t.Fatal(err)
@@ -208,16 +211,24 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	}
 	var sb sfnt.Buffer
 	r, _ := utf8.DecodeRuneInString(g.text)
-	gi, err := sf.GlyphIndex(&sb, r)
-	if err != nil {
-		t.Fatal(err)
+	chars := []rune{r}
+	if form, ok := arabicForms[r]; ok {
+		chars = append(chars, form.first, form.first+1, form.first+2, form.first+3)
 	}
 	em := fixed.I(int(sf.UnitsPerEm()))
-	b, _, err := sf.GlyphBounds(&sb, gi, em, font.HintingNone)
-	if err != nil {
-		t.Fatal(err)
+	depth := 0.0
+	for _, c := range chars {
+		gi, err := sf.GlyphIndex(&sb, c)
+		if err != nil || gi == 0 {
+			continue
+		}
+		b, _, err := sf.GlyphBounds(&sb, gi, em, font.HintingNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		depth = max(depth, float64(b.Max.Y)/float64(em))
 	}
-	return float64(b.Max.Y) / float64(em)
+	return depth
 }
 
 // TestExportPDFValueDirection: a value without letters (a number, a date, Yes) takes
