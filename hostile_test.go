@@ -187,6 +187,21 @@ func TestHostile(t *testing.T) {
 			}
 			return repeatGETs(c, "/api/forms/"+itoa(f.ID)+"/responses", 8)
 		}},
+		{"clients that never read a large PDF", func(c *hostileChild, s setup) func() {
+			var id struct{ ResponseID int64 }
+			field := itoa(s.form.Categories[1].Fields[0].ID) // the textarea
+			c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("a long line of text\n", 5000)}}, &id)
+			for range 60 {
+				c.rawConn("GET /api/responses/" + itoa(id.ResponseID) + "/export/pdf HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			}
+			return func() {}
+		}},
+		{"the form list of many long titles, read at once", func(c *hostileChild, s setup) func() {
+			for range 100 {
+				c.post("POST", "/api/forms", map[string]any{"title": strings.Repeat("T", maxTitleChars), "description": strings.Repeat("D", maxDescriptionChars)}, nil)
+			}
+			return repeatGETs(c, "/api/forms", 8)
+		}},
 		{"a body of a hundred thousand empty categories", func(c *hostileChild, s setup) func() {
 			body := `{"title":"t","categories":[` + strings.Repeat("{},", 100_000) + `{}]}`
 			return repeatRaw(c, "POST", "/api/forms", body, 6)
