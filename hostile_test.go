@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +50,7 @@ type hostileChild struct {
 	addr string
 }
 
-func startHostileChild(t *testing.T) *hostileChild {
+func startHostileChild(t *testing.T, env ...string) *hostileChild {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("peak memory is read from /proc (Linux)")
@@ -61,6 +62,7 @@ func startHostileChild(t *testing.T) *hostileChild {
 	cmd := exec.Command(bin)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(cmd.Dir, "forms.db"))
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -153,17 +155,38 @@ func TestHostile(t *testing.T) {
 		form     FormDetail
 		response int64
 	}
+	// The summaries' attacks need a tracker and a model: the fakes of mantis_test.go
+	// and summaries_test.go, and a Maildir holding one message nested 14,000 deep.
+	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
+	model := &fakeModel{t: t, answer: "The summary."}
+	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
+	defer ts.Close()
+	defer ms.Close()
+	prompts := t.TempDir()
+	writeFile(t, filepath.Join(prompts, "tracker.txt"), "$DATE $TRACKER_TICKETS")
+	writeFile(t, filepath.Join(prompts, "email.txt"), "$DATE $EMAILS")
+	maildir := t.TempDir()
+	for _, sub := range []string{"new", "cur", "tmp"} {
+		os.Mkdir(filepath.Join(maildir, sub), 0o755)
+	}
+	writeFile(t, filepath.Join(maildir, "new", fmt.Sprintf("%d.M1P1.host", time.Now().Unix())), nestedMessage(14_000))
+	summaryEnv := []string{"TRACKER_API_ENDPOINT=" + ts.URL + "/api/rest", "TRACKER_API_KEY=" + testTrackerKey,
+		"GENAI_API_KEY=" + testModelKey, "GENAI_BASE_URL=" + ms.URL + "/v1", "GENAI_MODEL=test-model",
+		"TRACKER_PROMPT_FILE=" + filepath.Join(prompts, "tracker.txt"), "EMAIL_PROMPT_FILE=" + filepath.Join(prompts, "email.txt"),
+		"MAILDIR=" + maildir}
+
 	attacks := []struct {
 		name   string
+		env    []string
 		attack func(c *hostileChild, s setup) (stop func())
 	}{
-		{"PDF of characters that print as their names", func(c *hostileChild, s setup) func() {
+		{"PDF of characters that print as their names", nil, func(c *hostileChild, s setup) func() {
 			var id struct{ ResponseID int64 }
 			field := itoa(s.form.Categories[0].Fields[0].ID)
 			c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("\U0001FBA9", maxValueChars)}}, &id)
 			return repeatGETs(c, "/api/responses/"+itoa(id.ResponseID)+"/export/pdf", 4)
 		}},
-		{"clients that never read a large list and CSV", func(c *hostileChild, s setup) func() {
+		{"clients that never read a large list and CSV", nil, func(c *hostileChild, s setup) func() {
 			field := itoa(s.form.Categories[0].Fields[0].ID)
 			for range 60 {
 				c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("v", 100_000)}}, nil)
@@ -177,7 +200,7 @@ func TestHostile(t *testing.T) {
 			}
 			return func() {}
 		}},
-		{"a long label repeated in every listed response", func(c *hostileChild, s setup) func() {
+		{"a long label repeated in every listed response", nil, func(c *hostileChild, s setup) func() {
 			var f FormDetail
 			c.post("POST", "/api/forms", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{
 				map[string]any{"label": strings.Repeat("L", maxLabelChars), "type": "text"}}}}}, &f)
@@ -187,7 +210,7 @@ func TestHostile(t *testing.T) {
 			}
 			return repeatGETs(c, "/api/forms/"+itoa(f.ID)+"/responses", 8)
 		}},
-		{"clients that never read a large PDF", func(c *hostileChild, s setup) func() {
+		{"clients that never read a large PDF", nil, func(c *hostileChild, s setup) func() {
 			var id struct{ ResponseID int64 }
 			field := itoa(s.form.Categories[1].Fields[0].ID) // the textarea
 			c.post("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("a long line of text\n", 5000)}}, &id)
@@ -196,17 +219,44 @@ func TestHostile(t *testing.T) {
 			}
 			return func() {}
 		}},
-		{"the form list of many long titles, read at once", func(c *hostileChild, s setup) func() {
+		{"the form list of many long titles, read at once", nil, func(c *hostileChild, s setup) func() {
 			for range 100 {
 				c.post("POST", "/api/forms", map[string]any{"title": strings.Repeat("T", maxTitleChars), "description": strings.Repeat("D", maxDescriptionChars)}, nil)
 			}
 			return repeatGETs(c, "/api/forms", 8)
 		}},
-		{"a body of a hundred thousand empty categories", func(c *hostileChild, s setup) func() {
+		{"thirty callers of the on-demand tracker summary at once", summaryEnv, func(c *hostileChild, s setup) func() {
+			stop := repeatGETs(c, "/api/tracker-summary", 30)
+			return func() {
+				stop()
+				if n := len(model.calls()); n != 1 || len(tracker.requestedPages()) != 1 {
+					c.t.Errorf("%d model calls and tracker pages %v for thirty callers within 30 s, want one walk and one call", n, tracker.requestedPages())
+				}
+			}
+		}},
+		{"an e-mail nested fourteen thousand multiparts deep", summaryEnv, func(c *hostileChild, s setup) func() {
+			c.post("POST", "/api/email-summaries/generate", nil, nil)
+			return func() {
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					var page struct{ Total int }
+					c.post("GET", "/api/email-summaries", nil, &page)
+					if page.Total == 1 {
+						return
+					}
+					if time.Now().After(deadline) {
+						c.t.Error("the e-mail job did not finish within 10 s")
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}},
+		{"a body of a hundred thousand empty categories", nil, func(c *hostileChild, s setup) func() {
 			body := `{"title":"t","categories":[` + strings.Repeat("{},", 100_000) + `{}]}`
 			return repeatRaw(c, "POST", "/api/forms", body, 6)
 		}},
-		{"a thousand PDF requests at once", func(c *hostileChild, s setup) func() {
+		{"a thousand PDF requests at once", nil, func(c *hostileChild, s setup) func() {
 			var wg sync.WaitGroup
 			for range 1000 {
 				wg.Go(func() {
@@ -219,7 +269,7 @@ func TestHostile(t *testing.T) {
 			}
 			return wg.Wait
 		}},
-		{"uploads that stall short of their end", func(c *hostileChild, s setup) func() {
+		{"uploads that stall short of their end", nil, func(c *hostileChild, s setup) func() {
 			chunk := `{"title":"` + strings.Repeat("x", maxBodyBytes-100)
 			for range 300 {
 				conn := c.rawConn(fmt.Sprintf("POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes))
@@ -227,12 +277,12 @@ func TestHostile(t *testing.T) {
 			}
 			return func() {}
 		}},
-		{"values nested ten thousand deep", func(c *hostileChild, s setup) func() {
+		{"values nested ten thousand deep", nil, func(c *hostileChild, s setup) func() {
 			deep := strings.Repeat("[", 9990) + strings.Repeat("1,", 200_000) + "1" + strings.Repeat("]", 9990)
 			body := `{"values":{"` + itoa(s.form.Categories[0].Fields[0].ID) + `":` + deep + `}}`
 			return repeatRaw(c, "POST", "/api/forms/"+itoa(s.form.ID)+"/responses", body, 4)
 		}},
-		{"headers sent a byte at a time", func(c *hostileChild, s setup) func() {
+		{"headers sent a byte at a time", nil, func(c *hostileChild, s setup) func() {
 			for range 400 {
 				conn := c.rawConn("GET /api/forms HTTP/1.1\r\nHost: localhost\r\n")
 				go func() {
@@ -249,7 +299,7 @@ func TestHostile(t *testing.T) {
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			c := startHostileChild(t)
+			c := startHostileChild(t, a.env...)
 			var s setup
 			c.post("POST", "/api/forms", fullForm(), &s.form)
 			c.post("GET", "/api/forms/"+itoa(s.form.ID), nil, &s.form)
@@ -289,6 +339,22 @@ func TestHostile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nestedMessage is a message of depth multiparts, each holding the next, the last a
+// plain-text part: the class of mail that once cost the reader time quadratic in depth.
+func nestedMessage(depth int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "From: a@example.com\r\nTo: b@example.com\r\nSubject: deep\r\nDate: %s\r\nMIME-Version: 1.0\r\n",
+		time.Now().Format(time.RFC1123Z))
+	for i := range depth {
+		fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=b%d\r\n\r\n--b%d\r\n", i, i)
+	}
+	b.WriteString("Content-Type: text/plain\r\n\r\nthe bottom\r\n")
+	for i := depth - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "--b%d--\r\n", i)
+	}
+	return b.String()
 }
 
 // repeatGETs runs n clients that GET path over and over until stopped.
