@@ -49,7 +49,8 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
 	out.buf.WriteByte('[')
 	first := true
-	for after := &listStart; after != nil; {
+	start := listStart()
+	for after := &start; after != nil; {
 		var page []Form
 		var err error
 		page, after, err = s.store.ListForms(r.Context(), *after)

@@ -39,7 +39,8 @@ func allResponses(t *testing.T, store *Store, formID int64) []Response {
 		t.Fatalf("fields of form %d: %v", formID, err)
 	}
 	var all []Response
-	for after := &listStart; after != nil; {
+	start := listStart()
+	for after := &start; after != nil; {
 		var page []Response
 		page, after, err = store.ListResponses(context.Background(), formID, fields, *after)
 		if err != nil {

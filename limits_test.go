@@ -244,7 +244,7 @@ func TestResponsePageCutByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, next, err := e.store.ListResponses(context.Background(), f.ID, fields, listStart)
+	page, next, err := e.store.ListResponses(context.Background(), f.ID, fields, listStart())
 	if err != nil || next == nil || len(page) != 5 {
 		t.Fatalf("first page = %d responses (next %v, %v), want 5: four fill %d bytes, the fifth passes them", len(page), next, err, listPageBytes)
 	}

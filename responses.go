@@ -120,7 +120,8 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // keep while a client reads: it only builds the page's bytes, which pagedWriter.flush
 // then sends outside the slot.
 func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, write func([]Response) error) error {
-	for after := &listStart; after != nil; {
+	start := listStart()
+	for after := &start; after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err != nil {
 			return err

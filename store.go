@@ -307,8 +307,9 @@ type Cursor struct {
 	ID   int64
 }
 
-// listStart is the cursor of a list's first page: after every row.
-var listStart = Cursor{Time: "9999-12-31T23:59:59.999Z", ID: math.MaxInt64}
+// listStart is the cursor of a list's first page: after every row. A function, so that
+// no caller can change where lists start for the others.
+func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: math.MaxInt64} }
 
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
 // the next page; nil when this is the last.
