@@ -253,3 +253,19 @@ func TestResponsePageCutByBytes(t *testing.T) {
 		t.Errorf("second page = %v (next %v, %v), want the other 5 from %d", rest, next, err, page[4].ID-1)
 	}
 }
+
+// TestPDFTooLongAnswer: a response whose PDF would pass pdfMaxPages (a textarea of
+// newlines at the value limit) is answered 500 with the limit named, nothing sent.
+func TestPDFTooLongAnswer(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	textarea := map[string]any{"label": "Notes", "type": "textarea"}
+	f := e.createForm(map[string]any{"title": "Long", "categories": []any{map[string]any{"fields": []any{textarea, textarea, textarea}}}})
+	values := map[string]any{}
+	for _, field := range f.Categories[0].Fields { // three times 50,000 lines: about 2,700 pages
+		values[itoa(field.ID)] = strings.Repeat("x\n", maxValueChars/2)
+	}
+	id := e.submit(f.ID, values)
+	want := fmt.Sprintf("Failed to generate PDF for response %d: PDF would be longer than %d pages", id, pdfMaxPages)
+	e.wantError("GET", "/api/responses/"+itoa(id)+"/export/pdf", nil, 500, want)
+}
