@@ -47,8 +47,6 @@ type formAnswer struct {
 // time (see pagedWriter): a list of any length costs the memory of a page.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
-	out.buf.WriteByte('[')
-	first := true
 	start := listStart()
 	for after := &start; after != nil; {
 		var page []Form
@@ -58,22 +56,15 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 			return during("fetch forms", err)
 		}
 		for _, f := range page {
-			if !first {
-				out.buf.WriteByte(',')
-			}
-			first = false
-			b, err := json.Marshal(f)
-			if err != nil {
+			if err := out.arrayItem(f); err != nil {
 				return during("fetch forms", err)
 			}
-			out.buf.Write(b)
 		}
 		if err := out.flush(); err != nil {
 			return err
 		}
 	}
-	out.buf.WriteString("]\n")
-	return out.flush()
+	return out.endArray()
 }
 
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {

@@ -924,6 +924,34 @@ type pagedWriter struct {
 	header  http.Header // sent with the first page; JSON unless changed
 	buf     bytes.Buffer
 	started bool
+	items   int // written by arrayItem
+}
+
+// arrayItem adds v, encoded, as the next item of the JSON array the answer is;
+// endArray closes the array.
+func (p *pagedWriter) arrayItem(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode list item %d: %w", p.items, err)
+	}
+	if p.items == 0 {
+		p.buf.WriteByte('[')
+	} else {
+		p.buf.WriteByte(',')
+	}
+	p.items++
+	p.buf.Write(b)
+	return nil
+}
+
+// endArray closes the JSON array of arrayItem's items, an empty one too, and sends the
+// rest of the answer.
+func (p *pagedWriter) endArray() error {
+	if p.items == 0 {
+		p.buf.WriteByte('[')
+	}
+	p.buf.WriteString("]\n")
+	return p.flush()
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {

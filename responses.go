@@ -75,27 +75,18 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	out := s.newPagedWriter(w, r)
-	out.buf.WriteByte('[')
-	first := true
 	err = s.eachResponsePage(r.Context(), formID, fields, func(page []Response) error {
 		for _, resp := range page {
-			if !first {
-				out.buf.WriteByte(',')
+			if err := out.arrayItem(resp); err != nil {
+				return err
 			}
-			first = false
-			b, err := json.Marshal(resp)
-			if err != nil {
-				return fmt.Errorf("encode response %d: %w", resp.ID, err)
-			}
-			out.buf.Write(b)
 		}
 		return out.flush()
 	})
 	if err != nil {
 		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 	}
-	out.buf.WriteString("]\n")
-	return out.flush()
+	return out.endArray()
 }
 
 // responseFields reads the form id of the path and the form's title and fields, for
