@@ -107,26 +107,26 @@ func loadConfig(getenv func(string) string) config {
 	}
 }
 
-// summaryConfigGaps names, for each kind of summary, the settings it still lacks: the
+// summaryConfigGaps names the settings the tracker and the e-mail summary still lack: the
 // start-up log says which summaries can run, since a failed job only shows in the log
 // (docs/SPEC.md keeps it out of the caller's answer).
-func summaryConfigGaps(cfg config) map[string][]string {
+func summaryConfigGaps(cfg config) (tracker, email []string) {
 	var model []string
 	if cfg.GenAIKey == "" {
 		model = append(model, "GENAI_API_KEY")
 	}
-	tracker := slices.Clone(model)
+	tracker = slices.Clone(model)
 	if cfg.TrackerEndpoint == "" {
 		tracker = append(tracker, "TRACKER_API_ENDPOINT")
 	}
 	if cfg.TrackerKey == "" {
 		tracker = append(tracker, "TRACKER_API_KEY")
 	}
-	email := slices.Clone(model)
+	email = slices.Clone(model)
 	if cfg.Maildir == "" {
 		email = append(email, "MAILDIR")
 	}
-	return map[string][]string{"tracker summary": tracker, "email summary": email}
+	return tracker, email
 }
 
 // splitList splits a configured list, dropping blanks around and between items.
@@ -213,8 +213,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
-	for _, name := range []string{"tracker summary", "email summary"} {
-		if missing := summaryConfigGaps(cfg)[name]; len(missing) > 0 {
+	trackerGaps, emailGaps := summaryConfigGaps(cfg)
+	for name, missing := range map[string][]string{"tracker summary": trackerGaps, "email summary": emailGaps} {
+		if len(missing) > 0 {
 			log.Warn("summaries cannot run until configured", "kind", name, "missing", strings.Join(missing, ", "))
 		} else {
 			log.Info("summaries configured", "kind", name, "model", cfg.GenAIModel)
@@ -505,11 +506,11 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			v := recover()
-			if v == nil || v == http.ErrAbortHandler {
-				if v != nil {
-					panic(v)
-				}
+			switch v {
+			case nil:
 				return
+			case http.ErrAbortHandler:
+				panic(v) // net/http's own way to cut an answer short: passed on
 			}
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
@@ -900,17 +901,25 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
 		return fmt.Errorf("encode answer: %w", err)
 	}
-	if buf.Len() > smallAnswerBytes {
-		release, err := s.answers.acquire(r.Context(), int64(buf.Len()))
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := s.holdAnswer(r.Context(), buf.Len())
+	if err != nil {
+		return err
 	}
+	defer release()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return writeFailed(err)
+}
+
+// holdAnswer takes room in s.answers for an answer of n bytes about to be written,
+// until release: the one place where answers in memory are counted. An answer of at
+// most smallAnswerBytes takes none (maxConnections bounds those).
+func (s *server) holdAnswer(ctx context.Context, n int) (release func(), err error) {
+	if n <= smallAnswerBytes {
+		return func() {}, nil
+	}
+	return s.answers.acquire(ctx, int64(n))
 }
 
 // pagedWriter sends an answer a page at a time: each page is built in buf, then takes
@@ -962,19 +971,17 @@ func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWr
 
 // flush sends what buf holds and empties it.
 func (p *pagedWriter) flush() error {
-	if p.buf.Len() > smallAnswerBytes {
-		release, err := p.s.answers.acquire(p.r.Context(), int64(p.buf.Len()))
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := p.s.holdAnswer(p.r.Context(), p.buf.Len())
+	if err != nil {
+		return err
 	}
+	defer release()
 	if !p.started {
 		p.started = true
 		maps.Copy(p.w.Header(), p.header)
 		p.w.WriteHeader(http.StatusOK)
 	}
-	_, err := p.w.Write(p.buf.Bytes())
+	_, err = p.w.Write(p.buf.Bytes())
 	p.buf.Reset()
 	return writeFailed(err)
 }

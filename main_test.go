@@ -473,11 +473,11 @@ func TestSummaryConfigGaps(t *testing.T) {
 		{map[string]string{"GENAI_API_KEY": "k", "MAILDIR": "/m"}, "TRACKER_API_ENDPOINT TRACKER_API_KEY", ""},
 		{map[string]string{"GENAI_API_KEY": "k", "TRACKER_API_ENDPOINT": "http://t", "TRACKER_API_KEY": "x"}, "", "MAILDIR"},
 	} {
-		gaps := summaryConfigGaps(loadConfig(func(k string) string { return tc.env[k] }))
-		if got := strings.Join(gaps["tracker summary"], " "); got != tc.tracker {
+		tracker, email := summaryConfigGaps(loadConfig(func(k string) string { return tc.env[k] }))
+		if got := strings.Join(tracker, " "); got != tc.tracker {
 			t.Errorf("%v: tracker summary lacks %q, want %q", tc.env, got, tc.tracker)
 		}
-		if got := strings.Join(gaps["email summary"], " "); got != tc.email {
+		if got := strings.Join(email, " "); got != tc.email {
 			t.Errorf("%v: email summary lacks %q, want %q", tc.env, got, tc.email)
 		}
 	}

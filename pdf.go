@@ -79,7 +79,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return during(op, err)
 	}
-	release, err = s.answers.acquire(r.Context(), int64(buf.Len()))
+	release, err = s.holdAnswer(r.Context(), buf.Len())
 	if err != nil {
 		return err
 	}
