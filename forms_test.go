@@ -477,10 +477,11 @@ func TestReadsFollowSortOrder(t *testing.T) {
 	}
 }
 
-// TestFormCacheNeverStale: whatever the interleaving of reads and updates, a read that
-// begins after an update has returned sees that update: a read that began before the
-// commit never puts the old form back. Readers run all the time while a writer updates
-// the form many times and checks each update with a read of its own.
+// TestFormCacheNeverStale: a read that begins after an update has returned sees that
+// update, with readers running all the time while a writer updates the form many times.
+// It catches an update or delete that leaves the cache alone; the race of a read that
+// began before the commit is too narrow to be hit reliably here, and
+// TestFormCacheGeneration pins the rule that closes it.
 func TestFormCacheNeverStale(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -44,9 +43,8 @@ var hostileBinary = sync.OnceValues(func() (string, error) {
 
 // hostileChild is the built service under attack.
 type hostileChild struct {
+	*child
 	t    *testing.T
-	cmd  *exec.Cmd
-	base string
 	addr string
 }
 
@@ -63,23 +61,8 @@ func startHostileChild(t *testing.T, env ...string) *hostileChild {
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(cmd.Dir, "forms.db"))
 	cmd.Env = append(cmd.Env, env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("service did not start: %q, %v", line, err)
-	}
-	go io.Copy(io.Discard, stdout)
-	c := &hostileChild{t: t, cmd: cmd, base: "http://" + m[1], addr: m[1]}
-	waitHealthy(t, c.base)
-	return c
+	c := startProcess(t, cmd)
+	return &hostileChild{child: c, t: t, addr: strings.TrimPrefix(c.base, "http://")}
 }
 
 // peakRSS is the child's VmHWM.

@@ -139,6 +139,13 @@ func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), append([]string{"FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0"}, env...)...)
+	return startProcess(t, cmd)
+}
+
+// startProcess starts cmd, a service process, waits until it has printed its address
+// and answers /healthz, and kills it when the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd) *child {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,13 @@ func berlin(t *testing.T) *time.Location {
 	return loc
 }
 
-// fakeModel speaks the chat-completions protocol and checks every request it gets.
+// fakeModel speaks the chat-completions protocol and checks every request it gets. It
+// answers as OpenAI's API reference describes POST /v1/chat/completions
+// (platform.openai.com/docs/api-reference/chat/create: an object "chat.completion" with
+// choices[].message {role, content} and finish_reason) and its errors
+// ({"error": {"message", "code", …}}, platform.openai.com/docs/guides/error-codes), the
+// shape that Gemini's OpenAI-compatible endpoint and Ollama's /v1 (ollama docs/openai.md)
+// also write. Only the members the service reads are filled in.
 type fakeModel struct {
 	t        *testing.T
 	mu       sync.Mutex
