@@ -334,9 +334,6 @@ const (
 	maxAnswersBytes  = 64 << 20
 	maxAnswerWait    = 5 * time.Second
 	smallAnswerBytes = 64 << 10
-	// streamBytes is what one streamed list (forms, responses, CSV) holds at most: a
-	// page of rows read from the database and the buffer between it and the client.
-	streamBytes = 2 << 20
 	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots (see
 	// server.heavy); past either bound the answer is 503.
 	heavyQueue = 32

@@ -681,7 +681,7 @@ func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
 	}
 	var sb sfnt.Buffer
 	cmap := map[rune]sfnt.GlyphIndex{}
-	for _, r := range []rune(bracketPairs + "<>«»‹›") {
+	for _, r := range bracketPairs + "<>«»‹›" {
 		if g, err := sf.GlyphIndex(&sb, mirrorOf(r)); err == nil && g != 0 {
 			cmap[r] = g
 		}
