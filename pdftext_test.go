@@ -160,9 +160,9 @@ func TestExportPDFFallbackStyles(t *testing.T) {
 // /ActualText, is what was typed: right-to-left words and runs in logical order, brackets
 // as typed (drawn with their partner's glyph), Arabic letters rather than their presentation forms (drawn
 // from the font's variants), an emoji rather than its printed name. Only the lam-alef
-// ligature stays a presentation form (see drawCell), equal once normalised (NFKC). Where installed, pdftotext (which
-// reads /ActualText and orders by position) and MuPDF (which reads the order shown) are
-// checked on the lines they read right.
+// ligature stays a presentation form (see drawCell), equal once normalised (NFKC). Where
+// installed, pdftotext (which reads /ActualText and orders by position), MuPDF and pdf.js
+// (which read the order shown) are checked on the lines and words they read right.
 func TestExportPDFTextLayer(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -222,6 +222,14 @@ func TestExportPDFTextLayer(t *testing.T) {
 		// MuPDF reads the order shown; it does not read /ActualText (the emoji's name).
 		checkReaderText(t, "MuPDF", mutoolText(t, buf.Bytes()), values[0], values[1], values[2], values[3], values[5], values[6])
 	})
+	t.Run("pdf.js", func(t *testing.T) {
+		// pdf.js reads the order shown, but not /ActualText (the emoji's name), and writes
+		// no space where the next glyph is drawn left of the last (between right-to-left
+		// words): the words, and the lines without right-to-left spaces.
+		checkReaderText(t, "pdf.js", pdfjsText(t, buf.Bytes()), "(ID 42) signed דוד", "כהן",
+			"שלום", "(עולם)", "12", "מחיר", "50%", "[הנחה]", "السلام", "عليكم،", "مرحبا", "بالعالم",
+			"Thanks ", " a lot", values[5], values[6])
+	})
 }
 
 // checkReaderText checks that a reader's text, less the bidi controls pdftotext puts
@@ -255,6 +263,47 @@ func mutoolText(t *testing.T, pdf []byte) string {
 	out, err := exec.Command("mutool", "draw", "-q", "-F", "txt", path).Output()
 	if err != nil {
 		t.Fatalf("mutool: %v", err)
+	}
+	return string(out)
+}
+
+// pdfjsScript prints the text pdf.js (Firefox's reader) gives a PDF, as Firefox copies it:
+// its text items in order, a line break after each that ends a line.
+const pdfjsScript = `
+console.log = console.error; // pdf.js's warnings (no canvas package: not needed for text)
+const [lib, file] = process.argv.slice(1);
+const { getDocument } = await import(lib);
+const { readFileSync } = await import("node:fs");
+const doc = await getDocument({ data: new Uint8Array(readFileSync(file)), verbosity: 0 }).promise;
+let out = "";
+for (let p = 1; p <= doc.numPages; p++) {
+  const { items } = await (await doc.getPage(p)).getTextContent();
+  for (const it of items) out += it.str + (it.hasEOL ? "\n" : "");
+  out += "\n";
+}
+process.stdout.write(out);
+`
+
+// pdfjsText is pdf.js's text of a PDF, read by node with the pdfjs-dist package in the
+// folder PDFJS_DIST (.ci/run installs version 4.10.38 and sets it); it skips the test
+// where either is missing.
+func pdfjsText(t *testing.T, pdf []byte) string {
+	t.Helper()
+	dist := os.Getenv("PDFJS_DIST")
+	lib := filepath.Join(dist, "legacy", "build", "pdf.mjs")
+	if _, err := os.Stat(lib); dist == "" || err != nil {
+		t.Skipf("pdf.js not found (PDFJS_DIST=%q): set it to an installed pdfjs-dist folder for the pdf.js checks", dist)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("node not installed: %v (needed for the pdf.js checks)", err)
+	}
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("node", "--input-type=module", "-e", pdfjsScript, lib, path).Output()
+	if err != nil {
+		t.Fatalf("pdf.js: %v", err)
 	}
 	return string(out)
 }
