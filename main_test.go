@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -480,5 +481,30 @@ func TestSummaryConfigGaps(t *testing.T) {
 		if got := strings.Join(email, " "); got != tc.email {
 			t.Errorf("%v: email summary lacks %q, want %q", tc.env, got, tc.email)
 		}
+	}
+}
+
+// TestRunLogsSummaryConfig: the real service's start-up log says which summary can run
+// (with its model) and, for the other, the settings it lacks.
+func TestRunLogsSummaryConfig(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, done, log := startRun(t, ctx, map[string]string{
+		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
+		"GENAI_API_KEY": testModelKey, "GENAI_MODEL": "test-model", "MAILDIR": t.TempDir(),
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	for _, want := range []string{
+		`level=WARN msg="summaries cannot run until configured" kind="tracker summary" missing="TRACKER_API_ENDPOINT, TRACKER_API_KEY"`,
+		`level=INFO msg="summaries configured" kind="email summary" model=test-model`,
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("start-up log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log.String(), testModelKey) {
+		t.Errorf("start-up log holds the model key:\n%s", log)
 	}
 }

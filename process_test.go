@@ -21,9 +21,9 @@ import (
 	"time"
 )
 
-// startRun starts the real service through run on a free port and returns its base URL
-// and a channel with run's result.
-func startRun(t *testing.T, ctx context.Context, env map[string]string) (string, <-chan error) {
+// startRun starts the real service through run on a free port and returns its base URL,
+// a channel with run's result, and its log.
+func startRun(t *testing.T, ctx context.Context, env map[string]string) (string, <-chan error, *syncBuffer) {
 	t.Helper()
 	stdout := &syncBuffer{}
 	stderr := &syncBuffer{}
@@ -36,7 +36,7 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
 			base := "http://" + m[1]
 			waitHealthy(t, base)
-			return base, done
+			return base, done, stderr
 		}
 		select {
 		case err := <-done:
@@ -45,7 +45,7 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 		}
 	}
 	t.Fatalf("run did not print its address: %s", stderr)
-	return "", nil
+	return "", nil, nil
 }
 
 // TestRunShutdownKeepsAcknowledged starts the real server, submits, cancels the context as
@@ -54,7 +54,7 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "run.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	base, done, _ := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
 
 	res, err := http.Post(base+"/api/forms", "application/json", strings.NewReader(
 		`{"title": "T", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))

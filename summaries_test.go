@@ -755,7 +755,7 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done := startRun(t, ctx, map[string]string{
+	base, done, _ := startRun(t, ctx, map[string]string{
 		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
 		"TRACKER_API_ENDPOINT": ts.URL + "/api/rest", "TRACKER_API_KEY": testTrackerKey,
 		"GENAI_API_KEY": testModelKey, "GENAI_BASE_URL": ms.URL + "/v1", "GENAI_MODEL": "test-model",
