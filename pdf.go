@@ -976,9 +976,12 @@ func (l *pdfLayout) addFont(f *fallbackFont) bool {
 }
 
 // invisible reports a character that has no glyph of its own and only steers others.
+// The combining grapheme joiner (U+034F) is among them: NFC (golang.org/x/text/unicode/norm)
+// inserts one after every 30 marks on a base, Unicode's stream-safe text format
+// (UAX #15), and fonts that have it draw it as a dashed box.
 func invisible(r rune) bool {
 	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
-		r == '\u200B' || r == '\u2060' || r == '\uFEFF'
+		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
 }
 
 // missing is the text printed for a character no font can draw: its name (runeName) while
