@@ -315,7 +315,7 @@ type glyph struct {
 	font     string
 	r        rune
 	src      int32 // the index in its paragraph as typed of the first character it stands for
-	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark
+	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark or a name's later letters
 	level    int8
 	dx, rise float32
 }
@@ -620,8 +620,14 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			drawn = l.fonts.styled(f, family, r)
 		}
 		if drawn == nil || !l.addFont(drawn) {
-			for _, c := range l.missing(r) {
-				gs = append(gs, glyph{r: c, font: family, src: src[i], chars: chars})
+			// The name's first glyph stands for the character, the others for nothing:
+			// a name broken over two lines gives its character to the first.
+			for k, c := range []rune(l.missing(r)) {
+				g := glyph{r: c, font: family, src: src[i]}
+				if k == 0 {
+					g.chars = chars
+				}
+				gs = append(gs, g)
 			}
 			continue
 		}

@@ -232,6 +232,34 @@ func TestExportPDFTextLayer(t *testing.T) {
 	})
 }
 
+// TestExportPDFNameAcrossLines: a character printed as its name (an emoji) whose name is
+// broken over two lines stands once in the text layer, on the line where its name starts.
+func TestExportPDFNameAcrossLines(t *testing.T) {
+	t.Parallel()
+	value := strings.Repeat("\U0001F642", 12) // 12 × [SLIGHTLY SMILING FACE]: 276 letters, some names broken
+	form, values := oneFieldForm("T", "text", value)
+	var buf bytes.Buffer
+	if err := writeResponsePDF(&buf, form, values, time.Now(), newFontIndex(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var typed strings.Builder
+	lines := 0
+	for _, l := range readPDF(t, buf.Bytes()).textLines() {
+		if strings.Contains(l.Text, "SMILING") || strings.Contains(l.Text, "FACE") {
+			typed.WriteString(l.Typed)
+			lines++
+		}
+	}
+	if lines < 2 || typed.String() != value {
+		t.Errorf("%d lines of names stand for %q, want more than one line, standing for %q", lines, typed.String(), value)
+	}
+	t.Run("pdftotext", func(t *testing.T) {
+		if n := strings.Count(popplerTool(t, buf.Bytes(), "pdftotext"), "\U0001F642"); n != 12 {
+			t.Errorf("pdftotext reads %d emoji, want 12", n)
+		}
+	})
+}
+
 // checkReaderText checks that a reader's text, less the bidi controls pdftotext puts
 // around right-to-left runs and normalised (NFKC), holds each of want.
 func checkReaderText(t *testing.T, reader, text string, want ...string) {
