@@ -1440,7 +1440,10 @@ func (ix *fontIndex) fallbackFor(r rune, prefer *fallbackFont) *fallbackFont {
 	if r > 0xFFFF || !unicode.IsGraphic(r) || unicode.Is(unicode.Co, r) {
 		return nil
 	}
-	if prefer != nil && prefer.covers(r) {
+	// A mark stays in the run's font only where it is a mark there, without an advance of
+	// its own: the keycap (U+20E3) is one in Noto Sans Symbols, but a symbol drawn beside
+	// its digit in Noto Sans Symbols2.
+	if prefer != nil && prefer.covers(r) && (!unicode.In(r, unicode.Mn, unicode.Me) || prefer.hasMark(r)) {
 		return prefer
 	}
 	for _, f := range ix.fallbacks {
@@ -1490,6 +1493,12 @@ func (f *fallbackFont) covers(r rune) bool {
 		f.cover = cover
 	})
 	return f.cover != nil && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
+}
+
+// hasMark reports whether the font has r as a mark without an advance (placeMarks' kind).
+func (f *fallbackFont) hasMark(r rune) bool {
+	_, ok := f.marks[r]
+	return ok
 }
 
 // embeddableTrueType reports whether fpdf's AddUTF8FontFromBytes can embed a font file:

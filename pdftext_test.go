@@ -66,6 +66,7 @@ func TestExportPDFMarks(t *testing.T) {
 		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}},
 		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}},
 		{"keycap", "1\uFE0F\u20E3", '1', []rune{'\u20E3'}},
+		{"keycap after a symbol", "\u2600 1\uFE0F\u20E3", '1', []rune{'\u20E3'}}, // ☀ from Noto Sans Symbols2, which has no keycap mark
 	} {
 		form, values := oneFieldForm("T", "text", tc.value)
 		doc := exportDoc(t, form, values, fonts)
