@@ -935,7 +935,19 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if gs[base].level%2 == 1 {
 			pen = 0
 		}
-		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; left < 0 || centre >= gs[base].w {
+		// An enclosing mark wider than its base (a keycap's frame round its digit) widens
+		// the base's place, the base centred in it, so that frames side by side do not
+		// run into each other over the space between them.
+		ink := (box.maxX - box.minX) * size
+		widen := unicode.Is(unicode.Me, gs[i].r) && ink > gs[base].w
+		if widen {
+			gs[base].dx += float32((ink - gs[base].w) / 2)
+			gs[base].w = ink
+			if gs[base].level%2 == 0 {
+				pen = ink
+			}
+		}
+		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; widen || left < 0 || centre >= gs[base].w {
 			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
 		}
 		if box.bottom < 0 {

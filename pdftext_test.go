@@ -103,6 +103,28 @@ func TestExportPDFMarks(t *testing.T) {
 	}
 }
 
+// TestExportPDFKeycapsApart: keycaps side by side keep the space between their frames.
+func TestExportPDFKeycapsApart(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	form, values := oneFieldForm("T", "text", "1\uFE0F\u20E3 2\uFE0F\u20E3")
+	var frames [][2]float64 // each frame's ink, left to right
+	size := 0.0
+	for _, g := range exportDoc(t, form, values, fonts).Pages[0].Glyphs {
+		if g.text == "\u20E3" {
+			box := markBoxOf(t, fonts, g.font, '\u20E3')
+			frames = append(frames, [2]float64{g.x + box.minX*g.size, g.x + box.maxX*g.size})
+			size = g.size
+		}
+	}
+	if len(frames) != 2 {
+		t.Fatalf("%d keycap frames drawn, want 2", len(frames))
+	}
+	if gap, space := frames[1][0]-frames[0][1], 0.2*size; gap < space {
+		t.Errorf("%.2f pt between the keycaps' frames, want at least %.1f (a space)", gap, space)
+	}
+}
+
 // markBoxOf is a mark's box in the fallback font whose BaseFont is font.
 func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	t.Helper()
