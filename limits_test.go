@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -207,6 +208,52 @@ func TestAnswersAndUploadsBounded(t *testing.T) {
 	holdUploads()
 	if res, _ := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf"); res.StatusCode != 200 {
 		t.Errorf("the PDF once the room is free = %d, want 200", res.StatusCode)
+	}
+}
+
+// TestWritesQueued: with every write slot taken, a request that changes data waits in a
+// queue of bounded length, each for a bounded time: one that finds the queue full, and
+// one whose wait runs out, are refused 503 with Retry-After and store nothing, while
+// reads go on; a slot set free lets the next one in.
+func TestWritesQueued(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	path := "/api/forms/" + itoa(f.ID) + "/responses"
+	body := `{"values": {"` + field + `": "v"}}`
+	post := func() *http.Response {
+		res, err := e.http.Client().Post(e.http.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return &http.Response{}
+		}
+		res.Body.Close()
+		return res
+	}
+	e.srv.writes = newGate(1, 1, 300*time.Millisecond)
+	hold, _ := e.srv.writes.acquire(context.Background(), 1)
+	waited := make(chan *http.Response)
+	go func() { waited <- post() }()
+	waitFor(t, func() bool {
+		e.srv.writes.mu.Lock()
+		defer e.srv.writes.mu.Unlock()
+		return len(e.srv.writes.queue) == 1
+	})
+	for name, res := range map[string]*http.Response{"the queue full": post(), "its wait run out": <-waited} {
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("a submit with %s = %d (Retry-After %q), want 503 with Retry-After", name, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+	}
+	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
+		t.Errorf("a read with every write slot taken = %d, want 200", res.StatusCode)
+	}
+	if n := e.count("responses"); n != 0 {
+		t.Errorf("%d responses stored by refused submits, want 0", n)
+	}
+	hold()
+	if res := post(); res.StatusCode != 201 {
+		t.Errorf("a submit once the slot is free = %d, want 201", res.StatusCode)
 	}
 }
 

@@ -338,6 +338,11 @@ const (
 	// server.heavy); past either bound the answer is 503.
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
+	// writeSlots requests that change data run at once; writeQueue more wait, each up
+	// to writeWait; past either bound the answer is 503 (see queueWrites).
+	writeSlots = 4
+	writeQueue = 256
+	writeWait  = 10 * time.Second
 )
 
 // server holds the dependencies of every handler; tests build their own.
@@ -362,6 +367,8 @@ type server struct {
 	// uploads bounds the bytes of request bodies in memory (maxUploadBytes), answers
 	// the bytes of answers in memory (maxAnswersBytes).
 	uploads, answers *gate
+	// writes admits the requests that change data (see queueWrites).
+	writes *gate
 	// fonts are the PDF's fallback fonts, found once here rather than per export.
 	fonts *fontIndex
 }
@@ -379,6 +386,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		heavy:   newGate(cores, heavyQueue, heavyWait),
 		uploads: newGate(maxUploadBytes, maxConnections, maxUploadWait),
 		answers: newGate(maxAnswersBytes, maxConnections, maxAnswerWait),
+		writes:  newGate(writeSlots, writeQueue, writeWait),
 		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	for _, rt := range s.routes() {
@@ -388,7 +396,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	s.mux.Handle("/", s.answer(s.handleNoRoute))
 	// Every request passes these, the first outermost.
 	s.handler = chain(s.mux, s.countHandlers, s.logRequests, s.recoverPanics,
-		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody)
+		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
 	return s
 }
 
@@ -705,6 +713,29 @@ func (s *server) checkedBody(w http.ResponseWriter, r *http.Request) (body []byt
 		return nil, nil, err
 	}
 	return body, release, nil
+}
+
+// queueWrites lets writeSlots requests that change data (every method but GET, HEAD and
+// OPTIONS) run at once, their bodies already read, and queues writeQueue more for at
+// most writeWait each; past either bound it answers 503. The database has one write
+// connection, which serves writers in turn: without this queue, every writer the
+// connection cap lets in would wait there, with no bound of its own on their number or
+// their wait.
+func (s *server) queueWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			next.ServeHTTP(w, r)
+			return
+		}
+		release, err := s.writes.acquire(r.Context(), 1)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // requestBody is the request's body as readBody checked it: valid JSON, or empty.
