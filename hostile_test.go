@@ -252,6 +252,16 @@ func TestHostile(t *testing.T) {
 			}
 			return wg.Wait
 		}},
+		{"two hundred writers of large forms at once", nil, func(c *hostileChild, s setup) func() {
+			// Each form is 300 fields, a few milliseconds on the one write connection:
+			// the writers queue (queueWrites) while reads and /healthz go on.
+			var fields strings.Builder
+			for i := range 300 {
+				fmt.Fprintf(&fields, `{"label":"field %d","type":"text","description":"%s"},`, i, strings.Repeat("d", 200))
+			}
+			body := `{"title":"t","categories":[{"name":"c","fields":[` + strings.TrimSuffix(fields.String(), ",") + `]}]}`
+			return repeatRaw(c, "POST", "/api/forms", body, 200)
+		}},
 		{"uploads that stall short of their end", nil, func(c *hostileChild, s setup) func() {
 			chunk := `{"title":"` + strings.Repeat("x", maxBodyBytes-100)
 			for range 300 {
