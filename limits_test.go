@@ -212,18 +212,20 @@ func TestAnswersAndUploadsBounded(t *testing.T) {
 }
 
 // TestWritesQueued: with every write slot taken, a request that changes data waits in a
-// queue of bounded length, each for a bounded time: one that finds the queue full, and
-// one whose wait runs out, are refused 503 with Retry-After and store nothing, while
-// reads go on; a slot set free lets the next one in.
+// queue of bounded length, each for a bounded time: one that finds the queue full (a
+// submit, a setting, a deletion), and one whose wait runs out, are refused 503 with
+// Retry-After and change nothing, while reads, and writes to no route, are answered; a
+// slot set free lets the one waiting in.
 func TestWritesQueued(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
-	path := "/api/forms/" + itoa(f.ID) + "/responses"
-	body := `{"values": {"` + field + `": "v"}}`
-	post := func() *http.Response {
-		res, err := e.http.Client().Post(e.http.URL+path, "application/json", strings.NewReader(body))
+	submit := `{"values": {"` + field + `": "v"}}`
+	send := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := e.http.Client().Do(req)
 		if err != nil {
 			t.Error(err)
 			return &http.Response{}
@@ -231,29 +233,43 @@ func TestWritesQueued(t *testing.T) {
 		res.Body.Close()
 		return res
 	}
+	responses := "/api/forms/" + itoa(f.ID) + "/responses"
 	e.srv.writes = newGate(1, 1, 300*time.Millisecond)
 	hold, _ := e.srv.writes.acquire(context.Background(), 1)
-	waited := make(chan *http.Response)
-	go func() { waited <- post() }()
-	waitFor(t, func() bool {
+	queued := func() bool {
 		e.srv.writes.mu.Lock()
 		defer e.srv.writes.mu.Unlock()
 		return len(e.srv.writes.queue) == 1
-	})
-	for name, res := range map[string]*http.Response{"the queue full": post(), "its wait run out": <-waited} {
-		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-			t.Errorf("a submit with %s = %d (Retry-After %q), want 503 with Retry-After", name, res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	waited := make(chan *http.Response)
+	go func() { waited <- send("POST", responses, submit) }()
+	waitFor(t, queued)
+	for _, req := range [][3]string{{"POST", responses, submit}, {"PUT", "/api/settings/k", `{"value": "v"}`}, {"DELETE", "/api/forms/" + itoa(f.ID), ""}} {
+		if res := send(req[0], req[1], req[2]); res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s with the queue full = %d (Retry-After %q), want 503 with Retry-After", req[0], req[1], res.StatusCode, res.Header.Get("Retry-After"))
 		}
+	}
+	if res := <-waited; res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+		t.Errorf("a submit whose wait ran out = %d, want 503 with Retry-After", res.StatusCode)
 	}
 	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
 		t.Errorf("a read with every write slot taken = %d, want 200", res.StatusCode)
 	}
-	if n := e.count("responses"); n != 0 {
-		t.Errorf("%d responses stored by refused submits, want 0", n)
+	if res := send("POST", "/api/nowhere", "{}"); res.StatusCode != 404 {
+		t.Errorf("a POST to no route with every write slot taken = %d, want 404", res.StatusCode)
+	}
+	var k map[string]any
+	if e.doJSON("GET", "/api/settings/k", nil, &k); e.count("responses") != 0 || k["value"] == "v" {
+		t.Errorf("after refused writes: %d responses, setting %v; want none stored", e.count("responses"), k)
 	}
 	hold()
-	if res := post(); res.StatusCode != 201 {
-		t.Errorf("a submit once the slot is free = %d, want 201", res.StatusCode)
+	e.srv.writes = newGate(1, 1, 10*time.Second) // a wait long enough to be let in below
+	hold, _ = e.srv.writes.acquire(context.Background(), 1)
+	go func() { waited <- send("POST", responses, submit) }()
+	waitFor(t, queued)
+	hold()
+	if res := <-waited; res.StatusCode != 201 {
+		t.Errorf("a waiting submit when the slot is set free = %d, want 201", res.StatusCode)
 	}
 }
 

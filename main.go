@@ -339,10 +339,12 @@ const (
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
 	// writeSlots requests that change data run at once; writeQueue more wait, each up
-	// to writeWait; past either bound the answer is 503 (see queueWrites).
+	// to writeWait; past either bound the answer is 503 (see queueWrites). writeWait is
+	// half the shutdown's grace for requests in flight, so that a writer let in at the
+	// last moment still has time to finish.
 	writeSlots = 4
 	writeQueue = 256
-	writeWait  = 10 * time.Second
+	writeWait  = 5 * time.Second
 )
 
 // server holds the dependencies of every handler; tests build their own.
@@ -394,7 +396,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	}
 	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
 	s.mux.Handle("/", s.answer(s.handleNoRoute))
-	// Every request passes these, the first outermost.
+	// Every request passes these, the first outermost (queueWrites acts on writes only).
 	s.handler = chain(s.mux, s.countHandlers, s.logRequests, s.recoverPanics,
 		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
 	return s
@@ -715,17 +717,22 @@ func (s *server) checkedBody(w http.ResponseWriter, r *http.Request) (body []byt
 	return body, release, nil
 }
 
-// queueWrites lets writeSlots requests that change data (every method but GET, HEAD and
-// OPTIONS) run at once, their bodies already read, and queues writeQueue more for at
-// most writeWait each; past either bound it answers 503. The database has one write
-// connection, which serves writers in turn: without this queue, every writer the
-// connection cap lets in would wait there, with no bound of its own on their number or
-// their wait.
+// queueWrites lets writeSlots requests that change data (those of a POST, PUT or DELETE
+// route) run at once, and queues writeQueue more for at most writeWait each; past either
+// bound it answers 503. The database has one write connection, which serves writers in
+// turn: without this queue, every writer the connection cap lets in would wait there,
+// with no bound of its own on their number or their wait. It comes after readBody, so
+// that a slow upload holds no write slot (the hostile suite's stalled uploads show it).
+// The summary jobs write outside it: one job of each kind runs at a time.
 func (s *server) queueWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			next.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := s.mux.Handler(r); pattern == "/" {
+			next.ServeHTTP(w, r) // no such route: 404 or 405, whatever the queue
 			return
 		}
 		release, err := s.writes.acquire(r.Context(), 1)

@@ -488,6 +488,7 @@ func TestSummaryConfigGaps(t *testing.T) {
 // (with its model) and, for the other, the settings it lacks.
 func TestRunLogsSummaryConfig(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	_, done, log := startRun(t, ctx, map[string]string{
 		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
 		"GENAI_API_KEY": testModelKey, "GENAI_MODEL": "test-model", "MAILDIR": t.TempDir(),
