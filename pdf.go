@@ -913,16 +913,19 @@ const (
 // tables, so a mark stays where its font draws it by default when that is over its base
 // (its ink's middle over the base, not at its edge, its ink not starting before it: so
 // in Noto's Latin and Thai, and Hebrew drawn right to left), and is centred over the
-// base otherwise (a keycap's frame after its digit). Text readers take a mark moved further than needed for a word of its
-// own. A mark above the baseline that would overprint a mark above it before (a Thai
-// tone mark over an upper vowel, stacked accents) is raised clear of it.
+// base otherwise, and over a base widened for a keycap's frame (widenForFrame). Text
+// readers take a mark moved further than needed for a word of its own. A mark above the
+// baseline that would overprint a mark above it before (a Thai tone mark over an upper
+// vowel, stacked accents) is raised clear of it.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base := -1
+	widened := false     // whether the base's place is widened for a frame
 	var stackTop float64 // the top of the marks above the base so far, in em
 	for i := range gs {
 		box, ok := l.markBox(gs[i])
 		if !ok {
 			base, stackTop = i, 0
+			widened = l.widenForFrame(gs, i, size)
 			continue
 		}
 		if base < 0 || gs[i].w != 0 {
@@ -935,19 +938,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if gs[base].level%2 == 1 {
 			pen = 0
 		}
-		// An enclosing mark wider than its base (a keycap's frame round its digit) widens
-		// the base's place, the base centred in it, so that frames side by side do not
-		// run into each other over the space between them.
-		ink := (box.maxX - box.minX) * size
-		widen := unicode.Is(unicode.Me, gs[i].r) && ink > gs[base].w
-		if widen {
-			gs[base].dx += float32((ink - gs[base].w) / 2)
-			gs[base].w = ink
-			if gs[base].level%2 == 0 {
-				pen = ink
-			}
-		}
-		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; widen || left < 0 || centre >= gs[base].w {
+		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; widened || left < 0 || centre >= gs[base].w {
 			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
 		}
 		if box.bottom < 0 {
@@ -962,6 +953,25 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		gs[i].rise = float32(rise * size)
 		stackTop = box.top + rise
 	}
+}
+
+// widenForFrame widens the place of the base gs[b] to the widest enclosing mark on it
+// (a keycap's frame round its digit), the base centred in it, so that frames side by
+// side do not run into each other over the space between them. It reports whether it
+// did.
+func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
+	widest := gs[b].w
+	for j := b + 1; j < len(gs) && unicode.In(gs[j].r, unicode.Mn, unicode.Me); j++ {
+		if box, ok := l.markBox(gs[j]); ok && gs[j].w == 0 && unicode.Is(unicode.Me, gs[j].r) {
+			widest = max(widest, (box.maxX-box.minX)*size)
+		}
+	}
+	if widest == gs[b].w {
+		return false
+	}
+	gs[b].dx += float32((widest - gs[b].w) / 2)
+	gs[b].w = widest
+	return true
 }
 
 // markBox is the ink box of a mark with no advance of its own, in em, y up.

@@ -59,14 +59,17 @@ func TestExportPDFMarks(t *testing.T) {
 		name, value string
 		base        rune
 		marks       []rune // over base, in the order they stack
+		centred     bool   // each mark's ink centred on its base widened for a frame (frames enclose, not stack)
 	}{
-		{"Thai tone over an upper vowel", "ปั้น", 'ป', []rune{'\u0E31', '\u0E49'}},
-		{"Thai tone over a consonant", "กี่", 'ก', []rune{'\u0E35', '\u0E48'}},
-		{"stacked accents", "q\u0308\u0304", 'q', []rune{'\u0308', '\u0304'}},
-		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}},
-		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}},
-		{"keycap", "1\uFE0F\u20E3", '1', []rune{'\u20E3'}},
-		{"keycap after a symbol", "\u2600 1\uFE0F\u20E3", '1', []rune{'\u20E3'}}, // ☀ from Noto Sans Symbols2, which has no keycap mark
+		{"Thai tone over an upper vowel", "ปั้น", 'ป', []rune{'\u0E31', '\u0E49'}, false},
+		{"Thai tone over a consonant", "กี่", 'ก', []rune{'\u0E35', '\u0E48'}, false},
+		{"stacked accents", "q\u0308\u0304", 'q', []rune{'\u0308', '\u0304'}, false},
+		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}, false},
+		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}, false},
+		{"keycap", "1\uFE0F\u20E3", '1', []rune{'\u20E3'}, true},
+		{"keycap after a symbol", "\u2600 1\uFE0F\u20E3", '1', []rune{'\u20E3'}, true}, // ☀ from Noto Sans Symbols2, which has no keycap mark
+		{"keycap and a circle", "1\u20E3\u20DD", '1', []rune{'\u20E3', '\u20DD'}, true},
+		{"keycap and an accent", "1\u20E3\u0301", '1', []rune{'\u20E3', '\u0301'}, true},
 	} {
 		form, values := oneFieldForm("T", "text", tc.value)
 		doc := exportDoc(t, form, values, fonts)
@@ -94,8 +97,11 @@ func TestExportPDFMarks(t *testing.T) {
 			if inkMid <= base.x || inkMid >= base.endX || narrow && inkLeft < base.x-0.01 {
 				t.Errorf("%s: %U's ink from x %.2f, its middle at %.2f, not over its base %q, %.2f to %.2f", tc.name, m, inkLeft, inkMid, tc.base, base.x, base.endX)
 			}
+			if baseMid := (base.x + base.endX) / 2; tc.centred && math.Abs(inkMid-baseMid) > 0.1 {
+				t.Errorf("%s: %U's ink centred at x %.2f, its base's middle at %.2f", tc.name, m, inkMid, baseMid)
+			}
 			bottom, top := g.y-base.y+box.bottom*g.size, g.y-base.y+box.top*g.size
-			if bottom < below {
+			if !tc.centred && bottom < below {
 				t.Errorf("%s: %U from %.2f pt above the baseline overprints the mark below, up to %.2f", tc.name, m, bottom, below)
 			}
 			below = top
