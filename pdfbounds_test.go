@@ -15,9 +15,9 @@ func oneFieldForm(title, fieldType, value string) (FormDetail, map[int64]*string
 	return form, map[int64]*string{1: &value}
 }
 
-// exportAllocs writes a form's PDF and returns the document, its error and the bytes
-// allocated meanwhile.
-func exportAllocs(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) ([]byte, error, uint64) {
+// exportAllocs writes a form's PDF and returns the document, the bytes allocated
+// meanwhile and its error.
+func exportAllocs(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) ([]byte, uint64, error) {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -25,7 +25,7 @@ func exportAllocs(t *testing.T, form FormDetail, values map[int64]*string, fonts
 	var buf bytes.Buffer
 	err := writeResponsePDF(&buf, form, values, time.Now(), fonts)
 	runtime.ReadMemStats(&after)
-	return buf.Bytes(), err, after.TotalAlloc - before.TotalAlloc
+	return buf.Bytes(), after.TotalAlloc - before.TotalAlloc, err
 }
 
 // TestExportPDFBoundedExpansion: a megabyte of a character no font draws (U+1FBA9, a
@@ -37,7 +37,7 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 	fonts := newFontIndex(nil) // the Go fonts alone: U+1FBA9 has no font anywhere
 	value := strings.Repeat("\U0001FBA9", 1<<20/4)
 	form, values := oneFieldForm("Bound", "text", value)
-	pdf, err, allocated := exportAllocs(t, form, values, fonts)
+	pdf, allocated, err := exportAllocs(t, form, values, fonts)
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
@@ -65,7 +65,7 @@ func TestExportPDFTooLong(t *testing.T) {
 	const fitting = 51 + (pdfMaxPages-1)*55
 	fits := strings.Repeat("x\n", fitting-1) + "x"
 	form, values := oneFieldForm("Long", "textarea", fits)
-	pdf, err, _ := exportAllocs(t, form, values, fonts)
+	pdf, _, err := exportAllocs(t, form, values, fonts)
 	if err != nil {
 		t.Fatalf("a document of %d pages: %v", pdfMaxPages, err)
 	}
@@ -74,7 +74,7 @@ func TestExportPDFTooLong(t *testing.T) {
 	}
 
 	form, values = oneFieldForm("Long", "textarea", fits+"\nx")
-	if _, err, _ := exportAllocs(t, form, values, fonts); !errors.Is(err, errPDFTooLong) {
+	if _, _, err := exportAllocs(t, form, values, fonts); !errors.Is(err, errPDFTooLong) {
 		t.Errorf("a textarea of %d lines: error %v, want errPDFTooLong", fitting+1, err)
 	}
 }
@@ -104,7 +104,7 @@ func TestPDFNameBudget(t *testing.T) {
 func TestPDFTitleMetadata(t *testing.T) {
 	t.Parallel()
 	form, values := oneFieldForm("Report \u202Eשלום\u202C 🙂 (draft)\x07", "text", "v")
-	pdf, err, _ := exportAllocs(t, form, values, newFontIndex(nil))
+	pdf, _, err := exportAllocs(t, form, values, newFontIndex(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
