@@ -28,8 +28,10 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     ApiEnabledMiddleware.php) are a status and a reason phrase with an empty body:
 //     withStatus(404, "Project '7' doesn't exist") and no withJson.
 //   - The list (issues_rest.php, rest_issue_get): {"issues": [...]}, `[]` when none;
-//     LIMIT/OFFSET pages of a list sorted by last update, newest first
-//     (core/filter_api.php), with no tie-break; only the fields `select` names.
+//     LIMIT/OFFSET pages of a list sorted by last update, then by submission, newest
+//     first (build_order_by in core/classes/BugFilterQuery.class.php: the default
+//     filter's last_updated DESC, then date_submitted DESC), with no tie-break past
+//     those two; only the fields `select` names.
 //   - Issues and notes (api/soap/mc_issue_api.php): view_state as {id, name, label},
 //     reporters as {id, name, real_name, email} (mc_account_api.php), notes with
 //     view_state, type and attachments; dates as PHP's date('c') writes them in the
