@@ -468,6 +468,13 @@ func occupyHeavy(t *testing.T, s *server) func() {
 	return release
 }
 
+// gateWaiting is how many wait at g.
+func gateWaiting(g *gate) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
+
 // gateUsed is what g has handed out.
 func gateUsed(g *gate) int64 {
 	g.mu.Lock()

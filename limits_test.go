@@ -236,11 +236,7 @@ func TestWritesQueued(t *testing.T) {
 	responses := "/api/forms/" + itoa(f.ID) + "/responses"
 	e.srv.writes = newGate(1, 1, 300*time.Millisecond)
 	hold, _ := e.srv.writes.acquire(context.Background(), 1)
-	queued := func() bool {
-		e.srv.writes.mu.Lock()
-		defer e.srv.writes.mu.Unlock()
-		return len(e.srv.writes.queue) == 1
-	}
+	queued := func() bool { return gateWaiting(e.srv.writes) == 1 }
 	waited := make(chan *http.Response)
 	go func() { waited <- send("POST", responses, submit) }()
 	waitFor(t, queued)

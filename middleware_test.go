@@ -317,7 +317,7 @@ func TestGate(t *testing.T) {
 			results <- err
 		}()
 	}
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 2 })
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
 	if _, err := g.acquire(ctx, 1); err != errBusy {
 		t.Errorf("a third waiter = %v, want errBusy at once", err)
 	}
@@ -340,7 +340,7 @@ func TestGate(t *testing.T) {
 		}
 		admitted <- err
 	}()
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 1 })
+	waitFor(t, func() bool { return gateWaiting(g) == 1 })
 	hold()
 	if err := <-admitted; err != nil {
 		t.Errorf("a waiter after a release = %v, want admitted", err)
@@ -375,7 +375,7 @@ func TestHeavyQueueBounded(t *testing.T) {
 			e.srv.ServeHTTP(httptest.NewRecorder(), req)
 		}()
 	}
-	waitFor(t, func() bool { g := e.srv.heavy; g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == heavyQueue })
+	waitFor(t, func() bool { return gateWaiting(e.srv.heavy) == heavyQueue })
 	res, body := e.getRaw(pdf)
 	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "busy") {
 		t.Errorf("PDF with a full queue = %d %s (Retry-After %q), want 503", res.StatusCode, body, res.Header.Get("Retry-After"))
