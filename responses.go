@@ -75,13 +75,13 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	out := s.newPagedWriter(w, r)
-	err = s.eachResponsePage(r.Context(), formID, fields, func(page []Response) error {
+	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
 		for _, resp := range page {
 			if err := out.arrayItem(resp); err != nil {
 				return err
 			}
 		}
-		return out.flush()
+		return nil
 	})
 	if err != nil {
 		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
@@ -106,11 +106,11 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 	return id, title, fields, nil
 }
 
-// eachResponsePage reads a form's responses a page at a time and gives each page to
-// write. A page is read and handed over in one of the heavy slots, which write must not
-// keep while a client reads: it only builds the page's bytes, which pagedWriter.flush
-// then sends outside the slot.
-func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, write func([]Response) error) error {
+// eachResponsePage reads a form's responses a page at a time, has build write each
+// page's bytes into out, and sends them. A page is read and built in one of the heavy
+// slots; it is sent outside the slot, so that no slot waits on a client that reads
+// slowly.
+func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
 	start := listStart()
 	for after := &start; after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
@@ -119,11 +119,14 @@ func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*L
 		}
 		var page []Response
 		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
+		if err == nil {
+			err = build(page)
+		}
 		release()
 		if err != nil {
 			return err
 		}
-		if err := write(page); err != nil {
+		if err := out.flush(); err != nil {
 			return err
 		}
 	}
@@ -156,7 +159,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	err = s.eachResponsePage(r.Context(), formID, fields, func(page []Response) error {
+	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
 		for _, resp := range page {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
@@ -171,13 +174,12 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		if err := cw.Error(); err != nil {
 			return fmt.Errorf("encode CSV: %w", err)
 		}
-		return out.flush()
+		return nil
 	})
 	if err != nil {
 		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 	}
-	cw.Flush()
-	return out.flush()
+	return nil // every page, the empty first one too, is out
 }
 
 // plainNumber is a number as a spreadsheet reads one: -5, +1.5, -2e3, .5.
