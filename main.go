@@ -521,7 +521,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 			}
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
-				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+				s.writeError(w, r, &apiError{kind: kindInternal}) // logged above: not again
 				return
 			}
 			panic(http.ErrAbortHandler)
@@ -1030,6 +1030,11 @@ func writeFailed(err error) error {
 	return nil
 }
 
+// retrySeconds is a wait in whole seconds, at least 1: the value of a Retry-After header.
+func retrySeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
 // errorKind says how the API answers an error; errorStatus maps each to its status.
 type errorKind int
 
@@ -1156,7 +1161,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case ae.kind == kindNotFound && op != "":
 		msg = op + ": " + msg // "update form 7: Record not found"
 	case ae.kind == kindUnavailable:
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ae.retryAfter.Seconds())))))
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
 	member := cmp.Or(ae.member, "error")
 	body, _ := json.Marshal(map[string]string{member: msg}) // strings always encode

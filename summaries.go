@@ -504,12 +504,7 @@ var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 type busyError struct{ retryAfter time.Duration }
 
 func (e *busyError) Error() string {
-	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, e.seconds())
-}
-
-// seconds is the wait in whole seconds, at least 1: the value of a Retry-After header.
-func (e *busyError) seconds() int {
-	return max(1, int(math.Ceil(e.retryAfter.Seconds())))
+	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(e.retryAfter))
 }
 
 func (e *busyError) Unwrap() error { return errSummaryBusy }

@@ -601,7 +601,7 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	}
 	_, err = e.srv.trackerSummaryNow(context.Background())
 	var busy *busyError
-	if !errors.Is(err, errSummaryBusy) || !errors.As(err, &busy) || busy.seconds() < 1 || busy.seconds() > 30 {
+	if !errors.Is(err, errSummaryBusy) || !errors.As(err, &busy) || retrySeconds(busy.retryAfter) < 1 || retrySeconds(busy.retryAfter) > 30 {
 		t.Errorf("second call = %v, want errSummaryBusy with a wait within %s", err, onDemandInterval)
 	}
 	if pages := e.tracker.requestedPages(); len(pages) != 0 {
