@@ -12,10 +12,11 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update. Its title is checked before the store is
-// called; its categories and fields are checked by the store while it inserts them,
-// inside the transaction, so that a missing form is a 404 before a bad field is a 500
-// (the original's order) and a bad last field undoes everything before it.
+// FormInput is the body of create and update. Its title, its description and the number
+// of its categories and fields are checked before the store is called; each category
+// and field is checked by the store while it inserts them, inside the transaction, so
+// that a missing form is a 404 before a bad field is a 500 (the original's order) and a
+// bad last field undoes everything before it.
 type FormInput struct {
 	Title       string
 	Description *string

@@ -103,8 +103,9 @@ CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
 CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
 `,
 	// 2: the forms list reads its pages newest first by (createdAt, id), and the response
-	// list by (submittedAt, id): both keys whole in an index, so that a page is found
-	// without sorting the table.
+	// list by (submittedAt, id): an index on each, so that a page is found without
+	// sorting the table. (SQLite appends the rowid, id, to every index of its own, so the
+	// response index was rebuilt only to name the id it already ordered by.)
 	`
 CREATE INDEX forms_created ON forms(createdAt, id);
 DROP INDEX responses_form;
@@ -565,8 +566,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 
 // insertCategories checks and inserts categories and fields in array order, which is
 // their sortOrder, with one prepared statement per table. It stops at the first
-// category or field that breaks a rule, with checkField's error, which the caller's
-// rollback turns into "nothing created".
+// category or field that breaks a rule, with checkCategory's or checkField's error,
+// which the caller's rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	insertCategory, err := tx.PrepareContext(ctx,
 		`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`)
@@ -710,7 +711,35 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 		return "", nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	return listedFields(ctx, tx, formID)
+	var title string
+	err = tx.QueryRowContext(ctx, `SELECT title FROM forms WHERE id = ?`, formID).Scan(&title)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, errNotFound
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("find form: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT d.id, d.label, d.type
+		   FROM fields d JOIN categories c ON c.id = d.categoryId
+		  WHERE c.formId = ?
+		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, formID)
+	if err != nil {
+		return "", nil, fmt.Errorf("list fields: %w", err)
+	}
+	defer rows.Close()
+	fields := []*ListedField{}
+	for rows.Next() {
+		f := &ListedField{position: len(fields)}
+		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
+			return "", nil, fmt.Errorf("list fields: %w", err)
+		}
+		fields = append(fields, f)
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, fmt.Errorf("list fields: %w", err)
+	}
+	return title, fields, nil
 }
 
 // ListResponses returns a page of a form's responses, newest first, after the cursor,
@@ -768,40 +797,6 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	last := list[len(list)-1]
 	return list, &Cursor{last.SubmittedAt, last.ID}, nil
-}
-
-// listedFields returns the title and the fields of a form in form order, or errNotFound
-// for a missing form.
-func listedFields(ctx context.Context, tx *sql.Tx, formID int64) (string, []*ListedField, error) {
-	var title string
-	err := tx.QueryRowContext(ctx, `SELECT title FROM forms WHERE id = ?`, formID).Scan(&title)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, errNotFound
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("find form: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT d.id, d.label, d.type
-		   FROM fields d JOIN categories c ON c.id = d.categoryId
-		  WHERE c.formId = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, formID)
-	if err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	defer rows.Close()
-	fields := []*ListedField{}
-	for rows.Next() {
-		f := &ListedField{position: len(fields)}
-		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
-			return "", nil, fmt.Errorf("list fields: %w", err)
-		}
-		fields = append(fields, f)
-	}
-	if err := rows.Err(); err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	return title, fields, nil
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
