@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -687,7 +688,7 @@ func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
 	}
 	var sb sfnt.Buffer
 	cmap := map[rune]sfnt.GlyphIndex{}
-	for _, r := range bracketPairs + "<>«»‹›" {
+	for _, r := range bracketPairs + string(slices.Collect(maps.Keys(otherMirrors))) { // every character mirrorOf knows
 		if g, err := sf.GlyphIndex(&sb, mirrorOf(r)); err == nil && g != 0 {
 			cmap[r] = g
 		}
@@ -1761,8 +1762,15 @@ var closingBrackets, openingBrackets = func() (map[rune]rune, map[rune]rune) {
 // canonicalBracket maps a bracket to its canonical equivalent (U+2329 and U+232A are
 // U+3008 and U+3009), as BD16 pairs them so.
 func canonicalBracket(r rune) rune {
-	d := []rune(norm.NFD.String(string(r)))
-	return d[0]
+	// The only brackets with a canonical decomposition (UnicodeData.txt): the angle
+	// brackets U+2329 and U+232A, which decompose to U+3008 and U+3009.
+	switch r {
+	case '\u2329':
+		return '\u3008'
+	case '\u232A':
+		return '\u3009'
+	}
+	return r
 }
 
 // bracketPairsOf finds the bracket pairs of a paragraph (BD16): an opening bracket whose
@@ -1790,8 +1798,9 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 		if _, ok := openingBrackets[r]; !ok {
 			continue
 		}
+		closer := canonicalBracket(r)
 		for k := len(stack) - 1; k >= 0; k-- {
-			if stack[k].closer == canonicalBracket(r) {
+			if stack[k].closer == closer {
 				pairs = append(pairs, [2]int{stack[k].at, i})
 				stack = stack[:k]
 				break
@@ -1957,9 +1966,12 @@ func mirrorOf(r rune) rune {
 	if o, ok := openingBrackets[r]; ok {
 		return o
 	}
-	pairs := map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
-	return pairs[r]
+	return otherMirrors[r]
 }
+
+// otherMirrors are the characters besides the brackets that mirrorOf knows: their
+// mirrored glyphs are their partners'.
+var otherMirrors = map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
 
 // arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
 // is the isolated form, then come final, initial and medial; n is 2 for a letter that
