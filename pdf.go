@@ -124,7 +124,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 		}
 	}()
 	pdf := newPDF(form, now)
-	l := &pdfLayout{pdf: pdf, fonts: fonts, added: map[*fallbackFont]bool{}, variants: map[string]bool{}, variantOf: map[string]*fallbackFont{}}
+	l := &pdfLayout{pdf: pdf, fonts: fonts, files: map[string][]byte{}, variants: map[string]bool{}, variantOf: map[string]*fallbackFont{}}
 	l.newPage()
 	l.text(l.paragraph("GoBold", 18, form.Title, "C", false))
 	l.moveDown(18)
@@ -294,9 +294,10 @@ func usedFonts(form FormDetail) map[string]bool {
 type pdfLayout struct {
 	pdf   *fpdf.Fpdf
 	fonts *fontIndex
-	added map[*fallbackFont]bool // fallback fonts already in this document
-	// variants are the families of the fallback fonts' variants (joinedForm) tried in
-	// this document, true where added; variantOf gives the font of each one added.
+	files map[string][]byte // the files of the fallback fonts in this document, by family
+	// variants are the families of the fonts' variants (mirrored, joinedForm) tried in
+	// this document, true where added; variantOf gives the fallback font of each joined
+	// form's variant, whose depth it has.
 	variants  map[string]bool
 	variantOf map[string]*fallbackFont
 	sb        sfnt.Buffer // for cmap look-ups in the Go fonts
@@ -666,43 +667,54 @@ func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32,
 }
 
 // mirrored adds to the document, once, the mirrored variant of a font family (a Go font
-// or a fallback font): a font whose character map gives each character mirrorOf knows
-// the glyph of its partner, and has no other characters. ok is false where the font
-// cannot be read again.
+// or a fallback font already in the document): a font whose character map gives each
+// character mirrorOf knows the glyph of its partner, and has no other characters. ok is
+// false where the font cannot be read.
 func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
 	variant = family + "mirrored"
-	if done, seen := l.variants[variant]; seen {
-		return variant, done
-	}
-	l.variants[variant] = false
-	ttf := goFontTTF(family)
-	if f := l.fonts.byName[family]; f != nil {
-		var err error
-		if ttf, err = os.ReadFile(f.path); err != nil {
-			return variant, false
+	return variant, l.addVariant(variant, family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
+		cmap := map[rune]sfnt.GlyphIndex{}
+		for _, r := range bracketPairs + string(slices.Collect(maps.Keys(otherMirrors))) { // every character mirrorOf knows
+			if g := glyphOf(mirrorOf(r)); g != 0 {
+				cmap[r] = g
+			}
 		}
+		return cmap
+	})
+}
+
+// addVariant adds to the document, once, the font named name: the file of family (a Go
+// font's, or the one addFont read) with the character map cmapOf makes from the font's
+// glyphOf (withCmap).
+// It reports whether the variant is in the document.
+func (l *pdfLayout) addVariant(name, family string, cmapOf func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex) bool {
+	if done, seen := l.variants[name]; seen {
+		return done
+	}
+	l.variants[name] = false
+	ttf := goFontTTF(family)
+	if ttf == nil {
+		ttf = l.files[family]
 	}
 	sf, err := sfnt.Parse(ttf)
 	if err != nil {
-		return variant, false
+		return false
 	}
 	var sb sfnt.Buffer
-	cmap := map[rune]sfnt.GlyphIndex{}
-	for _, r := range bracketPairs + string(slices.Collect(maps.Keys(otherMirrors))) { // every character mirrorOf knows
-		if g, err := sf.GlyphIndex(&sb, mirrorOf(r)); err == nil && g != 0 {
-			cmap[r] = g
+	glyphOf := func(r rune) sfnt.GlyphIndex {
+		g, err := sf.GlyphIndex(&sb, r)
+		if err != nil {
+			return 0
 		}
+		return g
 	}
-	font, err := withCmap(ttf, cmap)
+	font, err := withCmap(ttf, cmapOf(glyphOf))
 	if err != nil {
-		return variant, false
+		return false
 	}
-	l.pdf.AddUTF8FontFromBytes(variant, "", font)
-	l.variants[variant] = true
-	if f := l.fonts.byName[family]; f != nil {
-		l.variantOf[variant] = f
-	}
-	return variant, true
+	l.pdf.AddUTF8FontFromBytes(name, "", font)
+	l.variants[name] = true
+	return true
 }
 
 // goFontTTF is the font file of a Go font family, nil for another family.
@@ -715,52 +727,28 @@ func goFontTTF(family string) []byte {
 	return nil
 }
 
-// variant adds to the document, once, the variant of fallback font f whose character
-// map gives each Arabic letter the glyph of its final, initial or medial form (kind
-// "fina", "init", "medi"). ok is false where the font cannot be read again.
+// variant adds to the document, once, the variant of fallback font f (already in the
+// document) whose character map gives each Arabic letter the glyph of its final, initial
+// or medial form (kind "fina", "init", "medi"), and has no other characters. ok is false
+// where the font cannot be read.
 func (l *pdfLayout) variant(f *fallbackFont, kind string) (family string, ok bool) {
 	family = f.family + kind
-	if done, seen := l.variants[family]; seen {
-		return family, done
-	}
-	l.variants[family] = false
-	ttf, err := os.ReadFile(f.path)
-	if err != nil {
-		return family, false
-	}
-	sf, err := sfnt.Parse(ttf)
-	if err != nil {
-		return family, false
-	}
-	var sb sfnt.Buffer
-	glyphOf := func(r rune) sfnt.GlyphIndex {
-		g, err := sf.GlyphIndex(&sb, r)
-		if err != nil {
-			return 0
-		}
-		return g
-	}
-	cmap := map[rune]sfnt.GlyphIndex{}
-	for c := rune(0x20); c <= 0xFFFF; c++ {
-		if f.covers(c) {
-			cmap[c] = glyphOf(c)
-		}
-	}
 	offset := map[string]rune{"fina": 1, "init": 2, "medi": 3}[kind]
-	for letter, form := range arabicForms {
-		if form.n >= 2 && offset == 1 || form.n == 4 {
-			if g := glyphOf(form.first + offset); g != 0 {
-				cmap[letter] = g
+	ok = l.addVariant(family, f.family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
+		cmap := map[rune]sfnt.GlyphIndex{}
+		for letter, form := range arabicForms {
+			if form.n >= 2 && offset == 1 || form.n == 4 {
+				if g := glyphOf(form.first + offset); g != 0 {
+					cmap[letter] = g
+				}
 			}
 		}
+		return cmap
+	})
+	if ok {
+		l.variantOf[family] = f
 	}
-	variant, err := withCmap(ttf, cmap)
-	if err != nil {
-		return family, false
-	}
-	l.pdf.AddUTF8FontFromBytes(family, "", variant)
-	l.variants[family], l.variantOf[family] = true, f
-	return family, true
+	return family, ok
 }
 
 // withCmap returns a TrueType font file like ttf but for its character map, which is
@@ -992,7 +980,7 @@ func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 // font that can no longer be read (it was readable when its coverage was taken) reports
 // false, and the character is named instead: a character never fails a document.
 func (l *pdfLayout) addFont(f *fallbackFont) bool {
-	if l.added[f] {
+	if l.files[f.family] != nil {
 		return true
 	}
 	ttf, err := os.ReadFile(f.path)
@@ -1000,7 +988,7 @@ func (l *pdfLayout) addFont(f *fallbackFont) bool {
 		return false
 	}
 	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
-	l.added[f] = true
+	l.files[f.family] = ttf
 	return true
 }
 
