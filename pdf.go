@@ -619,7 +619,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 		f := l.fonts.fallbackFor(r, prev)
 		var drawn *fallbackFont
 		if f != nil {
-			drawn = l.fonts.styled(f, family, r)
+			drawn = f.styled(family, r)
 		}
 		if drawn == nil || !l.addFont(drawn) {
 			// The name's first glyph stands for the character, the others for nothing:
@@ -1235,8 +1235,7 @@ type fontIndex struct {
 	goFonts   map[string]*sfnt.Font // by family, for cmap look-ups
 	fallbacks []*fallbackFont       // in the order they are tried
 	byName    map[string]*fallbackFont
-	variants  map[string]*fallbackFont // by variantKey: a font's bold and italic faces
-	goDepth   map[string]float64       // by family: how far its letters reach below the baseline, in em
+	goDepth   map[string]float64 // by family: how far its letters reach below the baseline, in em
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
@@ -1244,7 +1243,8 @@ type fontIndex struct {
 // document that embeds it, as fpdf parses it afresh for each document anyway.
 type fallbackFont struct {
 	path   string
-	family string // the fpdf family name, unique in the index
+	family string                   // the fpdf family name, unique in the index
+	faces  map[string]*fallbackFont // its family's bold, semibold and italic faces beside it, by style
 
 	coverOnce sync.Once
 	cover     []uint64         // a bit per Basic Multilingual Plane character; nil if unusable
@@ -1278,7 +1278,7 @@ func fontDirs(pdfFontDir string) []string {
 // contents are read when a character is first looked up in it. The files of each folder
 // are tried in a sensible order (fallbackRank); folders in the order given.
 func newFontIndex(dirs []string) *fontIndex {
-	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, variants: map[string]*fallbackFont{}, goDepth: map[string]float64{}}
+	ix := &fontIndex{goFonts: map[string]*sfnt.Font{}, byName: map[string]*fallbackFont{}, goDepth: map[string]float64{}}
 	for _, f := range pdfFonts {
 		// The Go fonts are compiled in and parse (TestGoFontsParse); were one not to, its
 		// family would draw ASCII only and take the rest from the fallbacks.
@@ -1288,6 +1288,7 @@ func newFontIndex(dirs []string) *fontIndex {
 		}
 	}
 	seen := map[string]bool{}
+	faces := map[string]*fallbackFont{} // by variantKey
 	for _, dir := range dirs {
 		var paths []string
 		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -1318,8 +1319,19 @@ func newFontIndex(dirs []string) *fontIndex {
 			ix.fallbacks = append(ix.fallbacks, f)
 			ix.byName[family] = f
 			stem, style := fontStyle(p)
-			if key := variantKey(p, stem, style); ix.variants[key] == nil {
-				ix.variants[key] = f
+			if key := variantKey(p, stem, style); faces[key] == nil {
+				faces[key] = f
+			}
+		}
+	}
+	for _, f := range ix.fallbacks {
+		stem, _ := fontStyle(f.path)
+		for _, style := range []string{"bold", "semibold", "italic"} {
+			if v := faces[variantKey(f.path, stem, style)]; v != nil {
+				if f.faces == nil {
+					f.faces = map[string]*fallbackFont{}
+				}
+				f.faces[style] = v
 			}
 		}
 	}
@@ -1354,10 +1366,9 @@ func variantKey(path, stem, style string) string {
 
 // styled returns the face of fallback font f in the style the Go family asks for
 // (fontStyles), where one is installed beside f and draws r; else f itself.
-func (ix *fontIndex) styled(f *fallbackFont, family string, r rune) *fallbackFont {
-	stem, _ := fontStyle(f.path)
+func (f *fallbackFont) styled(family string, r rune) *fallbackFont {
 	for _, style := range fontStyles[family] {
-		if v := ix.variants[variantKey(f.path, stem, style)]; v != nil && v.covers(r) {
+		if v := f.faces[style]; v != nil && v.covers(r) {
 			return v
 		}
 	}
