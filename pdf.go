@@ -266,7 +266,7 @@ func (l *pdfLayout) ruleY(value paragraph) float64 {
 	depth := 0.0
 	for _, g := range value.lines[len(value.lines)-1].glyphs {
 		if f := l.variantOf[g.font]; f != nil {
-			depth = max(depth, f.depth)
+			depth = max(depth, f.letterDepth())
 			continue
 		}
 		depth = max(depth, l.fonts.depth(g.font))
@@ -972,8 +972,7 @@ func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 	if f == nil || !unicode.In(g.r, unicode.Mn, unicode.Me) {
 		return markBox{}, false
 	}
-	box, ok := f.marks[g.r]
-	return box, ok
+	return f.mark(g.r)
 }
 
 // addFont adds a fallback font to the document the first time a character needs it. A
@@ -1239,17 +1238,20 @@ type fontIndex struct {
 }
 
 // fallbackFont is one candidate TrueType file. Its character map is read the first time
-// a character is looked up in it and kept (8 KiB); the file itself is read by each
-// document that embeds it, as fpdf parses it afresh for each document anyway.
+// a character is looked up in it and kept (8 KiB), its depth and marks the first time a
+// document draws from it (measure); the file itself is read by each document that
+// embeds it, as fpdf parses it afresh for each document anyway.
 type fallbackFont struct {
 	path   string
 	family string                   // the fpdf family name, unique in the index
 	faces  map[string]*fallbackFont // its family's bold, semibold and italic faces beside it, by style
 
 	coverOnce sync.Once
-	cover     []uint64         // a bit per Basic Multilingual Plane character; nil if unusable
-	marks     map[rune]markBox // its combining marks without an advance, for placeMarks
-	depth     float64          // how far its letters and marks reach below the baseline, in em
+	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
+
+	measureOnce sync.Once
+	marks       map[rune]markBox // its combining marks without an advance, for placeMarks
+	depth       float64          // how far its letters and marks reach below the baseline, in em
 }
 
 // systemFontDirs are the usual font folders of Linux and BSD systems, searched after
@@ -1440,7 +1442,7 @@ func letterDepth(sf *sfnt.Font) float64 {
 // depth is how far the letters of a font family reach below the baseline, in em.
 func (ix *fontIndex) depth(family string) float64 {
 	if f := ix.byName[family]; f != nil {
-		return f.depth
+		return f.letterDepth()
 	}
 	return ix.goDepth[family]
 }
@@ -1480,36 +1482,15 @@ func (ix *fontIndex) fallbackFor(r rune, prefer *fallbackFont) *fallbackFont {
 // sfnt the first time. A file fpdf cannot embed covers nothing.
 func (f *fallbackFont) covers(r rune) bool {
 	f.coverOnce.Do(func() {
-		ttf, err := os.ReadFile(f.path)
-		if err != nil || !embeddableTrueType(ttf) {
-			return
-		}
-		sf, err := sfnt.Parse(ttf)
-		if err != nil {
+		sf := readFont(f.path)
+		if sf == nil {
 			return
 		}
 		var sb sfnt.Buffer
 		cover := make([]uint64, 0x10000/64)
-		f.marks = map[rune]markBox{}
-		em := fixed.I(int(sf.UnitsPerEm()))
 		for c := rune(0x20); c <= 0xFFFF; c++ {
-			g, err := sf.GlyphIndex(&sb, c)
-			if err != nil || g == 0 {
-				continue
-			}
-			cover[c/64] |= 1 << (c % 64)
-			if !unicode.In(c, unicode.L, unicode.M) || squareBlock(c) && c%64 != 0 {
-				continue
-			}
-			// sfnt's y grows downwards; em units as 26.6 fixed point.
-			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
-			if err != nil {
-				continue
-			}
-			u := float64(em)
-			f.depth = max(f.depth, float64(b.Max.Y)/u)
-			if unicode.In(c, unicode.Mn, unicode.Me) && adv == 0 && b.Max.X > b.Min.X {
-				f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
+			if g, err := sf.GlyphIndex(&sb, c); err == nil && g != 0 {
+				cover[c/64] |= 1 << (c % 64)
 			}
 		}
 		f.cover = cover
@@ -1517,10 +1498,72 @@ func (f *fallbackFont) covers(r rune) bool {
 	return f.cover != nil && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
 }
 
-// hasMark reports whether the font has r as a mark without an advance (placeMarks' kind).
+// readFont parses the font file at path, nil where it cannot be read or fpdf cannot
+// embed it.
+func readFont(path string) *sfnt.Font {
+	ttf, err := os.ReadFile(path)
+	if err != nil || !embeddableTrueType(ttf) {
+		return nil
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return nil
+	}
+	return sf
+}
+
+// measure takes the font's depth and marks, the first time a document draws from it:
+// only a font that draws is measured, not every font a character's search looks at.
+func (f *fallbackFont) measure() {
+	f.measureOnce.Do(func() {
+		f.marks = map[rune]markBox{}
+		f.covers(0) // its character map, read first
+		sf := readFont(f.path)
+		if sf == nil || f.cover == nil {
+			return
+		}
+		var sb sfnt.Buffer
+		em := fixed.I(int(sf.UnitsPerEm()))
+		u := float64(em)
+		for c := rune(0x20); c <= 0xFFFF; c++ {
+			if !f.covers(c) || !unicode.In(c, unicode.L, unicode.M) || squareBlock(c) && c%64 != 0 {
+				continue
+			}
+			g, err := sf.GlyphIndex(&sb, c)
+			if err != nil || g == 0 {
+				continue
+			}
+			// sfnt's y grows downwards; em units as 26.6 fixed point.
+			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone)
+			if err != nil {
+				continue
+			}
+			f.depth = max(f.depth, float64(b.Max.Y)/u)
+			if unicode.In(c, unicode.Mn, unicode.Me) && adv == 0 && b.Max.X > b.Min.X {
+				f.marks[c] = markBox{float64(b.Min.X) / u, float64(b.Max.X) / u, float64(-b.Max.Y) / u, float64(-b.Min.Y) / u}
+			}
+		}
+	})
+}
+
+// mark returns r's box where the font has it as a mark without an advance (placeMarks'
+// kind).
+func (f *fallbackFont) mark(r rune) (markBox, bool) {
+	f.measure()
+	box, ok := f.marks[r]
+	return box, ok
+}
+
+// hasMark reports whether the font has r as a mark without an advance.
 func (f *fallbackFont) hasMark(r rune) bool {
-	_, ok := f.marks[r]
+	_, ok := f.mark(r)
 	return ok
+}
+
+// letterDepth is how far the font's letters and marks reach below the baseline, in em.
+func (f *fallbackFont) letterDepth() float64 {
+	f.measure()
+	return f.depth
 }
 
 // embeddableTrueType reports whether fpdf's AddUTF8FontFromBytes can embed a font file:
