@@ -261,8 +261,7 @@ func (l *pdfLayout) field(b fieldBlock) {
 // thick) passes clear below every descender of its fonts.
 func (l *pdfLayout) ruleY(value paragraph) float64 {
 	foot := l.pdf.GetY()
-	// fpdf sets a cell's baseline 0.3 of the font size below the cell's middle.
-	baseline := foot - lineHeight(value.size)/2 + 0.3*value.size
+	baseline := baselineBelow(foot-lineHeight(value.size), value.size)
 	depth := 0.0
 	for _, g := range value.lines[len(value.lines)-1].glyphs {
 		if f := l.variantOf[g.font]; f != nil {
@@ -311,7 +310,8 @@ type pdfLayout struct {
 
 // glyph is one character as laid out: the font family that draws it, its embedding level
 // of the bidirectional algorithm (odd is right to left) and its advance; a mark drawn
-// over its base is moved by dx and raised by rise (placeMarks), in points.
+// over its base, and a base widened for a frame (widenForFrame), is moved by dx, and a
+// mark raised by rise (placeMarks), in points.
 type glyph struct {
 	w        float64
 	font     string
@@ -481,7 +481,8 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 // content in logical order, so that readers that read text in the order it is drawn
 // (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
 // themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
-// right-to-left text, and a mark placed over its base, is a cell of its own. A bracket
+// right-to-left text, a mark placed over its base and a base widened for a frame is a
+// cell of its own. A bracket
 // in right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from a
 // mirrored variant of its font. Arabic letters are the letters typed, drawn in their joined forms from variants
 // of their font (joinedForm). Where a cell's characters are not what was typed (the name
@@ -509,6 +510,10 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 		i += n
 	}
 }
+
+// baselineBelow is the baseline of a line of text of the given size whose top is at y:
+// 0.3 of the size below the line's middle, where fpdf's cells put it.
+func baselineBelow(y, size float64) float64 { return y + lineHeight(size)/2 + 0.3*size }
 
 // ownCell reports a glyph drawn in a cell of its own (see drawLine).
 func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
@@ -540,16 +545,13 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		}
 	}
 	g := gs[0]
-	// The baseline where fpdf's cells put it, 0.3 of the size below the line's middle.
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
-	l.pdf.Text(x+float64(g.dx), y-float64(g.rise)+lineHeight(size)/2+0.3*size, run.String())
+	l.pdf.Text(x+float64(g.dx), baselineBelow(y, size)-float64(g.rise), run.String())
 }
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
-// at most width wide. Arabic letters take their joined forms; each character is drawn in
-// the Go font family where it has the glyph, else in the first fallback font that has it
-// (the previous character's fallback first, so that a run stays in one font), else as
-// its name in brackets (missing). The bidirectional algorithm gives each glyph its level,
+// at most width wide, of the glyphs that glyphs makes of it. The bidirectional
+// algorithm gives each glyph its level,
 // and each line is put in visual order; a paragraph without a strong character (no
 // letters) is right to left where rtl is set.
 func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
@@ -586,8 +588,13 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	return lines
 }
 
-// glyphs turns a paragraph's characters into glyphs in logical order, each in the font
-// that draws it (see layout), each knowing the index of the character it stands for.
+// glyphs turns a paragraph's characters into glyphs in logical order, each knowing the
+// index of the character it stands for. Arabic letters take their joined forms; each
+// character is drawn in the Go font family where it has the glyph, else in the fallback
+// font fallbackFor finds (the previous character's first, so that a run stays in one
+// font), in the face its place asks for (styled), else as its name in brackets
+// (missing). Invisible characters are dropped, a space after a fallback font's glyph
+// stays in that font, and a mark without a base is drawn over a no-break space.
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
 	gs := make([]glyph, 0, len(rs))
@@ -873,7 +880,8 @@ func asTyped(typed []rune, gs []glyph) bool {
 }
 
 // typedText is the text glyphs stand for as typed: the paragraph's characters from the
-// first glyph's to the last's, without the bidi controls the layout ignores.
+// first glyph's to the last's, without the bidi controls (the layout drops them; the
+// other invisible characters it drops stay in the text).
 func typedText(typed []rune, gs []glyph) string {
 	first, last := int32(len(typed)), int32(-1)
 	for _, g := range gs {
@@ -1457,8 +1465,9 @@ func (ix *fontIndex) goCovers(sb *sfnt.Buffer, family string, r rune) bool {
 	return err == nil && g != 0
 }
 
-// fallbackFor returns the fallback font that draws r: prefer when it has the glyph, else
-// the first in the index's order that has it, else nil. Only characters of the Basic
+// fallbackFor returns the fallback font that draws r: prefer when it has the glyph (as a
+// mark without an advance, for a mark), else the first in the index's order that has
+// it, else nil. Only characters of the Basic
 // Multilingual Plane are looked for (fpdf draws no others), and never private-use ones.
 func (ix *fontIndex) fallbackFor(r rune, prefer *fallbackFont) *fallbackFont {
 	if r > 0xFFFF || !unicode.IsGraphic(r) || unicode.Is(unicode.Co, r) {
