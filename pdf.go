@@ -551,9 +551,8 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
 // at most width wide, of the glyphs that glyphs makes of it. The bidirectional
-// algorithm gives each glyph its level,
-// and each line is put in visual order; a paragraph without a strong character (no
-// letters) is right to left where rtl is set.
+// algorithm gives each glyph its level, and each line is put in visual order; a
+// paragraph without a strong character (no letters) is right to left where rtl is set.
 func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
 	typed := []rune(para)
 	gs := l.glyphs(family, typed)
