@@ -38,8 +38,9 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     server's zone (core/date_api.php): +00:00, never Z.
 //   - A note added bumps its issue's last_updated (core/bugnote_api.php,
 //     bug_update_date in core/bug_api.php), moving it to the top of the list.
-//   - Project-level API access refused (mc_filter_get_issues returning a SOAP fault):
-//     200 with {"issues": {"status_code": 403, "fault_string": ...}}.
+//   - A project that exists but the token's user may not read (issues_rest.php checks
+//     only project_exists; mc_filter_get_issues returns a SOAP fault): 200 with
+//     {"issues": {"status_code": 403, "fault_string": ...}}.
 type fakeTracker struct {
 	t         *testing.T
 	mu        sync.Mutex
@@ -88,7 +89,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case token == "":
 		f.refuse(w, 401, "API token required")
 		return
-	case len(token) != 32 || token != testTrackerKey:
+	case token != testTrackerKey: // api_token_get_user finds no user, whatever the length
 		f.refuse(w, 403, "API token not found")
 		return
 	}

@@ -257,14 +257,14 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	if err := json.Unmarshal(body, &answer); err != nil {
 		return nil, fmt.Errorf("read tracker page %d: answer is not MantisBT's issue list: %w", page, err)
 	}
-	// With the project's API access refused, issues_rest.php still answers 200, with
-	// the SOAP fault mc_filter_get_issues returned in place of the list.
+	// With a project the token's user may not read, issues_rest.php still answers 200,
+	// with the SOAP fault mc_filter_get_issues returned in place of the list.
 	var fault struct {
 		StatusCode  int    `json:"status_code"`
 		FaultString string `json:"fault_string"`
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(answer.Issues), []byte("{")) && json.Unmarshal(answer.Issues, &fault) == nil {
-		return nil, fmt.Errorf("read tracker page %d: MantisBT refused the issue list (status_code %d): %s", page, fault.StatusCode, cutText(fault.FaultString, 200))
+		return nil, fmt.Errorf("read tracker page %d: MantisBT refused the issue list, the token's user may not read the project (status_code %d): %s", page, fault.StatusCode, cutText(fault.FaultString, 200))
 	}
 	var issues []mantisIssue
 	if len(answer.Issues) > 0 {
@@ -285,7 +285,9 @@ func trackerRefusal(status int, cfg config) string {
 	case http.StatusForbidden:
 		return "MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API"
 	case http.StatusNotFound:
-		return fmt.Sprintf("MantisBT has no project %s (TRACKER_PROJECT_ID), or the token's user cannot see it", cfg.TrackerProjectID)
+		// issues_rest.php checks only that the project exists (project_exists); one the
+		// user may not read is the 200 with a fault (readPage).
+		return fmt.Sprintf("MantisBT has no project %s (TRACKER_PROJECT_ID)", cfg.TrackerProjectID)
 	case http.StatusInternalServerError:
 		// json_encode fails on text that is not UTF-8 (issues_rest.php's withJson).
 		return "MantisBT failed to write the list: an issue's stored text may not be valid UTF-8"

@@ -455,14 +455,14 @@ func TestTrackerRefusals(t *testing.T) {
 			"MantisBT got no token (TRACKER_API_KEY is empty) and allows no anonymous access: tracker answered 401 (API token required)"},
 		{"no token, served as anonymous", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = true },
 			"MantisBT answered as its anonymous account (X-Mantis-LoginMethod: anonymous)"},
-		{"project missing or not visible", func(c *config) { c.TrackerProjectID = "7" }, nil,
-			"MantisBT has no project 7 (TRACKER_PROJECT_ID), or the token's user cannot see it: tracker answered 404 (Project '7' doesn't exist)"},
+		{"project missing", func(c *config) { c.TrackerProjectID = "7" }, nil,
+			"MantisBT has no project 7 (TRACKER_PROJECT_ID): tracker answered 404 (Project '7' doesn't exist)"},
 		{"offline", nil, func(f *fakeTracker) { f.failures = []int{503, 503, 503} },
 			"MantisBT's REST API is disabled, or MantisBT is offline: tracker answered 503 (Mantis Offline)"},
 		{"a stored text not UTF-8: 500 with no body", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
 			"MantisBT failed to write the list: an issue's stored text may not be valid UTF-8: tracker answered 500"},
-		{"project's API access refused: a 200 with a fault", nil, func(f *fakeTracker) { f.fault = true },
-			"MantisBT refused the issue list (status_code 403): Access denied"},
+		{"project the token's user may not read: a 200 with a fault", nil, func(f *fakeTracker) { f.fault = true },
+			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): Access denied"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
