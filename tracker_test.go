@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -589,8 +590,8 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 }
 
 // TestTrackerSummaryNowBusyAfterFailure: within the interval after a failed run, a caller
-// gets errSummaryBusy (with the time to wait), not a new run; the failure is logged once
-// with its detail.
+// of GET /api/tracker-summary is answered 503 with the time to wait in Retry-After, not a
+// new run; the failure is logged once with its detail.
 func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
@@ -599,10 +600,11 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	if err == nil || errors.Is(err, errSummaryBusy) || !strings.Contains(err.Error(), "tracker answered 403") {
 		t.Fatalf("first call = %v, want the tracker's refusal", err)
 	}
-	_, err = e.srv.trackerSummaryNow(context.Background())
-	var busy *busyError
-	if !errors.Is(err, errSummaryBusy) || !errors.As(err, &busy) || retrySeconds(busy.retryAfter) < 1 || retrySeconds(busy.retryAfter) > 30 {
-		t.Errorf("second call = %v, want errSummaryBusy with a wait within %s", err, onDemandInterval)
+	// The second, through HTTP: 503 with Retry-After, the wait that is left of the 30 s.
+	res, body := e.getRaw("/api/tracker-summary")
+	if after, err := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode != 503 || err != nil || after < 1 || after > 30 ||
+		!strings.Contains(string(body), errSummaryBusy.Error()) {
+		t.Errorf("second call = %d (Retry-After %q) %s, want 503 with a wait within %s", res.StatusCode, res.Header.Get("Retry-After"), body, onDemandInterval)
 	}
 	if pages := e.tracker.requestedPages(); len(pages) != 0 {
 		t.Errorf("tracker served pages %v; want only the refused request", pages)
