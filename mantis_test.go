@@ -159,6 +159,15 @@ func (f *fakeTracker) addNote(id int, n map[string]any) {
 	f.issues = append([]map[string]any{is}, slices.Delete(f.issues, i, i+1)...)
 }
 
+// makePrivate sets issue id's view state to private as an update in MantisBT does: the
+// issue's last_updated becomes at (bug_update in core/bug_api.php) and it moves to the top.
+func (f *fakeTracker) makePrivate(id int, at string) {
+	i := slices.IndexFunc(f.issues, func(is map[string]any) bool { return is["id"] == id })
+	is := f.issues[i]
+	is["view_state"], is["updated_at"] = private, at
+	f.issues = append([]map[string]any{is}, slices.Delete(f.issues, i, i+1)...)
+}
+
 func (f *fakeTracker) requestedPages() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

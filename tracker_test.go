@@ -403,7 +403,9 @@ func TestProviderMessage(t *testing.T) {
 // TestTrackerListChangesDuringWalk: a note added to a ticket on page 3 while the walk
 // reads moves it to the top of MantisBT's list and shifts every page after the first by
 // one: still each of the 120 tickets of the window reaches the model once, the moved one
-// with its new note, newest first.
+// with its new note, newest first. A ticket already read that gets a note is read again
+// with it (the later version wins), and one already read that is made private is left
+// out.
 func TestTrackerListChangesDuringWalk(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
@@ -413,8 +415,12 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 		want = append(want, int64(i+1))
 	}
 	e.tracker.afterPage = func(f *fakeTracker, page int) {
-		if len(f.pages) == 1 {
+		switch len(f.pages) {
+		case 1:
 			f.addNote(101, note(9001, mantisDate(now), "added while the walk reads"))
+			f.addNote(2, note(9002, mantisDate(now.Add(-30*time.Second)), "added after ticket 2 was read"))
+		case 2:
+			f.makePrivate(3, mantisDate(now.Add(-40*time.Second)))
 		}
 	}
 	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
@@ -425,14 +431,16 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 	for _, tk := range tickets {
 		ids = append(ids, tk.ID)
 	}
-	want = append([]int64{101}, slices.DeleteFunc(want, func(id int64) bool { return id == 101 })...)
+	want = append([]int64{101, 2}, slices.DeleteFunc(want, func(id int64) bool { return id == 101 || id == 2 || id == 3 })...)
 	if !slices.Equal(ids, want) {
 		t.Errorf("tickets = %v,\nwant %v", ids, want)
 	}
-	if tickets[0].Notes == nil || len(*tickets[0].Notes) != 1 || (*tickets[0].Notes)[0].ID != 9001 {
-		t.Errorf("ticket 101 = %+v, want it with its new note", tickets[0])
+	for i, noteID := range []int64{9001, 9002} {
+		if i >= len(tickets) || tickets[i].Notes == nil || len(*tickets[i].Notes) != 1 || (*tickets[i].Notes)[0].ID != noteID {
+			t.Errorf("ticket %d = %+v, want it with its new note %d", want[i], tickets[min(i, len(tickets)-1)], noteID)
+		}
 	}
-	// Page 1 again brings ticket 101, updated; once more brings nothing new.
+	// Page 1 again brings tickets 101, 2 and 3, updated; once more brings nothing new.
 	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2, 3, 1, 1}) {
 		t.Errorf("pages = %v, want [1 2 3 1 1]", pages)
 	}
