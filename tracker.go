@@ -152,8 +152,8 @@ type ticketSet struct {
 // add takes a page of issues. It reports whether the page brought an issue of the window
 // not read before or updated since, and whether its last issue is in the window. An
 // update time that is not RFC 3339 (MantisBT writes PHP's date('c'), core/date_api.php)
-// fails the walk: silently passed over, it would end the walk and leave the summary
-// short without a word.
+// fails the walk, as does a note's creation time: silently passed over, either would
+// leave the summary short without a word.
 func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool, err error) {
 	for _, is := range issues {
 		updated, err := time.Parse(time.RFC3339, is.UpdatedAt)
@@ -170,7 +170,11 @@ func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool, err erro
 		news = true
 		s.seen[is.ID] = updated
 		if s.includePrivate || is.ViewState.ID == vsPublic {
-			s.kept[is.ID] = trimTicket(is, updated, s.start, s.includePrivate)
+			t, err := trimTicket(is, updated, s.start, s.includePrivate)
+			if err != nil {
+				return false, false, err
+			}
+			s.kept[is.ID] = t
 		} else {
 			delete(s.kept, is.ID) // made private since it was read
 		}
@@ -194,8 +198,9 @@ func (s *ticketSet) list() []ticket {
 }
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
-// unless includePrivate, its private notes dropped, long texts cut.
-func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) ticket {
+// unless includePrivate, its private notes dropped, long texts cut. A note's creation
+// time that is not RFC 3339 is an error.
+func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) (ticket, error) {
 	t := ticket{
 		ID: is.ID, Summary: is.Summary, Description: cutText(is.Description, maxTextChars),
 		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, Reporter: is.Reporter, updated: updated,
@@ -204,7 +209,10 @@ func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) t
 		notes := []ticketNote{}
 		for _, n := range *is.Notes {
 			created, err := time.Parse(time.RFC3339, n.CreatedAt)
-			if err != nil || created.Before(start) || (!includePrivate && n.ViewState.ID != vsPublic) {
+			if err != nil {
+				return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
+			}
+			if created.Before(start) || (!includePrivate && n.ViewState.ID != vsPublic) {
 				continue
 			}
 			notes = append(notes, ticketNote{ID: n.ID, Reporter: n.Reporter, Text: cutText(n.Text, maxTextChars),
@@ -212,7 +220,7 @@ func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) t
 		}
 		t.Notes = &notes
 	}
-	return t
+	return t, nil
 }
 
 // fetchTicketPage reads one page of issues.

@@ -622,17 +622,28 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	}
 }
 
-// TestTrackerBadUpdateTimeFails: an issue whose updated_at is not a date MantisBT writes
-// fails the job with an error naming the issue, rather than ending the walk unnoticed.
+// TestTrackerBadUpdateTimeFails: an issue whose updated_at, or a note whose created_at,
+// is not a date MantisBT writes fails the job with an error naming it, rather than
+// ending the walk or dropping the note unnoticed.
 func TestTrackerBadUpdateTimeFails(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	bad := issue(2, mantisDate(now))
-	bad["updated_at"] = "25/11/2026 10:00"
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), bad}
-	_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
-	if err == nil || !strings.Contains(err.Error(), "issue 2: updated_at") {
-		t.Errorf("recentTickets = %v, want an error naming issue 2's updated_at", err)
+	badIssue := issue(2, mantisDate(now))
+	badIssue["updated_at"] = "25/11/2026 10:00"
+	badNote := note(7, mantisDate(now), "a note")
+	badNote["created_at"] = "25/11/2026 09:00"
+	for _, tc := range []struct {
+		issue map[string]any
+		want  string
+	}{
+		{badIssue, "issue 2: updated_at"},
+		{issue(2, mantisDate(now), badNote), "issue 2: note 7's created_at"},
+	} {
+		e := newSummaryEnv(t, now)
+		e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), tc.issue}
+		_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("recentTickets = %v, want an error naming %s", err, tc.want)
+		}
 	}
 }
