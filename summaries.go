@@ -157,11 +157,6 @@ func (p *pipeline[T]) text(ctx context.Context, s *server, now time.Time) (strin
 	return complete(ctx, s.client, s.cfg, prompt)
 }
 
-// summaryText runs a pipeline for the day of now and returns the model's text.
-func (s *server) summaryText(ctx context.Context, p summaryRunner, now time.Time) (string, error) {
-	return p.text(ctx, s, now)
-}
-
 // promptFit builds a prompt's JSON array of at most maxChars characters from items
 // offered newest first, marshalling each once. An item too large to fit on its own is
 // passed over, so that it cannot crowd out every other; the first other that does not
@@ -233,7 +228,7 @@ func startOfDay(now time.Time) time.Time {
 // generate runs a pipeline for today and stores its text; failures are the caller's to log.
 func (s *server) generate(ctx context.Context, p summaryRunner) error {
 	now := s.now()
-	text, err := s.summaryText(ctx, p, now)
+	text, err := p.text(ctx, s, now)
 	if err != nil {
 		return err
 	}
@@ -488,7 +483,7 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 				s.log.Error("on-demand tracker summary failed", "err", err)
 			}
 		}()
-		return s.summaryText(ctx, trackerPipeline, s.now())
+		return trackerPipeline.text(ctx, s, s.now())
 	})
 }
 
