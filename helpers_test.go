@@ -357,7 +357,7 @@ func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
 	return res.StatusCode, strings.TrimSpace(string(body)), res.Header
 }
 
-// benchEnv is a quiet service with the 50-field form of compare.sh and n responses.
+// benchEnv is a quiet service with the 50-field form of benchmarkForm and n responses.
 func benchEnv(b *testing.B, responses int) (*testEnv, FormDetail) {
 	b.Helper()
 	e := newTestEnv(b)

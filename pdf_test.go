@@ -379,7 +379,8 @@ func TestExportPDFHeaders(t *testing.T) {
 	}
 }
 
-// benchmarkForm is the 50-field form of compare.sh: 5 categories of 10, all types.
+// benchmarkForm is a 50-field form: 5 categories of 10, all types (the form the
+// Node comparison in README seeds).
 func benchmarkForm() (FormDetail, map[int64]*string) {
 	types := []string{"text", "number", "date", "textarea", "boolean"}
 	f := FormDetail{Form: Form{ID: 1, Title: "Site inspection report"}}

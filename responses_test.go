@@ -312,7 +312,7 @@ func BenchmarkSubmit(b *testing.B) {
 }
 
 // BenchmarkSubmitParallel submits from 16 goroutines per core at once (32 on two cores),
-// as compare.sh's 32 connections do: submits queue for the one write connection.
+// as 32 load-test connections do: submits queue for the one write connection.
 func BenchmarkSubmitParallel(b *testing.B) {
 	e, f := benchEnv(b, 0)
 	body := submitBody(f)

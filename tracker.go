@@ -43,7 +43,6 @@ type ticket struct {
 	UpdatedAt   string        `json:"updated_at"`
 	Reporter    *ticketUser   `json:"reporter,omitempty"`
 	Notes       *[]ticketNote `json:"notes,omitempty"` // nil when MantisBT omitted them
-	updated     time.Time     // UpdatedAt, for the order
 }
 
 // ticketNote is one note of an issue.
@@ -170,7 +169,7 @@ func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool, err erro
 		news = true
 		s.seen[is.ID] = updated
 		if s.includePrivate || is.ViewState.ID == vsPublic {
-			t, err := trimTicket(is, updated, s.start, s.includePrivate)
+			t, err := trimTicket(is, s.start, s.includePrivate)
 			if err != nil {
 				return false, false, err
 			}
@@ -189,7 +188,7 @@ func (s *ticketSet) list() []ticket {
 		list = append(list, t)
 	}
 	slices.SortFunc(list, func(a, b ticket) int {
-		if c := b.updated.Compare(a.updated); c != 0 {
+		if c := s.seen[b.ID].Compare(s.seen[a.ID]); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
@@ -200,10 +199,10 @@ func (s *ticketSet) list() []ticket {
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
 // unless includePrivate, its private notes dropped, long texts cut. A note's creation
 // time that is not RFC 3339 is an error.
-func trimTicket(is mantisIssue, updated, start time.Time, includePrivate bool) (ticket, error) {
+func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, error) {
 	t := ticket{
 		ID: is.ID, Summary: is.Summary, Description: cutText(is.Description, maxTextChars),
-		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, Reporter: is.Reporter, updated: updated,
+		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, Reporter: is.Reporter,
 	}
 	if is.Notes != nil {
 		notes := []ticketNote{}
