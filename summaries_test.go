@@ -32,9 +32,11 @@ func berlin(t *testing.T) *time.Location {
 // answers as OpenAI's API reference describes POST /v1/chat/completions
 // (platform.openai.com/docs/api-reference/chat/create: an object "chat.completion" with
 // choices[].message {role, content} and finish_reason) and its errors
-// ({"error": {"message", "code", …}}, platform.openai.com/docs/guides/error-codes), the
-// shape that Gemini's OpenAI-compatible endpoint and Ollama's /v1 (ollama docs/openai.md)
-// also write. Only the members the service reads are filled in.
+// ({"error": {"message", "type", "param", "code"}}, code a string or null,
+// platform.openai.com/docs/guides/error-codes), the shape Ollama's /v1 (ollama
+// docs/openai.md) also writes; with gemini set, its errors are Gemini's
+// OpenAI-compatible endpoint's, a list of those objects. Besides the members the service
+// reads it writes only id, object and finish_reason.
 type fakeModel struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -42,6 +44,7 @@ type fakeModel struct {
 	answer   string        // content of the answer
 	raw      string        // when set, the whole answer body instead
 	failures []int         // statuses answered first, one per request
+	gemini   bool          // errors as Gemini's list
 	release  chan struct{} // when set, answers wait for it to close
 	entered  chan struct{} // when set, receives once per request as it arrives
 	gone     chan struct{} // when set, receives once per request its client ended while it waited
@@ -84,8 +87,13 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(m.failures) > 0 {
 		status := m.failures[0]
 		m.failures = m.failures[1:]
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error": {"message": "quota exceeded for key %s", "code": %d}}`, testModelKey, status)
+		body := fmt.Sprintf(`{"error": {"message": "quota exceeded for key %s", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}`, testModelKey)
+		if m.gemini {
+			body = "[" + body + "]"
+		}
+		fmt.Fprint(w, body)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -115,22 +115,24 @@ func TestOutboundRetries(t *testing.T) {
 		name           string
 		tracker, model []int
 		wantErr        string // empty: success
+		gemini         bool   // the model's errors as Gemini's list
 	}{
-		{"tracker 503 twice", []int{503, 503}, nil, ""},
-		{"tracker 429 then ok", []int{429}, nil, ""},
-		{"tracker 500 then ok", []int{500}, nil, ""},
-		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500"},
-		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (API token required)"},
-		{"model 429 twice", nil, []int{429, 429}, ""},
-		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]"},
-		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]"},
+		{"tracker 503 twice", []int{503, 503}, nil, "", false},
+		{"tracker 429 then ok", []int{429}, nil, "", false},
+		{"tracker 500 then ok", []int{500}, nil, "", false},
+		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500", false},
+		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (API token required)", false},
+		{"model 429 twice", nil, []int{429, 429}, "", false},
+		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]", false},
+		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]", false},
+		{"model 400, Gemini's error list", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			e.tracker.failures = tc.tracker
-			e.model.failures = tc.model
+			e.model.failures, e.model.gemini = tc.model, tc.gemini
 			err := e.srv.generate(context.Background(), trackerPipeline)
 			if tc.wantErr == "" {
 				if err != nil {
@@ -389,7 +391,7 @@ func TestProviderMessage(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"error": {"message": "Invalid API key", "type": "invalid_request_error"}}`, "Invalid API key"},                     // OpenAI
 		{`[{"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}]`, "Resource exhausted"}, // Gemini
-		{`{"error": "quota exceeded"}`, "quota exceeded"},                                                                     // Ollama
+		{`{"error": "quota exceeded"}`, "quota exceeded"},                                                                     // Ollama's own /api
 		{`{"message": "Issue not found", "code": 1100}`, "Issue not found"},                                                   // MantisBT
 		{"  Bad Gateway\n", "Bad Gateway"},
 		{long, long[:200]},
