@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -481,3 +483,18 @@ func gateUsed(g *gate) int64 {
 	defer g.mu.Unlock()
 	return g.used
 }
+
+// builtBinary builds the service once per test run, for the tests that run it as an
+// operator does: the hostile suite, the binary away from its checkout, backups.
+var builtBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "formsvc-hostile")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "formsvc")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})

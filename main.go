@@ -82,7 +82,9 @@ func loadConfig(getenv func(string) string) config {
 		return def
 	}
 	return config{
-		Addr:                  get("ADDR", ":8080"),
+		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
+		// client that reaches the port reads and changes every form.
+		Addr:                  get("ADDR", "127.0.0.1:8080"),
 		DatabasePath:          get("DATABASE_PATH", "forms.db"),
 		APIToken:              getenv("API_TOKEN"),
 		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
@@ -92,8 +94,8 @@ func loadConfig(getenv func(string) string) config {
 		GenAIKey:              getenv("GENAI_API_KEY"),
 		GenAIBaseURL:          get("GENAI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta/openai"),
 		GenAIModel:            get("GENAI_MODEL", "gemini-2.5-flash"),
-		TrackerPromptFile:     get("TRACKER_PROMPT_FILE", "prompts/tracker_summary.txt"),
-		EmailPromptFile:       get("EMAIL_PROMPT_FILE", "prompts/email_summary.txt"),
+		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
 		Maildir:               getenv("MAILDIR"),
 		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
 		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
@@ -127,6 +129,37 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 		email = append(email, "MAILDIR")
 	}
 	return tracker, email
+}
+
+// logSummaryReadiness says at start-up, for each summary, whether it can run, and if not
+// why: a failed job shows only in the log (docs/SPEC.md keeps it out of the caller's answer).
+func logSummaryReadiness(log *slog.Logger, cfg config) {
+	trackerGaps, emailGaps := summaryConfigGaps(cfg)
+	for _, kind := range []struct {
+		summary interface {
+			jobName() string
+			template(config) (string, error)
+		}
+		missing []string
+	}{{trackerPipeline, trackerGaps}, {emailPipeline, emailGaps}} {
+		_, promptErr := kind.summary.template(cfg)
+		if promptErr != nil {
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind.summary.jobName(), "err", promptErr)
+		}
+		if len(kind.missing) > 0 {
+			log.Warn("summaries cannot run until configured", "kind", kind.summary.jobName(), "missing", strings.Join(kind.missing, ", "))
+		}
+		if promptErr == nil && len(kind.missing) == 0 {
+			log.Info("summaries configured", "kind", kind.summary.jobName(), "model", cfg.GenAIModel)
+		}
+	}
+}
+
+// isLoopback reports whether addr, a listener's address, is reachable from this machine
+// only. The unspecified address (ADDR=:8080) is every interface.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // splitList splits a configured list, dropping blanks around and between items.
@@ -213,16 +246,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
-	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	for name, missing := range map[string][]string{"tracker summary": trackerGaps, "email summary": emailGaps} {
-		if len(missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", name, "missing", strings.Join(missing, ", "))
-		} else {
-			log.Info("summaries configured", "kind", name, "model", cfg.GenAIModel)
-		}
-	}
+	logSummaryReadiness(log, cfg)
 	if cfg.APIToken == "" {
 		log.Info("no API_TOKEN: /api answers only Host names localhost, IP addresses and ALLOWED_HOSTS")
+		if !isLoopback(ln.Addr()) {
+			log.Warn("no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN, or ADDR=127.0.0.1:8080 behind a proxy", "addr", ln.Addr().String())
+		}
 	}
 	if cfg.SummarySchedule != "" {
 		srv.scheduleSummaries(hour, minute)
@@ -477,7 +506,9 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		aborted := true // unless next returns: a panic passes through
 		defer func() {
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			// client is the TCP peer: behind a reverse proxy, the proxy (DESIGN: its own log
+			// names the client; a forwarded header is not trusted).
+			s.log.Info("request", "client", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "status", rec.status,
 				"duration", time.Since(start).Round(time.Microsecond), "aborted", aborted)
 		}()
 		next.ServeHTTP(rec, r)

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -485,27 +487,107 @@ func TestSummaryConfigGaps(t *testing.T) {
 }
 
 // TestRunLogsSummaryConfig: the real service's start-up log says which summary can run
-// (with its model) and, for the other, the settings it lacks.
+// (with its model) and, for the other, the settings it lacks; a prompt file that is set
+// and cannot be read is an error naming its variable, and that summary is never logged as
+// configured, though the service starts.
 func TestRunLogsSummaryConfig(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, done, log := startRun(t, ctx, map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
-		"GENAI_API_KEY": testModelKey, "GENAI_MODEL": "test-model", "MAILDIR": t.TempDir(),
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run = %v", err)
-	}
-	for _, want := range []string{
-		`level=WARN msg="summaries cannot run until configured" kind="tracker summary" missing="TRACKER_API_ENDPOINT, TRACKER_API_KEY"`,
-		`level=INFO msg="summaries configured" kind="email summary" model=test-model`,
+	model := map[string]string{"GENAI_API_KEY": testModelKey, "GENAI_MODEL": "test-model"}
+	tracker := map[string]string{"TRACKER_API_ENDPOINT": "http://127.0.0.1:1/api/rest", "TRACKER_API_KEY": testTrackerKey}
+	for _, tc := range []struct {
+		name        string
+		env         []map[string]string
+		want, avoid []string
+	}{
+		{"tracker unconfigured", []map[string]string{model, {"MAILDIR": t.TempDir()}}, []string{
+			`level=WARN msg="summaries cannot run until configured" kind="tracker summary" missing="TRACKER_API_ENDPOINT, TRACKER_API_KEY"`,
+			`level=INFO msg="summaries configured" kind="email summary" model=test-model`,
+		}, []string{`level=ERROR`, `msg="summaries configured" kind="tracker summary"`}},
+		{"both configured, built-in prompts", []map[string]string{model, tracker, {"MAILDIR": t.TempDir()}}, []string{
+			`level=INFO msg="summaries configured" kind="tracker summary" model=test-model`,
+			`level=INFO msg="summaries configured" kind="email summary" model=test-model`,
+		}, []string{`level=ERROR`, `level=WARN`}},
+		{"prompt files unreadable", []map[string]string{model, tracker, {"MAILDIR": t.TempDir(),
+			"TRACKER_PROMPT_FILE": "/nonexistent/tracker.txt", "EMAIL_PROMPT_FILE": t.TempDir()}}, []string{
+			`level=ERROR msg="summaries cannot run: prompt template not readable" kind="tracker summary" err="Prompt template not readable: TRACKER_PROMPT_FILE: open /nonexistent/tracker.txt: no such file or directory"`,
+			`level=ERROR msg="summaries cannot run: prompt template not readable" kind="email summary" err="Prompt template not readable: EMAIL_PROMPT_FILE: read `,
+		}, []string{`summaries configured`}},
 	} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("start-up log lacks %s:\n%s", want, log)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db")}
+			for _, e := range tc.env {
+				maps.Copy(env, e)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, done, log := startRun(t, ctx, env)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run = %v", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("start-up log lacks %s:\n%s", want, log)
+				}
+			}
+			for _, avoid := range append(tc.avoid, testModelKey, testTrackerKey) {
+				if strings.Contains(log.String(), avoid) {
+					t.Errorf("start-up log holds %s:\n%s", avoid, log)
+				}
+			}
+		})
 	}
-	if strings.Contains(log.String(), testModelKey) {
-		t.Errorf("start-up log holds the model key:\n%s", log)
+}
+
+// TestRunWarnsOpenWithoutToken: by default the service listens on loopback only; beyond
+// it without API_TOKEN, the start-up log warns that anyone who reaches it reads and changes
+// every form.
+func TestRunWarnsOpenWithoutToken(t *testing.T) {
+	if addr := loadConfig(func(string) string { return "" }).Addr; addr != "127.0.0.1:8080" {
+		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
+	}
+	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form`
+	for _, tc := range []struct {
+		addr, token string
+		warn        bool
+	}{
+		{"127.0.0.1:0", "", false},
+		{"[::1]:0", "", false},
+		{"0.0.0.0:0", "", true},
+		{":0", "", true},
+		{":0", "a-token", false},
+	} {
+		t.Run(tc.addr+" "+tc.token, func(t *testing.T) {
+			if tc.addr == "[::1]:0" {
+				if ln, err := net.Listen("tcp", tc.addr); err != nil {
+					t.Skipf("no IPv6 loopback here: %v", err)
+				} else {
+					ln.Close()
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, done, log := startRun(t, ctx, map[string]string{"ADDR": tc.addr, "API_TOKEN": tc.token,
+				"DATABASE_PATH": filepath.Join(t.TempDir(), "db")})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run = %v", err)
+			}
+			if got := strings.Contains(log.String(), warning); got != tc.warn {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warn, log)
+			}
+		})
+	}
+}
+
+// TestRequestLogNamesClient: each request's log line names the TCP peer, not a header
+// the client may forge.
+func TestRequestLogNamesClient(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.do("GET", "/api/forms", nil, "X-Forwarded-For", "203.0.113.9")
+	line := regexp.MustCompile(`(?m)^.*msg=request .*$`).FindString(e.logs.String())
+	peer := regexp.MustCompile(`client=127\.0\.0\.1:\d+ `)
+	if !peer.MatchString(line) || strings.Contains(line, "203.0.113.9") {
+		t.Errorf("request log line %q, want client=127.0.0.1:<port> and no forwarded address", line)
 	}
 }

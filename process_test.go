@@ -581,3 +581,42 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 		})
 	}
 }
+
+// TestBinaryAwayFromCheckout: the built binary, run from a folder that holds nothing of
+// the checkout and with no prompt variables set, runs a summary with its built-in template.
+func TestBinaryAwayFromCheckout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service (seconds); -short skips it")
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
+	model := &fakeModel{t: t, answer: "The summary."}
+	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
+	defer ts.Close()
+	defer ms.Close()
+	cmd := exec.Command(bin)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH=forms.db",
+		"TRACKER_API_ENDPOINT="+ts.URL+"/api/rest", "TRACKER_API_KEY="+testTrackerKey,
+		"GENAI_API_KEY="+testModelKey, "GENAI_BASE_URL="+ms.URL+"/v1", "GENAI_MODEL=test-model",
+		"TRACKER_PROMPT_FILE=", "EMAIL_PROMPT_FILE=")
+	c := startProcess(t, cmd)
+	res, err := http.Get(c.base + "/api/tracker-summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /api/tracker-summary = %d %s\n%s", res.StatusCode, body, c.stderr)
+	}
+	if calls := model.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "You are writing the daily briefing of a software team for ") {
+		t.Errorf("prompts sent = %.200q, want the built-in tracker template", calls)
+	}
+	if strings.Contains(c.stderr.String(), "level=ERROR") {
+		t.Errorf("the service logged an error:\n%s", c.stderr)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -63,7 +64,9 @@ func (e *configError) Unwrap() error { return e.err }
 // its text.
 type pipeline[T any] struct {
 	name        string // for logs
+	promptVar   string // the variable naming a template file that replaces the built-in one
 	promptFile  func(config) string
+	builtIn     string // the template built into the binary, used when promptFile is ""
 	placeholder string // replaced by the JSON array of the items
 	emptyText   string // stored without asking the model when there is no item
 	// gather offers the items of the window to fit, newest first, and stops when fit
@@ -89,7 +92,9 @@ type summaryRunner interface {
 
 var trackerPipeline = &pipeline[ticket]{
 	name:        "tracker summary",
+	promptVar:   "TRACKER_PROMPT_FILE",
 	promptFile:  func(c config) string { return c.TrackerPromptFile },
+	builtIn:     trackerPromptBuiltIn,
 	placeholder: "$TRACKER_TICKETS",
 	emptyText:   noTicketsText,
 	gather: func(ctx context.Context, src sources, start time.Time, fit func(ticket) (bool, error)) error {
@@ -111,7 +116,9 @@ var trackerPipeline = &pipeline[ticket]{
 
 var emailPipeline = &pipeline[email]{
 	name:        "email summary",
+	promptVar:   "EMAIL_PROMPT_FILE",
 	promptFile:  func(c config) string { return c.EmailPromptFile },
+	builtIn:     emailPromptBuiltIn,
 	placeholder: "$EMAILS",
 	emptyText:   noEmailsText,
 	gather: func(ctx context.Context, src sources, start time.Time, fit func(email) (bool, error)) error {
@@ -128,20 +135,42 @@ var emailPipeline = &pipeline[email]{
 
 func (p *pipeline[T]) jobName() string { return p.name }
 
+// The default prompt templates, built into the binary so that it runs from any folder.
+var (
+	//go:embed prompts/tracker_summary.txt
+	trackerPromptBuiltIn string
+	//go:embed prompts/email_summary.txt
+	emailPromptBuiltIn string
+)
+
+// template is the pipeline's prompt template: the file its variable names, read for each
+// job so that an edit takes effect without a restart, else the built-in one.
+func (p *pipeline[T]) template(cfg config) (string, error) {
+	file := p.promptFile(cfg)
+	if file == "" {
+		return p.builtIn, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", &configError{msg: "Prompt template not readable", err: fmt.Errorf("%s: %w", p.promptVar, err)}
+	}
+	return string(data), nil
+}
+
 func (p *pipeline[T]) saveText(ctx context.Context, s *server, date time.Time, text string) error {
 	return p.save(s.store, ctx, date, text)
 }
 
-// text runs the pipeline for the day of now: check the configuration, read the template
-// (each time, so that an edit takes effect without a restart), gather and fit the
+// text runs the pipeline for the day of now: check the configuration, read the template,
+// gather and fit the
 // material of the window, and ask the model unless there is none.
 func (p *pipeline[T]) text(ctx context.Context, s *server, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
 		return "", &configError{msg: "GENAI_API_KEY is not configured"}
 	}
-	template, err := os.ReadFile(p.promptFile(s.cfg))
+	template, err := p.template(s.cfg)
 	if err != nil {
-		return "", &configError{msg: "Prompt template not readable", err: err}
+		return "", err
 	}
 	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
 	if err := p.gather(ctx, sources{cfg: s.cfg, client: s.client, log: s.log}, windowStart(now), func(item T) (bool, error) { return fit.offer(item) }); err != nil {
@@ -153,7 +182,7 @@ func (p *pipeline[T]) text(ctx context.Context, s *server, now time.Time) (strin
 	case len(fit.items) == 0:
 		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", fit.offered, maxPromptDataChars)
 	}
-	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(fit.json())).Replace(string(template))
+	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(fit.json())).Replace(template)
 	return complete(ctx, s.client, s.cfg, prompt)
 }
 

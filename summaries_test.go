@@ -464,7 +464,7 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 				t.Errorf("the on-demand summary stored %d rows", n)
 			}
 			// The answer names no path; the log keeps it.
-			if tc.name == "no template" && !strings.Contains(e.logs.String(), "Prompt template not readable: open /nonexistent/p.txt") {
+			if tc.name == "no template" && !strings.Contains(e.logs.String(), "Prompt template not readable: TRACKER_PROMPT_FILE: open /nonexistent/p.txt") {
 				t.Errorf("the log lacks the template's path:\n%s", e.logs)
 			}
 		})
@@ -794,5 +794,37 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 	case <-model.gone:
 	case <-time.After(5 * time.Second):
 		t.Error("the model call was not cancelled: the model never saw its client go")
+	}
+}
+
+// TestBuiltInPromptTemplates: without TRACKER_PROMPT_FILE and EMAIL_PROMPT_FILE the jobs
+// use the templates built into the binary, which are prompts/'s files, so that the binary
+// needs no folder of its own beside it.
+func TestBuiltInPromptTemplates(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, berlin(t))
+	e := newSummaryEnv(t, now, func(c *config) { c.TrackerPromptFile, c.EmailPromptFile = "", "" })
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	for _, tc := range []struct {
+		summary     summaryRunner
+		file, field string
+	}{
+		{trackerPipeline, "prompts/tracker_summary.txt", "$TRACKER_TICKETS"},
+		{emailPipeline, "prompts/email_summary.txt", "$EMAILS"},
+	} {
+		file, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, after, ok := strings.Cut(strings.ReplaceAll(string(file), "$DATE", "2026-11-25"), tc.field)
+		if !ok {
+			t.Fatalf("%s has no %s", tc.file, tc.field)
+		}
+		if err := e.srv.generate(context.Background(), tc.summary); err != nil {
+			t.Fatal(err)
+		}
+		calls := e.model.calls()
+		if last := calls[len(calls)-1]; !strings.HasPrefix(last, before+"[") || !strings.HasSuffix(last, "]"+after) {
+			t.Errorf("%s: the prompt sent is not %s's template:\n%s", tc.summary.jobName(), tc.file, last)
+		}
 	}
 }
