@@ -216,10 +216,18 @@ func checkTZ(tz string) error {
 // then shuts down: stop accepting, finish requests in flight, wait for background jobs,
 // close the database. Tests call it with their own ctx, environment and writers.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		return fmt.Errorf("usage: formsvc takes no arguments; configure it with environment variables (see README.md)")
-	}
 	cfg := loadConfig(getenv)
+	switch {
+	case len(args) == 2 && args[0] == "backup":
+		size, err := Backup(ctx, cfg.DatabasePath, args[1])
+		if err != nil {
+			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
+		}
+		fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", cfg.DatabasePath, args[1], size)
+		return nil
+	case len(args) > 0:
+		return fmt.Errorf("usage: formsvc (serve, configured by environment variables: see README.md), or formsvc backup DEST")
+	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return fmt.Errorf("TZ: %w", err)
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,9 +187,10 @@ func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	return c
 }
 
-// writeLoad submits responses from 32 clients until stop is closed and returns the ids
-// of the acknowledged ones.
-func writeLoad(base string, formID int64, stop <-chan struct{}) func() []int64 {
+// writeLoad submits responses from 32 clients until stop is closed. Its first result
+// returns the ids acknowledged so far; its second waits for the clients to end and
+// returns every acknowledged id.
+func writeLoad(base string, formID int64, stop <-chan struct{}) (sofar, all func() []int64) {
 	var mu sync.Mutex
 	var acked []int64
 	var wg sync.WaitGroup
@@ -215,7 +219,12 @@ func writeLoad(base string, formID int64, stop <-chan struct{}) func() []int64 {
 			}
 		})
 	}
-	return func() []int64 {
+	sofar = func() []int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(acked)
+	}
+	return sofar, func() []int64 {
 		wg.Wait()
 		return acked
 	}
@@ -287,6 +296,7 @@ type loadedChild struct {
 	dbPath string
 	formID int64
 	stop   chan struct{}  // close to end the load
+	sofar  func() []int64 // what was acknowledged so far
 	acked  func() []int64 // after stop: waits for the clients, returns what was acknowledged
 }
 
@@ -296,9 +306,9 @@ func startLoadedChild(t *testing.T) loadedChild {
 	c := startChild(t, "DATABASE_PATH="+dbPath)
 	formID := createLoadForm(t, c.base)
 	stop := make(chan struct{})
-	acked := writeLoad(c.base, formID, stop)
+	sofar, acked := writeLoad(c.base, formID, stop)
 	waitRows(t, dbPath, 300)
-	return loadedChild{child: c, dbPath: dbPath, formID: formID, stop: stop, acked: acked}
+	return loadedChild{child: c, dbPath: dbPath, formID: formID, stop: stop, sofar: sofar, acked: acked}
 }
 
 // TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
@@ -618,5 +628,105 @@ func TestBinaryAwayFromCheckout(t *testing.T) {
 	}
 	if strings.Contains(c.stderr.String(), "level=ERROR") {
 		t.Errorf("the service logged an error:\n%s", c.stderr)
+	}
+}
+
+// TestBackupDuringWriteLoad: formsvc backup, run as the operator runs it while the
+// service takes a 32-client write load, writes a copy that passes integrity_check and
+// holds every response acknowledged before the backup began; a second backup onto it is
+// refused with a one-line message and exit status 1, the copy unchanged.
+func TestBackupDuringWriteLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service and loads it (seconds); -short skips it")
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startLoadedChild(t)
+	defer close(c.stop)
+	before := c.sofar()
+	dest := filepath.Join(t.TempDir(), "backup.db")
+	backup := func() (string, string, error) {
+		cmd := exec.Command(bin, "backup", dest)
+		cmd.Env = append(os.Environ(), "DATABASE_PATH="+c.dbPath)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := backup()
+	if err != nil {
+		t.Fatalf("formsvc backup: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.HasPrefix(out, "backup of "+c.dbPath+" written to "+dest) {
+		t.Errorf("formsvc backup printed %q", out)
+	}
+	if n := len(c.sofar()); n == len(before) {
+		t.Errorf("no write was acknowledged while the backup ran (%d before and after)", n)
+	}
+	copied, err := os.ReadFile(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDatabase(t, dest, c.formID, before)
+
+	if err := os.WriteFile(dest, copied, 0o600); err != nil { // checkDatabase opened it
+		t.Fatal(err)
+	}
+	out, errOut, err = backup()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || out != "" ||
+		errOut != "backup of "+c.dbPath+": "+dest+" already exists; a backup never replaces a file\n" {
+		t.Errorf("a backup onto an existing file: %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	if again, _ := os.ReadFile(dest); !bytes.Equal(again, copied) {
+		t.Errorf("a refused backup changed the existing file")
+	}
+}
+
+// TestRestoreFromBackup follows README's restore: stop the service, put the backup in
+// place of the database (its -wal and -shm removed), start: the service serves what the
+// backup held and nothing written after it.
+func TestRestoreFromBackup(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "forms.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	base, done, _ := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	kept := createLoadForm(t, base)
+	dest := filepath.Join(dir, "backup.db")
+	if err := run(context.Background(), []string{"backup", dest}, func(k string) string {
+		return map[string]string{"DATABASE_PATH": dbPath}[k]
+	}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lost := createLoadForm(t, base)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, dest, dbPath)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	base, done, _ = startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	for id, want := range map[int64]int{kept: 200, lost: 404} {
+		res, err := http.Get(fmt.Sprintf("%s/api/forms/%d", base, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("form %d after the restore = %d, want %d", id, res.StatusCode, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -229,6 +231,107 @@ func (s *Store) Close() error {
 		err = s.formQuery.Close()
 	}
 	return errors.Join(err, s.read.Close(), s.write.Close())
+}
+
+// Backup writes a consistent copy of the database at path to dest, which must not exist,
+// while the service may be running and writing. It opens the database read-only and runs
+// VACUUM INTO, which copies within one read transaction: in WAL mode that is a snapshot of
+// the last commit, taken without blocking the service's writer, and the copy is one
+// self-contained file (no -wal beside it). SQLite's online backup API would copy pages
+// too, but it is not reachable through database/sql, and the copy VACUUM INTO writes is
+// compacted. The copy is written to a temporary file beside dest, checked with
+// integrity_check, synced, and only then linked to dest, so that dest is never a
+// half-written file and an existing one is never replaced. It returns the copy's size.
+func Backup(ctx context.Context, path, dest string) (int64, error) {
+	if _, err := os.Stat(path); err != nil {
+		return 0, fmt.Errorf("no database to back up: %w", err)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return 0, fmt.Errorf("%s already exists; a backup never replaces a file", dest)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
+	if err := vacuumInto(ctx, path, tmp.Name()); err != nil {
+		return 0, err
+	}
+	size, err := checkCopy(ctx, tmp.Name())
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Link(tmp.Name(), dest); err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	if dir, err := os.Open(filepath.Dir(dest)); err == nil { // the new name survives a crash
+		dir.Sync()
+		dir.Close()
+	}
+	return size, nil
+}
+
+// readOnlyDSN names the database at path for a read-only connection: a file: URI, whose
+// mode=ro SQLite applies (go-sqlite3 drops it from a plain path), so that a missing
+// database is an error rather than a new empty file.
+func readOnlyDSN(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_busy_timeout=10000"}).String(), nil
+}
+
+// vacuumInto copies the database at path into the empty file dest.
+func vacuumInto(ctx context.Context, path, dest string) error {
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		return fmt.Errorf("copy database: %w", err)
+	}
+	return nil
+}
+
+// checkCopy runs integrity_check on the copy at path, syncs it to disk and returns its size.
+func checkCopy(ctx context.Context, path string) (int64, error) {
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return 0, err
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return 0, fmt.Errorf("check copy: %w", err)
+	}
+	var result string
+	err = db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result)
+	db.Close()
+	if err != nil {
+		return 0, fmt.Errorf("check copy: %w", err)
+	}
+	if result != "ok" {
+		return 0, fmt.Errorf("check copy: integrity_check says %q", result)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("check copy: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("sync copy: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("check copy: %w", err)
+	}
+	return info.Size(), nil
 }
 
 // Ping checks that the database answers a query.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,9 +126,21 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		store.Close()
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
 			s.Close()
 			t.Errorf("OpenStore of a schema version %d database succeeded (this program knows %d)", version, len(migrations))
+		}
+		// Refused without a write: the file is as the newer program left it, and no
+		// commit waits in a WAL to be checkpointed into it.
+		if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+			t.Errorf("schema version %d: the refused database changed (%v)", version, err)
+		}
+		if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+			t.Errorf("schema version %d: the refused open left a WAL of %d bytes", version, wal.Size())
 		}
 	}
 }
@@ -335,4 +348,81 @@ func TestWriteFailingAtCommit(t *testing.T) {
 			t.Errorf("%s %s after the failure = %d %s, want %d", tc.method, tc.path, status, raw, tc.status)
 		}
 	}
+}
+
+// TestBackup: a backup is a copy of every row that opens on its own; a destination that
+// exists, a database that does not and a folder that cannot be written are each an error
+// that leaves nothing behind and changes nothing.
+func TestBackup(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "forms.db")
+	store, err := OpenStore(ctx, path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dest := filepath.Join(dir, "backup.db")
+	size, err := Backup(ctx, path, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dest); err != nil || info.Size() != size || size == 0 {
+		t.Errorf("backup reported %d bytes; the file: %v %v", size, info, err)
+	}
+	copied, err := OpenStore(ctx, dest, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := copied.GetForm(ctx, form.ID)
+	copied.Close()
+	if err != nil || got.Title != "Kept" || len(got.Categories) != 1 || len(got.Categories[0].Fields) != 1 {
+		t.Errorf("the backup's form = %+v, %v", got, err)
+	}
+
+	writeFile(t, filepath.Join(dir, "taken.db"), "not to be replaced")
+	for _, tc := range []struct {
+		name, path, dest, want string
+	}{
+		{"destination exists", path, filepath.Join(dir, "taken.db"), "already exists; a backup never replaces a file"},
+		{"destination exists, the first backup", path, dest, "already exists"},
+		{"no database", filepath.Join(dir, "missing.db"), filepath.Join(dir, "b2.db"), "no database to back up"},
+		{"no destination folder", path, filepath.Join(dir, "none", "b3.db"), "backup destination"},
+	} {
+		before := listDir(t, dir)
+		if _, err := Backup(ctx, tc.path, tc.dest); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Backup = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+		if after := listDir(t, dir); !slices.Equal(after, before) {
+			t.Errorf("%s: the folder held %q, now %q", tc.name, before, after)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "taken.db")); string(data) != "not to be replaced" {
+		t.Errorf("an existing destination was written: %q", data)
+	}
+}
+
+// listDir is the names and sizes of the files in dir, for comparing before and after.
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(e.Name(), "forms.db") { // the live database's own files change as it runs
+			names = append(names, fmt.Sprintf("%s %d", e.Name(), info.Size()))
+		}
+	}
+	return names
 }
