@@ -257,8 +257,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logSummaryReadiness(log, cfg)
 	if cfg.APIToken == "" {
 		log.Info("no API_TOKEN: /api answers only Host names localhost, IP addresses and ALLOWED_HOSTS")
-		if !isLoopback(ln.Addr()) {
-			log.Warn("no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN, or ADDR=127.0.0.1:8080 behind a proxy", "addr", ln.Addr().String())
+		switch {
+		case !isLoopback(ln.Addr()):
+			log.Warn("no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN", "addr", ln.Addr().String())
+		case len(cfg.AllowedHosts) > 0: // served by those names, through a proxy on this machine
+			log.Warn("no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN", "hosts", strings.Join(cfg.AllowedHosts, ","))
 		}
 	}
 	if cfg.SummarySchedule != "" {

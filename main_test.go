@@ -546,17 +546,20 @@ func TestRunWarnsOpenWithoutToken(t *testing.T) {
 		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
 	}
 	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form`
+	const behindProxy = `level=WARN msg="no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form`
 	for _, tc := range []struct {
-		addr, token string
-		warn        bool
+		addr, token, hosts string
+		warn               string
 	}{
-		{"127.0.0.1:0", "", false},
-		{"[::1]:0", "", false},
-		{"0.0.0.0:0", "", true},
-		{":0", "", true},
-		{":0", "a-token", false},
+		{"127.0.0.1:0", "", "", ""},
+		{"[::1]:0", "", "", ""},
+		{"0.0.0.0:0", "", "", warning},
+		{":0", "", "", warning},
+		{":0", "a-token", "", ""},
+		{"127.0.0.1:0", "", "forms.example.com", behindProxy},
+		{"127.0.0.1:0", "a-token", "forms.example.com", ""},
 	} {
-		t.Run(tc.addr+" "+tc.token, func(t *testing.T) {
+		t.Run(tc.addr+" "+tc.token+" "+tc.hosts, func(t *testing.T) {
 			if tc.addr == "[::1]:0" {
 				if ln, err := net.Listen("tcp", tc.addr); err != nil {
 					t.Skipf("no IPv6 loopback here: %v", err)
@@ -567,13 +570,14 @@ func TestRunWarnsOpenWithoutToken(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			_, done, log := startRun(t, ctx, map[string]string{"ADDR": tc.addr, "API_TOKEN": tc.token,
-				"DATABASE_PATH": filepath.Join(t.TempDir(), "db")})
+				"ALLOWED_HOSTS": tc.hosts, "DATABASE_PATH": filepath.Join(t.TempDir(), "db")})
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("run = %v", err)
 			}
-			if got := strings.Contains(log.String(), warning); got != tc.warn {
-				t.Errorf("warned %v, want %v:\n%s", got, tc.warn, log)
+			warned := strings.Count(log.String(), `level=WARN msg="no API_TOKEN`)
+			if tc.warn == "" && warned > 0 || tc.warn != "" && (warned != 1 || !strings.Contains(log.String(), tc.warn)) {
+				t.Errorf("want the warning %q, got:\n%s", tc.warn, log)
 			}
 		})
 	}

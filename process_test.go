@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -728,5 +729,183 @@ func TestRestoreFromBackup(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLitestreamReplica follows README's Litestream recipe with docs/litestream.yml and
+// Litestream itself: the service under a 32-client write load, `litestream replicate` to
+// a file replica, kill -9 of the service and, once the replica holds its last commit, of
+// Litestream; `litestream restore` then gives a database that passes integrity_check and
+// holds every acknowledged response. A restore from a replica that does not exist fails
+// with Litestream's error and writes nothing.
+func TestLitestreamReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service and Litestream as processes (seconds); -short skips it")
+	}
+	litestream, err := exec.LookPath("litestream")
+	if err != nil {
+		t.Skip("litestream (v0.3.13) is not installed; .ci/run installs it: go install github.com/benbjohnson/litestream/cmd/litestream@v0.3.13")
+	}
+	config, err := filepath.Abs("docs/litestream.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	replica := filepath.Join(dir, "replica")
+	env := func(dbPath string) []string {
+		return append(os.Environ(), "DATABASE_PATH="+dbPath, "LITESTREAM_REPLICA_URL=file://"+replica)
+	}
+	litestreamCmd := func(dbPath string, args ...string) *exec.Cmd {
+		cmd := exec.Command(litestream, args...)
+		cmd.Env = env(dbPath)
+		return cmd
+	}
+	// restore restores the replica of dbPath into a new file and reports Litestream's exit.
+	restore := func(dbPath, out string) ([]byte, error) {
+		return litestreamCmd(dbPath, "restore", "-config", config, "-o", out, dbPath).CombinedOutput()
+	}
+
+	c := startLoadedChild(t)
+	replicating := litestreamCmd(c.dbPath, "replicate", "-config", config)
+	var replicateLog syncBuffer
+	replicating.Stdout, replicating.Stderr = &replicateLog, &replicateLog
+	if err := replicating.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replicated := make(chan struct{}) // closed when Litestream has exited
+	go func() {
+		replicating.Wait()
+		close(replicated)
+	}()
+	t.Cleanup(func() {
+		replicating.Process.Kill()
+		<-replicated
+	})
+	waitRows(t, c.dbPath, 1500) // the load goes on while Litestream takes its snapshot and ships the WAL
+
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	close(c.stop)
+	acked := c.acked()
+
+	// Litestream ships what the killed service committed: wait until a restore holds
+	// every acknowledged response, then kill it too.
+	deadline := time.Now().Add(30 * time.Second)
+	for n := 0; ; n++ {
+		out := filepath.Join(dir, fmt.Sprintf("probe%d.db", n))
+		if msg, err := restore(c.dbPath, out); err == nil && countResponses(t, out) >= len(acked) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the replica never caught up with %d acknowledged responses: %v %s\nlitestream replicate:\n%s", len(acked), err, msg, &replicateLog)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := replicating.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-replicated
+
+	restored := filepath.Join(dir, "restored.db")
+	if msg, err := restore(c.dbPath, restored); err != nil {
+		t.Fatalf("litestream restore: %v\n%s", err, msg)
+	}
+	checkDatabase(t, restored, c.formID, acked)
+
+	os.RemoveAll(replica)
+	missing := filepath.Join(dir, "from-missing.db")
+	msg, err := restore(c.dbPath, missing)
+	if err == nil || !strings.Contains(string(msg), "no matching backups found") {
+		t.Errorf("restore from a missing replica: %v\n%s", err, msg)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("restore from a missing replica left %s: %v", missing, err)
+	}
+}
+
+// countResponses is the number of responses in the database file at path, read-only.
+func countResponses(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM responses`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSystemdUnit: docs/formsvc.service passes systemd-analyze verify (with its ExecStart
+// pointed at the binary just built, since verify checks that the program exists), keeps
+// the hardening README promises, and systemd-analyze security rates its exposure OK.
+func TestSystemdUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service (seconds); -short skips it")
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
+	}
+	unit, err := os.ReadFile("docs/formsvc.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "ExecStart=/usr/local/bin/formsvc",
+		"Restart=on-failure", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc",
+		"StateDirectory=formsvc", "PrivateTmp=yes", "ProtectHome=yes"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(unit) {
+			t.Errorf("docs/formsvc.service lacks %s", line)
+		}
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "formsvc.service")
+	writeFile(t, path, strings.Replace(string(unit), "ExecStart=/usr/local/bin/formsvc", "ExecStart="+bin, 1))
+	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for formsvc.service: (\d+\.\d+) (\w+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	if exposure, _ := strconv.ParseFloat(string(m[1]), 64); exposure > 2 {
+		t.Errorf("systemd-analyze security rates the unit %s %s, want at most 2.0:\n%s", m[1], m[2], out)
+	} else {
+		t.Logf("systemd-analyze security: %s %s", m[1], m[2])
+	}
+}
+
+// TestEnvironmentFile: every variable docs/formsvc.env sets, or shows commented out, is
+// one the service reads (or Litestream's, for docs/litestream.yml), so that a typo in the
+// example cannot pass for configuration.
+func TestEnvironmentFile(t *testing.T) {
+	t.Parallel()
+	read := map[string]bool{"TZ": true, "LITESTREAM_REPLICA_URL": true}
+	loadConfig(func(k string) string { read[k] = true; return "" })
+	data, err := os.ReadFile("docs/formsvc.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assignment := regexp.MustCompile(`^#?([A-Z][A-Z0-9_]*)=`)
+	var names []string
+	for line := range strings.Lines(string(data)) {
+		if m := assignment.FindStringSubmatch(line); m != nil {
+			names = append(names, m[1])
+			if !read[m[1]] {
+				t.Errorf("docs/formsvc.env sets %s, which nothing reads", m[1])
+			}
+		}
+	}
+	for _, want := range []string{"ADDR", "DATABASE_PATH", "API_TOKEN", "ALLOWED_HOSTS"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("docs/formsvc.env does not show %s", want)
+		}
 	}
 }
