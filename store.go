@@ -120,7 +120,9 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 // It holds two pools on the same file. All writes go through write, which has exactly one
 // connection: SQLite allows one writer at a time anyway, and queueing writers in
 // database/sql's pool (first come, first served) instead of in SQLite's busy handler means a
-// writer never sees "database is locked" and never sleeps in a retry loop. Reads go through
+// writer never sees "database is locked" and never sleeps in a retry loop (the one other
+// writer, Litestream when it replicates, takes short locks to checkpoint, which SQLite's
+// busy_timeout waits out: docs/DESIGN.md, "Operating it"). Reads go through
 // read, whose connections are query-only: in WAL mode they see the last commit and never
 // wait for the writer, and SQLite refuses any write on them.
 type Store struct {
