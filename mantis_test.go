@@ -18,15 +18,38 @@ import (
 const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 
 // fakeTracker is MantisBT's GET /issues as MantisBT's own source writes each part of its
-// answer (github.com/mantisbt/mantisbt), and it checks every request it gets.
+// answer (github.com/mantisbt/mantisbt), and it checks every request it gets. Where
+// versions differ it answers as 2.26 (the source at 8e84c922, the last before the
+// authentication fallback) or as 2.27 and later (master at 1b6b32d, 2.29.0-dev), the
+// split that a real 2.26.4, 2.27.3 and 2.28.4 showed (issue 23).
 //
-//   - Authentication (api/rest/restcore/AuthMiddleware.php): no Authorization header is
-//     the anonymous account when the tracker has one, else 401 "API token required"; a
-//     token it does not know is 403 "API token not found"; an answer served names the
-//     login method in X-Mantis-LoginMethod ("anonymous" or "api-token").
-//   - Refusals (AuthMiddleware.php, issues_rest.php, OfflineMiddleware.php,
-//     ApiEnabledMiddleware.php) are a status and a reason phrase with an empty body:
-//     withStatus(404, "Project '7' doesn't exist") and no withJson.
+//   - The order of the middleware (api/rest/index.php): OfflineMiddleware, then
+//     VersionMiddleware, AuthMiddleware, ApiEnabledMiddleware, the route. So an offline
+//     MantisBT answers 503 "Mantis Offline" (OfflineMiddleware.php, 318664bb) with no
+//     X-Mantis header, and everything else carries X-Mantis-Version (VersionMiddleware.php:
+//     mc_version(), MANTIS_VERSION).
+//   - Authentication (api/rest/restcore/AuthMiddleware.php):
+//     a known token logs in as its user, X-Mantis-LoginMethod "api-token" (8e84c922 L74-76,
+//     master L51-57). An unknown one is, on 2.26, 403 "API token not found" (8e84c922
+//     L70-71); on 2.27 and later it falls back to the checks for no token (master L71-88).
+//     No token: core.php sets $g_login_anonymous, so auth_is_user_authenticated() logs the
+//     anonymous account in by cookie when the tracker has one: X-Mantis-LoginMethod
+//     "cookie", X-Mantis-Username the anonymous account (8e84c922 L38-41, master L74-77),
+//     and the API is served even when disabled (ATTRIBUTE_FORCE_API_ENABLED). Without an
+//     anonymous account: 401 "API token required" on 2.26 (L45-46), 401 "Valid API token
+//     required" with WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
+//   - A user whose login fails (disabled): 403 "Access denied" (8e84c922 L80-81, master
+//     L91-92); below webservice_readonly_access_level_threshold: 403 "Higher access level
+//     required for API access" (8e84c922 L85-87, and in master after impersonation).
+//   - The REST API disabled: 503 "API disabled" (ApiEnabledMiddleware.php, e19d0edd L36).
+//   - Refusals are a status and a reason phrase with an empty body: withStatus(404,
+//     "Project '7' doesn't exist") and no withJson.
+//   - A project that does not exist, or (every version run) one the token's user may not
+//     see: 404 "Project 'N' doesn't exist" (issues_rest.php, rest_issue_get: project_exists,
+//     then access_has_project_level(VIEWER)). Where the user sees the project but may not
+//     read it through the API, mc_filter_get_issues' SOAP fault is answered with 200
+//     (rest_issue_get does not throwIfFault the list): {"issues": {"status_code": 403,
+//     "fault_string": ...}}.
 //   - The list (issues_rest.php, rest_issue_get): {"issues": [...]}, `[]` when none;
 //     LIMIT/OFFSET pages of a list sorted by last update, then by submission, newest
 //     first (build_order_by in core/classes/BugFilterQuery.class.php: the default
@@ -38,26 +61,33 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     server's zone (core/date_api.php): +00:00, never Z.
 //   - A note added bumps its issue's last_updated (core/bugnote_api.php,
 //     bug_update_date in core/bug_api.php), moving it to the top of the list.
-//   - A project that exists but the token's user may not read (issues_rest.php checks
-//     only project_exists; mc_filter_get_issues returns a SOAP fault): 200 with
-//     {"issues": {"status_code": 403, "fault_string": ...}}.
 type fakeTracker struct {
-	t         *testing.T
-	mu        sync.Mutex
-	issues    []map[string]any // newest-updated first, as MantisBT sorts them
-	pages     []int            // pages served, in order
-	failures  []int            // statuses refused with before the real answers, one per request
-	project   string           // the project that exists; "1" when empty
-	anonymous bool             // the tracker has an anonymous account
-	fault     bool             // the project's API access is refused (a 200 with a fault)
+	t        *testing.T
+	mu       sync.Mutex
+	issues   []map[string]any // newest-updated first, as MantisBT sorts them
+	pages    []int            // pages served, in order
+	requests int              // requests answered, refused ones included
+	failures []int            // statuses refused with before the real answers, one per request
+	version  string           // MANTIS_VERSION; "2.28.4" when empty
+	project  string           // the project that exists; "1" when empty
+	// anonymous is the tracker's anonymous account ($g_anonymous_account, with
+	// $g_allow_anonymous_login ON); "" when it has none.
+	anonymous  string
+	disabled   bool // the token's user is disabled
+	lowAccess  bool // the token's user is below the API's access threshold
+	noAccess   bool // the token's user may not see the project
+	fault      bool // the user sees the project but may not read it through the API
+	restOff    bool // $g_webservice_rest_enabled = OFF
+	offline    bool // an administrator took MantisBT offline (mantis_offline.php)
 	// afterPage, when set, runs after each page is served, with the lock held: the
 	// tracker's data may change between the pages of one walk.
 	afterPage func(f *fakeTracker, page int)
 }
 
-// refusalReasons are the reason phrases MantisBT answers its refusals with.
+// refusalReasons are the reason phrases of the statuses a test makes the tracker fail
+// with first (failures).
 var refusalReasons = map[int]string{
-	401: "API token required",
+	401: "Valid API token required",
 	403: "API token not found",
 	404: "Project '1' doesn't exist",
 	503: "Mantis Offline",
@@ -66,6 +96,7 @@ var refusalReasons = map[int]string{
 func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.requests++
 	q := r.URL.Query()
 	switch {
 	case r.Method != http.MethodGet || r.URL.Path != "/api/rest/issues":
@@ -75,33 +106,34 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case q.Get("page_size") != "50" || q.Get("select") != "id,summary,description,created_at,updated_at,reporter,view_state,notes" || len(q) != 4:
 		f.t.Errorf("tracker query = %v", q)
 	}
+	if f.offline {
+		f.refuse(w, 503, "Mantis Offline")
+		return
+	}
+	w.Header().Set("X-Mantis-Version", cmp.Or(f.version, "2.28.4"))
 	if len(f.failures) > 0 {
 		status := f.failures[0]
 		f.failures = f.failures[1:]
 		f.refuse(w, status, cmp.Or(refusalReasons[status], http.StatusText(status)))
 		return
 	}
-	token := r.Header.Get("Authorization")
-	loginMethod := "api-token"
-	switch {
-	case token == "" && f.anonymous:
-		loginMethod = "anonymous"
-	case token == "":
-		f.refuse(w, 401, "API token required")
-		return
-	case token != testTrackerKey: // api_token_get_user finds no user, whatever the length
-		f.refuse(w, 403, "API token not found")
+	loginMethod, user, refused := f.login(w, r.Header.Get("Authorization"))
+	if refused {
 		return
 	}
-	if project := q.Get("project_id"); project != cmp.Or(f.project, "1") {
+	if f.restOff && loginMethod != "cookie" {
+		f.refuse(w, 503, "API disabled")
+		return
+	}
+	if project := q.Get("project_id"); project != cmp.Or(f.project, "1") || f.noAccess && loginMethod == "api-token" {
 		f.refuse(w, 404, fmt.Sprintf("Project '%s' doesn't exist", project))
 		return
 	}
-	w.Header().Set("X-Mantis-Username", map[string]string{"anonymous": "guest", "api-token": "dev"}[loginMethod])
+	w.Header().Set("X-Mantis-Username", user)
 	w.Header().Set("X-Mantis-LoginMethod", loginMethod)
 	w.Header().Set("Content-Type", "application/json")
 	if f.fault {
-		fmt.Fprint(w, `{"issues":{"status_code":403,"fault_string":"Access denied"}}`)
+		fmt.Fprint(w, `{"issues":{"status_code":403,"fault_string":"Access denied for user dev."}}`)
 		return
 	}
 	page, err := strconv.Atoi(q.Get("page"))
@@ -135,6 +167,37 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// login is AuthMiddleware.php's: the login method and user a request is served as, or a
+// refusal already written.
+func (f *fakeTracker) login(w http.ResponseWriter, token string) (method, user string, refused bool) {
+	v226 := strings.HasPrefix(f.version, "2.26.")
+	switch {
+	case token == testTrackerKey: // api_token_get_user finds the user, whatever the length
+		method, user = "api-token", "dev"
+	case token != "" && v226:
+		f.refuse(w, 403, "API token not found")
+		return "", "", true
+	case f.anonymous != "": // no token, or on 2.27 and later one no user has
+		return "cookie", f.anonymous, false // the anonymous account passes every check below
+	case v226:
+		f.refuse(w, 401, "API token required")
+		return "", "", true
+	default:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		f.refuse(w, 401, "Valid API token required")
+		return "", "", true
+	}
+	switch {
+	case f.disabled:
+		f.refuse(w, 403, "Access denied")
+		return "", "", true
+	case f.lowAccess:
+		f.refuse(w, 403, "Higher access level required for API access")
+		return "", "", true
+	}
+	return method, user, false
+}
+
 // refuse answers as PHP's Slim does withStatus(status, reason) and no body: net/http
 // writes only standard reason phrases, so the status line is written on the connection.
 func (f *fakeTracker) refuse(w http.ResponseWriter, status int, reason string) {
@@ -144,7 +207,9 @@ func (f *fakeTracker) refuse(w http.ResponseWriter, status int, reason string) {
 		return
 	}
 	defer conn.Close()
-	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nContent-Type: text/html; charset=UTF-8\r\nConnection: close\r\n\r\n", status, reason)
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", status, reason)
+	w.Header().Write(buf) // X-Mantis-Version, WWW-Authenticate: what the middleware set
+	fmt.Fprint(buf, "Content-Length: 0\r\nContent-Type: text/html; charset=UTF-8\r\nConnection: close\r\n\r\n")
 	buf.Flush()
 }
 

@@ -237,7 +237,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/t.txt"; c.EmailPromptFile = "/nonexistent/e.txt" }, nil, "Prompt template not readable", 0, 0},
 		{"no Maildir", func(c *config) { c.Maildir = "" }, nil, "MAILDIR is not configured", 1, 0},
 		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "MAILDIR /nonexistent/mail: read Maildir: open new", 1, 0},
-		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API: tracker answered 403 (API token not found)", 0, 1},
+		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire): tracker answered 403 (API token not found)", 0, 1},
 		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
 		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
 		{"model answer with null content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": [{"message": {"content": null}}]}` }, "no choices[0].message.content", 0, 0},

@@ -105,6 +105,11 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 	if cfg.TrackerEndpoint == "" {
 		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
 	}
+	// Without a token MantisBT serves its anonymous account, where it has one: a summary
+	// of what a guest sees would pass for the project's. So no token, no call.
+	if cfg.TrackerKey == "" {
+		return nil, errors.New("TRACKER_API_KEY is not configured")
+	}
 	set := ticketSet{start: start, includePrivate: includePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
 	pages := 0 // read in the walk
 	for pages < trackerMaxPages {
@@ -244,7 +249,7 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	if err != nil {
 		var se *statusError
 		if errors.As(err, &se) {
-			if meaning := trackerRefusal(se.status, cfg); meaning != "" {
+			if meaning := trackerRefusal(se, cfg); meaning != "" {
 				err = fmt.Errorf("%s: %w", meaning, err)
 			}
 		}
@@ -252,11 +257,8 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 		// endpoint may echo the header it was sent; the token never leaves the process.
 		return nil, &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
 	}
-	// AuthMiddleware.php serves a request without a token as the anonymous account,
-	// when the tracker has one, and says so in this header: a summary of the public
-	// tickets only would pass for the whole project's.
-	if strings.EqualFold(header.Get("X-Mantis-LoginMethod"), "anonymous") {
-		return nil, fmt.Errorf("read tracker page %d: MantisBT answered as its anonymous account (X-Mantis-LoginMethod: anonymous): TRACKER_API_KEY is empty or did not reach it", page)
+	if err := checkTokenLogin(header); err != nil {
+		return nil, fmt.Errorf("read tracker page %d: %w", page, err)
 	}
 	var answer struct {
 		Issues json.RawMessage `json:"issues"`
@@ -282,24 +284,67 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	return issues, nil
 }
 
-// trackerRefusal says what a refusal of MantisBT means, by status alone: its refusals
-// carry only a reason phrase, which HTTP/2 does not transmit (AuthMiddleware.php,
-// issues_rest.php, ApiEnabledMiddleware.php, OfflineMiddleware.php).
-func trackerRefusal(status int, cfg config) string {
-	switch status {
+// checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY.
+// AuthMiddleware.php names the login method of every answer it lets through in
+// X-Mantis-LoginMethod: "api-token" for a token it knows. A token it does not know is,
+// on 2.27 and later, served as if none had been sent: the anonymous account, where the
+// tracker has one, logged in by cookie (core.php's $g_login_anonymous), with the answer
+// "cookie" and X-Mantis-Username the anonymous account. Any answer not logged in by the
+// token is refused, or a guest's view of the project would pass for the whole.
+func checkTokenLogin(header http.Header) error {
+	method, user := header.Get("X-Mantis-LoginMethod"), header.Get("X-Mantis-Username")
+	switch method {
+	case "api-token":
+		return nil
+	case "":
+		return errors.New("MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)")
+	}
+	return fmt.Errorf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): the token is unknown or revoked, and the tracker lets anyone in as that account",
+		cutText(user, 100), cutText(method, 40))
+}
+
+// trackerRefusal says what a refusal of MantisBT means, by its status and reason phrase
+// (over HTTP/2, which has no reason phrase, by its status alone), as 2.26 and as 2.27 and
+// later write them (AuthMiddleware.php, issues_rest.php, ApiEnabledMiddleware.php,
+// OfflineMiddleware.php; mantis_test.go's fakeTracker cites the lines).
+func trackerRefusal(se *statusError, cfg config) string {
+	const unknownToken = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
+	switch se.status {
 	case http.StatusUnauthorized:
-		return "MantisBT got no token (TRACKER_API_KEY is empty) and allows no anonymous access"
+		// 2.27 and later: "Valid API token required", for a token no user has where the
+		// tracker has no anonymous account. (2.26's "API token required" is for no token,
+		// which is never sent.)
+		return unknownToken + ", and the tracker has no anonymous access"
 	case http.StatusForbidden:
-		return "MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API"
+		switch se.reason {
+		case "API token not found": // 2.26
+			return unknownToken
+		case "Access denied":
+			return "MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled"
+		case "Higher access level required for API access":
+			return "MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold)"
+		}
+		return "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"
 	case http.StatusNotFound:
-		// issues_rest.php checks only that the project exists (project_exists); one the
-		// user may not read is the 200 with a fault (readPage).
-		return fmt.Sprintf("MantisBT has no project %s (TRACKER_PROJECT_ID)", cfg.TrackerProjectID)
+		// A 404 of MantisBT's own carries X-Mantis-Version (VersionMiddleware.php).
+		// issues_rest.php's reason for a project that does not exist or that the user may
+		// not see is "Project '<id>' doesn't exist".
+		projectMissing := strings.HasPrefix(se.reason, "Project '") && strings.HasSuffix(se.reason, "' doesn't exist")
+		if projectMissing || se.reason == "" && se.header.Get("X-Mantis-Version") != "" {
+			return fmt.Sprintf("MantisBT shows the token's user no project %s (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it", cfg.TrackerProjectID)
+		}
+		return "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"
 	case http.StatusInternalServerError:
 		// json_encode fails on text that is not UTF-8 (issues_rest.php's withJson).
 		return "MantisBT failed to write the list: an issue's stored text may not be valid UTF-8"
 	case http.StatusServiceUnavailable:
-		return "MantisBT's REST API is disabled, or MantisBT is offline"
+		switch se.reason {
+		case "API disabled", "Mantis REST API disabled.":
+			return "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"
+		case "Mantis Offline":
+			return "MantisBT is offline: an administrator took it offline (mantis_offline.php)"
+		}
+		return "MantisBT, or a proxy before it, is unavailable"
 	}
 	return ""
 }
@@ -332,7 +377,7 @@ func callWithRetry(ctx context.Context, client *http.Client, cfg config, service
 			}
 			continue
 		}
-		return nil, nil, &statusError{service: service, status: ans.status, reason: ans.reason, message: providerMessage(ans.body)}
+		return nil, nil, &statusError{service: service, status: ans.status, reason: ans.reason, header: ans.header, message: providerMessage(ans.body)}
 	}
 }
 
@@ -341,6 +386,7 @@ type statusError struct {
 	service string
 	status  int
 	reason  string // the reason phrase, when it is not the status's standard text
+	header  http.Header
 	message string // picked out of the body; MantisBT's refusals have none
 }
 

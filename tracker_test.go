@@ -121,7 +121,7 @@ func TestOutboundRetries(t *testing.T) {
 		{"tracker 429 then ok", []int{429}, nil, "", false},
 		{"tracker 500 then ok", []int{500}, nil, "", false},
 		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500", false},
-		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (API token required)", false},
+		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (Valid API token required)", false},
 		{"model 429 twice", nil, []int{429, 429}, "", false},
 		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]", false},
 		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]", false},
@@ -448,40 +448,66 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 	}
 }
 
-// TestTrackerRefusals: each way MantisBT refuses, or answers without being asked as the
-// configured account, fails the job with an error that says what it means, without the
-// token.
+// TestTrackerRefusals: each way MantisBT 2.26, and 2.27 and later, refuses, or answers as
+// an account other than the token's, fails the job with an error that says what it
+// means, without the token, before anything reaches the model.
 func TestTrackerRefusals(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	const (
+		wrongKey = "zz-0123456789abcdefghijklmnopqrs"
+		unknown  = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
+		asGuest  = `MantisBT did not accept TRACKER_API_KEY and served another account, "guest" (X-Mantis-LoginMethod: cookie)`
+	)
 	cases := []struct {
-		name   string
-		change func(*config)
-		setup  func(*fakeTracker)
-		want   string
+		name     string
+		version  string
+		change   func(*config)
+		setup    func(*fakeTracker)
+		want     string
+		requests int // the tracker's answers, refused ones included
 	}{
-		{"unknown token", func(c *config) { c.TrackerKey = "zz-0123456789abcdefghijklmnopqrs" }, nil,
-			"MantisBT refused TRACKER_API_KEY: the token is not known, or its user may not use the API: tracker answered 403 (API token not found)"},
-		{"token of the wrong length", func(c *config) { c.TrackerKey = "short" }, nil, "tracker answered 403 (API token not found)"},
-		{"no token, no anonymous account", func(c *config) { c.TrackerKey = "" }, nil,
-			"MantisBT got no token (TRACKER_API_KEY is empty) and allows no anonymous access: tracker answered 401 (API token required)"},
-		{"no token, served as anonymous", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = true },
-			"MantisBT answered as its anonymous account (X-Mantis-LoginMethod: anonymous)"},
-		{"project missing", func(c *config) { c.TrackerProjectID = "7" }, nil,
-			"MantisBT has no project 7 (TRACKER_PROJECT_ID): tracker answered 404 (Project '7' doesn't exist)"},
-		{"offline", nil, func(f *fakeTracker) { f.failures = []int{503, 503, 503} },
-			"MantisBT's REST API is disabled, or MantisBT is offline: tracker answered 503 (Mantis Offline)"},
-		{"a stored text not UTF-8: 500 with no body", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
-			"MantisBT failed to write the list: an issue's stored text may not be valid UTF-8: tracker answered 500"},
-		{"project the token's user may not read: a 200 with a fault", nil, func(f *fakeTracker) { f.fault = true },
-			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): Access denied"},
+		{"unknown token", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+			unknown + ": tracker answered 403 (API token not found)", 1},
+		{"unknown token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
+			unknown + ": tracker answered 403 (API token not found)", 1},
+		{"unknown token", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+			unknown + ", and the tracker has no anonymous access: tracker answered 401 (Valid API token required)", 1},
+		{"token of the wrong length", "2.27.3", func(c *config) { c.TrackerKey = "short" }, nil,
+			"tracker answered 401 (Valid API token required)", 1},
+		{"unknown token, anonymous access", "2.27.3", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
+			asGuest, 1},
+		{"unknown token, anonymous access, REST API disabled", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous, f.restOff = "guest", true },
+			asGuest, 1},
+		{"no token", "2.28.4", func(c *config) { c.TrackerKey = "" }, nil, "TRACKER_API_KEY is not configured", 0},
+		{"no token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = "guest" },
+			"TRACKER_API_KEY is not configured", 0},
+		{"the token's user disabled", "2.26.4", nil, func(f *fakeTracker) { f.disabled = true },
+			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
+		{"the token's user disabled", "2.28.4", nil, func(f *fakeTracker) { f.disabled = true },
+			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
+		{"the token's user below the API's access level", "2.27.3", nil, func(f *fakeTracker) { f.lowAccess = true },
+			"MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold): tracker answered 403 (Higher access level required for API access)", 1},
+		{"project missing", "2.26.4", func(c *config) { c.TrackerProjectID = "7" }, nil,
+			"MantisBT shows the token's user no project 7 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '7' doesn't exist)", 1},
+		{"project the token's user may not see", "2.28.4", nil, func(f *fakeTracker) { f.noAccess = true },
+			"MantisBT shows the token's user no project 1 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '1' doesn't exist)", 1},
+		{"project the token's user sees but may not read: a 200 with a fault", "2.28.4", nil, func(f *fakeTracker) { f.fault = true },
+			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): Access denied for user dev.", 1},
+		{"REST API disabled", "2.26.4", nil, func(f *fakeTracker) { f.restOff = true },
+			"MantisBT's REST API is disabled ($g_webservice_rest_enabled): tracker answered 503 (API disabled)", 3},
+		{"offline", "2.28.4", nil, func(f *fakeTracker) { f.offline = true },
+			"MantisBT is offline: an administrator took it offline (mantis_offline.php): tracker answered 503 (Mantis Offline)", 3},
+		{"a stored text not UTF-8: 500 with no body", "2.28.4", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
+			"MantisBT failed to write the list: an issue's stored text may not be valid UTF-8: tracker answered 500", 3},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.version+" "+tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now, func(c *config) {
 				if tc.change != nil {
 					tc.change(c)
 				}
 			})
+			e.tracker.version = tc.version
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			if tc.setup != nil {
 				tc.setup(e.tracker)
@@ -490,10 +516,53 @@ func TestTrackerRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("generate = %v,\nwant %q", err, tc.want)
 			}
-			if strings.Contains(err.Error(), testTrackerKey) || len(e.model.calls()) != 0 || e.count("tracker_summaries") != 0 {
+			if strings.Contains(err.Error(), testTrackerKey) || strings.Contains(err.Error(), wrongKey) || len(e.model.calls()) != 0 || e.count("tracker_summaries") != 0 {
 				t.Errorf("error %v; model calls %d; want no token, no call, nothing stored", err, len(e.model.calls()))
 			}
+			if e.tracker.requests != tc.requests {
+				t.Errorf("the tracker answered %d requests, want %d", e.tracker.requests, tc.requests)
+			}
 		})
+	}
+}
+
+// TestTrackerRefusalOverHTTP2: over HTTP/2 no reason phrase arrives, and a refusal is read
+// by its status and MantisBT's own header alone; a 404 without X-Mantis-Version is another
+// server's, an endpoint that is not MantisBT's REST base.
+func TestTrackerRefusalOverHTTP2(t *testing.T) {
+	t.Parallel()
+	cfg := config{TrackerProjectID: "6"}
+	mantis := http.Header{"X-Mantis-Version": {"2.28.4"}}
+	for _, tc := range []struct {
+		status int
+		header http.Header
+		want   string
+	}{
+		{404, mantis, "MantisBT shows the token's user no project 6 (TRACKER_PROJECT_ID)"},
+		{404, http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{401, mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token"},
+		{403, mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
+		{503, http.Header{}, "MantisBT, or a proxy before it, is unavailable"},
+	} {
+		if got := trackerRefusal(&statusError{status: tc.status, header: tc.header}, cfg); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%d %v: %q, want %q", tc.status, tc.header, got, tc.want)
+		}
+	}
+}
+
+// TestTrackerAnswerWithoutLoginMethod: a 200 that names no login method is not MantisBT's
+// (every answer AuthMiddleware.php lets through names one): the job fails, saying so.
+func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"issues":[]}`)
+	}))
+	defer other.Close()
+	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint = other.URL + "/api/rest" })
+	err := e.srv.generate(context.Background(), trackerPipeline)
+	if err == nil || !strings.Contains(err.Error(), "MantisBT's answer names no login method (no X-Mantis-LoginMethod)") {
+		t.Errorf("generate = %v, want the missing login method", err)
 	}
 }
 
