@@ -72,13 +72,13 @@ type fakeTracker struct {
 	project  string           // the project that exists; "1" when empty
 	// anonymous is the tracker's anonymous account ($g_anonymous_account, with
 	// $g_allow_anonymous_login ON); "" when it has none.
-	anonymous  string
-	disabled   bool // the token's user is disabled
-	lowAccess  bool // the token's user is below the API's access threshold
-	noAccess   bool // the token's user may not see the project
-	fault      bool // the user sees the project but may not read it through the API
-	restOff    bool // $g_webservice_rest_enabled = OFF
-	offline    bool // an administrator took MantisBT offline (mantis_offline.php)
+	anonymous string
+	disabled  bool // the token's user is disabled
+	lowAccess bool // the token's user is below the API's access threshold
+	noAccess  bool // the token's user may not see the project
+	fault     bool // the user sees the project but may not read it through the API
+	restOff   bool // $g_webservice_rest_enabled = OFF
+	offline   bool // an administrator took MantisBT offline (mantis_offline.php)
 	// afterPage, when set, runs after each page is served, with the lock held: the
 	// tracker's data may change between the pages of one walk.
 	afterPage func(f *fakeTracker, page int)
