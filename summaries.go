@@ -708,6 +708,13 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	if pick.found {
 		charset = pick.params["charset"]
 		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
+		if notBase64(pick.part) && !readable(text) {
+			// Declared base64 but written as text (an Exchange part, enmime's
+			// mime-bad-content-transfer-encoding.raw): a reader sees the text.
+			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
+				text = raw
+			}
+		}
 		if pick.html {
 			text = stripHTML(text)
 		}
@@ -743,10 +750,14 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into header fields and body as Python's email package does: the
-// fields end at a blank line, and a line that is neither a field nor the continuation of
-// one ends them too and begins the body (a mail program shows it as text rather than
-// losing the message). An mbox "From " line is passed over.
+// parseEntity splits raw into header fields and body as mail programs do: the fields end
+// at a blank line. A line that is neither a field nor the continuation of one (a field
+// name with a blank in it, an unindented continuation of a Received: line, an mbox
+// "From " line) is passed over when a field follows it within maxStrayHeaderLines lines,
+// as mail programs and Go's lenient mail readers pass over it, so that the Content-Type,
+// From or Subject after it is not lost; otherwise it ends the fields and begins the body,
+// as in a message that lacks the blank line (Python's email package ends the fields at
+// any such line).
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	rest := raw
@@ -759,17 +770,45 @@ func parseEntity(raw []byte) mimeEntity {
 			if n := len(e.fields); n > 0 {
 				e.fields[n-1][1] = append(e.fields[n-1][1], line...)
 			}
-		case bytes.HasPrefix(line, []byte("From ")):
 		default:
-			name, value, ok := bytes.Cut(line, []byte(":"))
-			if !ok || !isFieldName(name) {
-				return mimeEntity{fields: e.fields, body: rest}
+			name, value, ok := headerField(line)
+			if !ok {
+				if !fieldFollows(next) && !bytes.HasPrefix(line, []byte("From ")) {
+					return mimeEntity{fields: e.fields, body: rest}
+				}
+				break // passed over
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
 		rest = next
 	}
 	return e
+}
+
+// maxStrayHeaderLines bounds how far parseEntity looks past a line that is no header field
+// for one that is: a Received: line continued unindented takes one or two.
+const maxStrayHeaderLines = 3
+
+// headerField cuts a line into a field's name and value; ok is false when it is not one.
+func headerField(line []byte) (name, value []byte, ok bool) {
+	name, value, ok = bytes.Cut(line, []byte(":"))
+	return name, value, ok && isFieldName(name)
+}
+
+// fieldFollows reports whether a header field starts within maxStrayHeaderLines lines of
+// b, before any blank line.
+func fieldFollows(b []byte) bool {
+	for range maxStrayHeaderLines {
+		line, next := cutLine(b)
+		if len(line) == 0 {
+			return false
+		}
+		if _, _, ok := headerField(line); ok {
+			return true
+		}
+		b = next
+	}
+	return false
 }
 
 // isFieldName reports whether b is printable ASCII without a colon (RFC 5322 ftext).
@@ -805,12 +844,17 @@ type bodyPick struct {
 }
 
 // find looks in e, whose Content-Type defaults to def, at depth levels of nesting. It
-// reports true once it has found a text/plain part, which ends the search.
+// reports true once it has found a text/plain part, which ends the search. A text part
+// with nothing but blanks in it is passed over, as a reader passes over an empty first
+// part to the text after it (Python's get_body takes it and shows nothing).
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";"); strings.EqualFold(strings.TrimSpace(disp), "attachment") {
 		return false
 	}
 	mediaType, params := contentType(string(e.get("Content-Type")), def)
+	if (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e) {
+		return false
+	}
 	switch {
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
@@ -824,6 +868,26 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		return false
 	}
 	parts := splitMultipart(e.body, params["boundary"])
+	if b := params["boundary"]; len(parts) == 0 && len(b) >= 2 && b[0] == '\'' && b[len(b)-1] == '\'' {
+		// boundary='...' in single quotes, which mime.ParseMediaType refuses and a mail
+		// program reads without them (wildduck's imap-core/test/fixtures/fix3.eml).
+		parts = splitMultipart(e.body, b[1:len(b)-1])
+	}
+	if len(parts) == 0 {
+		// No boundary parameter, or one not found in the body (cut short, misspelt): the
+		// delimiter lines the body has, where it has them, else its raw text, where it is
+		// text, as a mail program shows it rather than nothing.
+		if b, ok := delimiterInBody(e.body); ok {
+			parts = splitMultipart(e.body, b)
+		}
+	}
+	if len(parts) == 0 {
+		if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); readable(string(text)) && !isBlank(e) {
+			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
+			return true
+		}
+		return false
+	}
 	childDefault := "text/plain"
 	if mediaType == "multipart/digest" {
 		childDefault = "message/rfc822" // RFC 2046 5.1.5
@@ -849,6 +913,57 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		}
 	}
 	return false
+}
+
+// delimiterInBody finds the boundary of a multipart body from its first line that reads as
+// a delimiter (--boundary, no blank inside) and that splits the body into parts.
+func delimiterInBody(body []byte) (string, bool) {
+	for rest := body; len(rest) > 0; {
+		var line []byte
+		line, rest = cutLine(rest)
+		line = bytes.TrimRight(line, " \t")
+		if len(line) > 2 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") {
+			b := strings.TrimSuffix(string(line[2:]), "--")
+			return b, b != "" && len(splitMultipart(body, b)) > 0
+		}
+	}
+	return "", false
+}
+
+// isBlank reports whether e's body, its transfer encoding undone, holds nothing but blanks.
+func isBlank(e mimeEntity) bool {
+	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
+}
+
+// notBase64 reports whether e is declared base64 while its body is not written in base64's
+// alphabet: a line holds a blank or another character inside it.
+func notBase64(e mimeEntity) bool {
+	if !strings.EqualFold(strings.TrimSpace(string(e.get("Content-Transfer-Encoding"))), "base64") {
+		return false
+	}
+	for rest := e.body; len(rest) > 0; {
+		var line []byte
+		line, rest = cutLine(rest)
+		for _, c := range bytes.TrimRight(line, " \t") {
+			if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readable reports whether s reads as text: no U+FFFD, which stands for bytes not in its
+// charset, and no control character other than a tab, line break or form feed.
+func readable(s string) bool {
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r' || r == '\f':
+		case r == utf8.RuneError, r < 0x20, 0x7f <= r && r <= 0x9f:
+			return false
+		}
+	}
+	return true
 }
 
 // contentType reads a Content-Type as a mail program does: the media type in lower case
@@ -1107,11 +1222,13 @@ func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
 }
 
 // encodedWord reads the RFC 2047 word =?charset?B|Q?text?= at the start of v: its charset,
-// its bytes and its length; ok is false when v does not start with one.
+// its bytes and its length; ok is false when v does not start with one. A Q word with
+// blanks in its text, which RFC 2047 forbids but mailers write (=?UTF-8?Q?Caf=C3=A9 Bar?=),
+// is read as mail programs and Python's email package read it, blanks kept.
 func encodedWord(v []byte) (charset string, b []byte, size int, ok bool) {
 	parts := bytes.SplitN(v[2:], []byte("?"), 4)
 	if len(parts) < 4 || !bytes.HasPrefix(parts[3], []byte("=")) || len(parts[0]) == 0 || len(parts[1]) != 1 ||
-		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") {
+		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") && parts[1][0] != 'Q' && parts[1][0] != 'q' {
 		return "", nil, 0, false
 	}
 	charset, _, _ = strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
