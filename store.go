@@ -161,6 +161,9 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		"_foreign_keys": {"on"},
 		"_busy_timeout": {"10000"},
 	}
+	if err := refuseNewerSchema(ctx, path); err != nil {
+		return nil, err
+	}
 	write, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -189,6 +192,34 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		return nil, fmt.Errorf("prepare form query: %w", err)
 	}
 	return s, nil
+}
+
+// refuseNewerSchema refuses a database a newer program has migrated, before anything is
+// written to it: the pools' first connection already sets the journal mode, which turns a
+// database in rollback-journal mode (a backup written by VACUUM INTO) into WAL mode. It
+// reads user_version on a read-only connection; a database not there yet is created by
+// OpenStore.
+func refuseNewerSchema(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer db.Close()
+	var version int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
+	}
+	return nil
 }
 
 // migrate applies the migrations the database has not had yet.

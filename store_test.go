@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,7 +117,11 @@ func TestMigrationsApplyOnce(t *testing.T) {
 // TestMigrateRefusesNewerSchema: a database from a later version of the service is not
 // opened by an older one, which would not know its tables.
 func TestMigrateRefusesNewerSchema(t *testing.T) {
-	for _, version := range []int{len(migrations) + 1, 999} {
+	for _, tc := range []struct {
+		version int
+		journal string // the refused database's journal mode: a backup's is delete
+	}{{len(migrations) + 1, "wal"}, {999, "wal"}, {len(migrations) + 1, "delete"}} {
+		version := tc.version
 		path := filepath.Join(t.TempDir(), "forms.db")
 		store, err := OpenStore(context.Background(), path, time.Now)
 		if err != nil {
@@ -126,6 +131,15 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		store.Close()
+		db, err := sql.Open("sqlite3", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := db.QueryRow(`PRAGMA journal_mode = ` + tc.journal).Scan(&mode); err != nil || mode != tc.journal {
+			t.Fatalf("journal_mode = %q, %v", mode, err)
+		}
+		db.Close()
 		before, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
