@@ -839,10 +839,11 @@ func countResponses(t *testing.T, path string) int {
 	return n
 }
 
-// TestSystemdUnit: docs/formsvc.service passes systemd-analyze verify (with its ExecStart
-// pointed at the binary just built, since verify checks that the program exists), keeps
-// the hardening README promises, and systemd-analyze security rates its exposure OK.
-func TestSystemdUnit(t *testing.T) {
+// TestSystemdUnits: docs/formsvc.service and docs/litestream.service pass systemd-analyze
+// verify (with their ExecStart pointed at the binary just built, since verify checks that
+// the program exists), keep the hardening README promises, and systemd-analyze security
+// rates each one's exposure OK.
+func TestSystemdUnits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the service (seconds); -short skips it")
 	}
@@ -850,35 +851,48 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Skip("systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
 	}
-	unit, err := os.ReadFile("docs/formsvc.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range []string{"User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "ExecStart=/usr/local/bin/formsvc",
-		"Restart=on-failure", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc",
-		"StateDirectory=formsvc", "PrivateTmp=yes", "ProtectHome=yes"} {
-		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(unit) {
-			t.Errorf("docs/formsvc.service lacks %s", line)
-		}
-	}
 	bin, err := builtBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "formsvc.service")
-	writeFile(t, path, strings.Replace(string(unit), "ExecStart=/usr/local/bin/formsvc", "ExecStart="+bin, 1))
-	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(out) > 0 {
+	dir := t.TempDir()
+	var paths []string
+	for _, unit := range []struct {
+		name, program string
+		lines         []string
+	}{
+		{"formsvc.service", "/usr/local/bin/formsvc", []string{"ExecStart=/usr/local/bin/formsvc", "StateDirectory=formsvc",
+			"Restart=on-failure", "After=litestream.service"}},
+		{"litestream.service", "/usr/local/bin/litestream", []string{"ExecStart=/usr/local/bin/litestream replicate -config /etc/formsvc/litestream.yml",
+			"Before=formsvc.service"}},
+	} {
+		text, err := os.ReadFile(filepath.Join("docs", unit.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range append(unit.lines, "User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "Restart=on-failure",
+			"NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc", "PrivateTmp=yes", "ProtectHome=yes") {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(text) {
+				t.Errorf("docs/%s lacks %s", unit.name, line)
+			}
+		}
+		path := filepath.Join(dir, unit.name)
+		writeFile(t, path, strings.Replace(string(text), "ExecStart="+unit.program, "ExecStart="+bin, 1))
+		paths = append(paths, path)
+
+		out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
+		m := regexp.MustCompile(`Overall exposure level for ` + regexp.QuoteMeta(unit.name) + `: (\d+\.\d+) (\w+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security %s: %v\n%s", unit.name, err, out)
+		}
+		if exposure, _ := strconv.ParseFloat(string(m[1]), 64); exposure > 2 {
+			t.Errorf("systemd-analyze security rates %s %s %s, want at most 2.0:\n%s", unit.name, m[1], m[2], out)
+		} else {
+			t.Logf("systemd-analyze security %s: %s %s", unit.name, m[1], m[2])
+		}
+	}
+	if out, err := exec.Command(analyze, append([]string{"verify"}, paths...)...).CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
-	}
-	out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
-	m := regexp.MustCompile(`Overall exposure level for formsvc.service: (\d+\.\d+) (\w+)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
-	}
-	if exposure, _ := strconv.ParseFloat(string(m[1]), 64); exposure > 2 {
-		t.Errorf("systemd-analyze security rates the unit %s %s, want at most 2.0:\n%s", m[1], m[2], out)
-	} else {
-		t.Logf("systemd-analyze security: %s %s", m[1], m[2])
 	}
 }
 
