@@ -188,62 +188,6 @@ func TestMaildirCostsItsPrompt(t *testing.T) {
 	}
 }
 
-// TestStuckJobDoesNotBlockTheNext: a job stuck where its context does not reach holds
-// back a job of its name until its timeout, then a new one starts; the stuck one's
-// context is cancelled.
-func TestStuckJobDoesNotBlockTheNext(t *testing.T) {
-	j := newSummaryJobs()
-	j.timeout = 100 * time.Millisecond
-	release := make(chan struct{})
-	stuckCtx := make(chan context.Context, 1)
-	j.start("kind", func(ctx context.Context) {
-		stuckCtx <- ctx
-		<-release // ignores ctx, as a read on a hung file system would
-	})
-	ctx := <-stuckCtx
-	ran := make(chan struct{}, 2)
-	j.start("kind", func(context.Context) { ran <- struct{}{} })
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ran) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no new job within 10 s of a stuck one")
-		}
-		time.Sleep(10 * time.Millisecond)
-		j.start("kind", func(context.Context) { ran <- struct{}{} })
-	}
-	if ctx.Err() == nil {
-		t.Error("the stuck job's context is not cancelled")
-	}
-	close(release)
-	if !j.stop(5 * time.Second) {
-		t.Error("jobs did not end")
-	}
-}
-
-// panicRunner is a summary pipeline that panics.
-type panicRunner struct{}
-
-func (panicRunner) jobName() string { return "panicker" }
-func (panicRunner) text(context.Context, *server, time.Time) (string, error) {
-	panic("boom")
-}
-func (panicRunner) saveText(context.Context, *server, time.Time, string) error { return nil }
-
-// TestJobPanicLogged: a background job's panic is logged as a handler's is, and the
-// service and the next job of its kind go on.
-func TestJobPanicLogged(t *testing.T) {
-	t.Parallel()
-	e := newSummaryEnv(t, time.Now())
-	e.srv.startJob(panicRunner{})
-	waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg=panic job=panicker panic=boom`) })
-	waitFor(t, func() bool { return len(runningJobs(e.srv.jobs)) == 0 })
-	e.srv.startJob(panicRunner{})
-	waitFor(t, func() bool { return strings.Count(e.logs.String(), "msg=panic") == 2 })
-	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
-		t.Errorf("healthz = %d after a job's panic", status)
-	}
-}
-
 // TestUndatedMessageByFileTime: without a Date and a time in its name, a message is dated
 // by its file's modification time.
 func TestUndatedMessageByFileTime(t *testing.T) {

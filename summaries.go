@@ -269,12 +269,12 @@ func (s *server) startJob(p summaryRunner) {
 	name := p.jobName()
 	started := s.jobs.start(name, func(ctx context.Context) {
 		defer s.logPanic("job", name)
-		start := time.Now()
+		start := s.now()
 		if err := s.generate(ctx, p); err != nil {
-			s.log.Error("summary job failed", "job", name, "duration", time.Since(start).Round(time.Millisecond), "err", err)
+			s.log.Error("summary job failed", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond), "err", err)
 			return
 		}
-		s.log.Info("summary job done", "job", name, "duration", time.Since(start).Round(time.Millisecond))
+		s.log.Info("summary job done", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond))
 	})
 	if !started {
 		s.log.Info("summary job already running or shutting down; none started", "job", name)
@@ -296,6 +296,7 @@ const jobTimeout = 10 * time.Minute
 // summaryJobs tracks background work: at most one job per name within its timeout, all
 // cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
+	now     func() time.Time
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -314,16 +315,18 @@ type runningJob struct {
 	cancel  context.CancelFunc
 }
 
-func newSummaryJobs() *summaryJobs {
+func newSummaryJobs(now func() time.Time) *summaryJobs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout, onDemandInterval: onDemandInterval}
+	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout, onDemandInterval: onDemandInterval}
 }
 
 // start runs job in a goroutine with a context that ends at the job's timeout or at stop,
-// unless a job of the same name started less than a timeout ago is running or the jobs
-// are stopped; it reports whether it started job. A job still running past its timeout is stuck where no context reaches
-// (a hung network file system under the Maildir, say): it is left to end on its own,
-// its context cancelled so that it stores nothing, and the new one starts.
+// unless a job of the same name started less than a timeout ago (by j.now) is running or
+// the jobs are stopped; it reports whether it started job. A job still running past its
+// timeout is stuck where no context reaches (a hung network file system under the
+// Maildir, say): it is left to end on its own, its context cancelled so that it stores
+// nothing, and the new one starts. When the stuck one ends at last, the newer one's
+// entry stays.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -331,13 +334,13 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started
 		return false
 	}
 	if old := j.running[name]; old != nil {
-		if time.Since(old.started) < j.timeout {
+		if j.now().Sub(old.started) < j.timeout {
 			return false
 		}
 		old.cancel()
 	}
 	ctx, cancel := context.WithTimeout(j.ctx, j.timeout)
-	r := &runningJob{started: time.Now(), cancel: cancel}
+	r := &runningJob{started: j.now(), cancel: cancel}
 	j.running[name] = r
 	j.wg.Go(func() {
 		defer func() {
@@ -553,18 +556,18 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
 	}
 	r, interval := j.onDemand, j.onDemandInterval
-	if r != nil && time.Since(r.started) < interval {
+	if r != nil && j.now().Sub(r.started) < interval {
 		j.mu.Unlock()
 		select {
 		case <-r.done:
 			if r.err != nil {
-				return "", &busyError{retryAfter: interval - time.Since(r.started)}
+				return "", &busyError{retryAfter: interval - j.now().Sub(r.started)}
 			}
 			return r.text, nil
 		default:
 		}
 	} else {
-		r = &sharedRun{started: time.Now(), done: make(chan struct{})}
+		r = &sharedRun{started: j.now(), done: make(chan struct{})}
 		j.onDemand = r
 		// Answer, if only with the error, before the server's write timeout swallows it.
 		runCtx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)

@@ -828,3 +828,69 @@ func TestBuiltInPromptTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestStuckJobDoesNotBlockTheNext: a job stuck where its context does not reach holds
+// back a job of its name until its timeout, then a new one starts and the stuck one's
+// context is cancelled; when the stuck one ends at last, the newer one still holds back a
+// third (its entry stays), so that two jobs of a kind never run at once.
+func TestStuckJobDoesNotBlockTheNext(t *testing.T) {
+	clock := &testClock{now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	j := newSummaryJobs(clock.Now)
+	releaseStuck, releaseNewer := make(chan struct{}), make(chan struct{})
+	stuckCtx := make(chan context.Context, 1)
+	stuckDone := make(chan struct{})
+	j.start("kind", func(ctx context.Context) {
+		defer close(stuckDone)
+		stuckCtx <- ctx
+		<-releaseStuck // ignores ctx, as a read on a hung file system would
+	})
+	ctx := <-stuckCtx
+	ran := make(chan struct{}, 3)
+	job := func(context.Context) { ran <- struct{}{}; <-releaseNewer }
+	clock.Set(clock.Now().Add(jobTimeout - time.Second))
+	if j.start("kind", job) {
+		t.Fatal("a second job started within the stuck one's timeout")
+	}
+	clock.Set(clock.Now().Add(time.Second))
+	if !j.start("kind", job) {
+		t.Fatal("no new job once the stuck one's timeout passed")
+	}
+	<-ran
+	if ctx.Err() == nil {
+		t.Error("the stuck job's context is not cancelled")
+	}
+	// The stuck job ends; the newer one, still running, keeps its place.
+	close(releaseStuck)
+	<-stuckDone
+	if j.start("kind", job) {
+		t.Error("a third job started beside the newer one after the stuck one ended")
+	}
+	close(releaseNewer)
+	if !j.stop(5 * time.Second) {
+		t.Error("jobs did not end")
+	}
+}
+
+// panicRunner is a summary pipeline that panics.
+type panicRunner struct{}
+
+func (panicRunner) jobName() string { return "panicker" }
+func (panicRunner) text(context.Context, *server, time.Time) (string, error) {
+	panic("boom")
+}
+func (panicRunner) saveText(context.Context, *server, time.Time, string) error { return nil }
+
+// TestJobPanicLogged: a background job's panic is logged as a handler's is, and the
+// service and the next job of its kind go on.
+func TestJobPanicLogged(t *testing.T) {
+	t.Parallel()
+	e := newSummaryEnv(t, time.Now())
+	e.srv.startJob(panicRunner{})
+	waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg=panic job=panicker panic=boom`) })
+	waitFor(t, func() bool { return len(runningJobs(e.srv.jobs)) == 0 })
+	e.srv.startJob(panicRunner{})
+	waitFor(t, func() bool { return strings.Count(e.logs.String(), "msg=panic") == 2 })
+	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz = %d after a job's panic", status)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -659,13 +658,14 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
 		t.Errorf("a caller within the interval = %d after %d model calls, want 200 and the shared run", status, len(e.model.calls()))
 	}
-	e.srv.jobs.mu.Lock()
-	e.srv.jobs.onDemandInterval = time.Millisecond
-	e.srv.jobs.mu.Unlock()
-	waitFor(t, func() bool {
-		e.do("GET", "/api/tracker-summary", nil)
-		return len(e.model.calls()) == 2
-	})
+	e.clock.Set(now.Add(onDemandInterval - time.Millisecond))
+	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
+		t.Errorf("a caller at the interval's end = %d after %d model calls, want 200 and the shared run", status, len(e.model.calls()))
+	}
+	e.clock.Set(now.Add(onDemandInterval))
+	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 2 {
+		t.Errorf("a caller after the interval = %d after %d model calls, want 200 and a new run", status, len(e.model.calls()))
+	}
 }
 
 // TestTrackerSummaryNowBusyAfterFailure: within the interval after a failed run, a caller
@@ -679,11 +679,12 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	if err == nil || errors.Is(err, errSummaryBusy) || !strings.Contains(err.Error(), "tracker answered 403") {
 		t.Fatalf("first call = %v, want the tracker's refusal", err)
 	}
-	// The second, through HTTP: 503 with Retry-After, the wait that is left of the 30 s.
+	// The second, through HTTP, 10.5 s later: 503 with Retry-After, the 19.5 s left of
+	// the 30 s rounded up to whole seconds.
+	e.clock.Set(now.Add(10500 * time.Millisecond))
 	res, body := e.getRaw("/api/tracker-summary")
-	if after, err := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode != 503 || err != nil || after < 1 || after > 30 ||
-		!strings.Contains(string(body), errSummaryBusy.Error()) {
-		t.Errorf("second call = %d (Retry-After %q) %s, want 503 with a wait within %s", res.StatusCode, res.Header.Get("Retry-After"), body, onDemandInterval)
+	if res.StatusCode != 503 || res.Header.Get("Retry-After") != "20" || !strings.Contains(string(body), errSummaryBusy.Error()) {
+		t.Errorf("second call = %d (Retry-After %q) %s, want 503 with Retry-After 20", res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 	if pages := e.tracker.requestedPages(); len(pages) != 0 {
 		t.Errorf("tracker served pages %v; want only the refused request", pages)
