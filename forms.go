@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -86,11 +85,8 @@ func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
 		return errInvalidFormID
 	}
 	f, err := s.store.GetForm(r.Context(), id)
-	if errors.Is(err, errNotFound) {
-		return errFormNotFound
-	}
 	if err != nil {
-		return during(fmt.Sprintf("fetch form %d", id), err)
+		return missing(err, "Form not found", fmt.Sprintf("fetch form %d", id))
 	}
 	return s.writeJSON(w, r, http.StatusOK, f)
 }
@@ -127,7 +123,6 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 // The answers of docs/SPEC.md §7 that several handlers share.
 var (
 	errInvalidFormID = invalid("Invalid form ID")
-	errFormNotFound  = &apiError{kind: kindNotFound, msg: "Form not found"}
 )
 
 // decodeFormInput reads a create or update body, member by exact name at every level,
@@ -226,6 +221,6 @@ func checkField(fd FieldInput) (string, error) {
 	return typ, nil
 }
 
-// rejected is a form rule that docs/SPEC.md §7 answers with 500 and its message inside
-// "Failed to <context>: …", rather than a 400.
-func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }
+// rejected is a form rule broken: a *ruleError, which docs/SPEC.md §7 answers with 500
+// and its message inside "Failed to <context>: …", rather than a 400.
+func rejected(msg string) error { return &ruleError{msg: msg} }

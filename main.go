@@ -1145,6 +1145,30 @@ var (
 	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
 )
 
+// The errors of the domain, which the store and the field rules return knowing nothing
+// of HTTP; writeError alone gives them their statuses.
+var (
+	// errNotFound: the record an operation is on does not exist. Its message is
+	// docs/SPEC.md §7's: an update, delete or submit answers "<context>: Record not found".
+	errNotFound = errors.New("Record not found")
+)
+
+// ruleError is a form rule broken (a field's label or type, a name's length), found in
+// the store's transaction that writes the form, so that a bad last field undoes the rest.
+// docs/SPEC.md §7 answers it with 500 and its message.
+type ruleError struct{ msg string }
+
+func (e *ruleError) Error() string { return e.msg }
+
+// missing is the answer of a read whose record does not exist, in docs/SPEC.md §7's words
+// for it (msg: "Form not found"); any other error is passed on with its operation.
+func missing(err error, msg, op string) error {
+	if errors.Is(err, errNotFound) {
+		return &apiError{kind: kindNotFound, msg: msg}
+	}
+	return during(op, err)
+}
+
 // opError names the operation an error happened in: docs/SPEC.md §7's <context>, such
 // as "update form 7", which the answers of missing records and failures carry.
 type opError struct {
@@ -1173,8 +1197,13 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		op = oe.op
 	}
 	var ae *apiError
+	var rule *ruleError
 	switch {
 	case errors.As(err, &ae):
+	case errors.Is(err, errNotFound):
+		ae = &apiError{kind: kindNotFound, msg: errNotFound.Error()}
+	case errors.As(err, &rule):
+		ae = &apiError{kind: kindRejected, msg: rule.msg}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		ae = &apiError{kind: kindClientGone, err: err}
 	default:

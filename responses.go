@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -97,11 +96,8 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 		return 0, "", nil, errInvalidFormID
 	}
 	title, fields, err = s.store.ResponseFields(r.Context(), id)
-	if errors.Is(err, errNotFound) {
-		return 0, "", nil, errFormNotFound
-	}
 	if err != nil {
-		return 0, "", nil, during(fmt.Sprintf("fetch responses for form %d", id), err)
+		return 0, "", nil, missing(err, "Form not found", fmt.Sprintf("fetch responses for form %d", id))
 	}
 	return id, title, fields, nil
 }

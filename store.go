@@ -19,11 +19,6 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// errNotFound is returned by store methods when the record they operate on does not
-// exist. Its message is docs/SPEC.md §7's: the answer of an update, delete or submit
-// reads "<context>: Record not found".
-var errNotFound = &apiError{kind: kindNotFound, msg: "Record not found"}
-
 // migrations are the schema, one step per entry, applied in order at start: a database
 // at PRAGMA user_version n gets migrations[n:], each in its own transaction that also
 // records the new version. A released entry is never edited; a schema change is a new
