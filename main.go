@@ -699,15 +699,12 @@ func isCleanPath(p string) bool {
 	return clean == p
 }
 
-// bodyKey is the context key of a request's checked body (see readBody).
-type bodyKey struct{}
-
 // readBody reads every request body before its route, as the original's body parser
 // did: one that is not application/json (415; a cross-site form cannot send that type
 // without a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every
 // route, those that read none included, and changes nothing. The body's bytes count
-// against s.uploads from before the first is read until the handler returns. Handlers
-// get the checked bytes from requestBody.
+// against s.uploads from before the first is read until the handler returns. The checked
+// bytes are put back as the request's body, which the handler decodes itself.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength == 0 { // no body; -1, a body of unknown length, is read
@@ -720,7 +717,8 @@ func (s *server) readBody(next http.Handler) http.Handler {
 			return
 		}
 		defer release()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -785,12 +783,6 @@ func (s *server) queueWrites(next http.Handler) http.Handler {
 		defer release()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// requestBody is the request's body as readBody checked it: valid JSON, or empty.
-func requestBody(r *http.Request) []byte {
-	body, _ := r.Context().Value(bodyKey{}).([]byte)
-	return body
 }
 
 // routeMethods lists the methods the route of r's path answers; none when no route
@@ -1245,10 +1237,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Write(append(body, '\n'))
 }
 
-// readObject reads the request body as a JSON object (see decodeObject). No body is {},
-// as the original's body parser had it.
+// readObject reads the request's body, which readBody has checked (JSON, at most
+// maxBodyBytes), as a JSON object (see decodeObject). No body is {}, as the original's
+// body parser had it.
 func readObject(r *http.Request) (jsonObject, error) {
-	body := requestBody(r)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return jsonObject{}, nil
 	}
