@@ -104,6 +104,18 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "News", ""},
 		{"a raw 8-bit GB2312 subject read in the body's charset (1.10)", from + date + "Subject: \xd6\xd0\xce\xc4\r\nContent-Type: text/plain; charset=gb2312\r\n\r\n\xd6\xd0\xce\xc4\r\n",
 			"中文", "中文", ""},
+		{"ATTACHMENT in capitals is an attachment", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: ATTACHMENT; filename=log.txt\r\n\r\nattached log\r\n--b\r\nContent-Type: text/plain\r\n\r\nThe message.\r\n--b--\r\n",
+			"", "The message.", ""},
+		{"of several HTML parts, the first", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>First</p>\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>Second</p>\r\n--b--\r\n",
+			"", "First", ""},
+		{"multipart/related: the start part, by its Content-ID", from + date + "Content-Type: multipart/related; boundary=b; start=\"<main@x>\"\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <other@x>\r\n\r\nNot the start.\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <main@x>\r\n\r\nThe start.\r\n--b--\r\n",
+			"", "The start.", ""},
+		{"a boundary inside a line is no delimiter", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nsee x--b here\r\nand on\r\n--b--\r\n",
+			"", "see x--b here\r\nand on", ""},
+		{"a quoted-printable soft break before a lone CR", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\nsoft=\rbreak\r\n",
+			"", "softbreak", ""},
+		{"a raw UTF-8 Subject beside a Latin-1 body", from + date + "Subject: Grüße\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nGr\xfc\xdfe\r\n",
+			"Grüße", "Grüße", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -631,13 +643,43 @@ func TestEmailHeaders(t *testing.T) {
 // placeholder) are not messages and are not read.
 func TestMaildirSkipsDotFiles(t *testing.T) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	inWindow := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	msg := func(subject string) *fstest.MapFile {
+		// Delivered in the window, by the file's time: a dot-file is passed over for its
+		// name alone.
+		return &fstest.MapFile{ModTime: inWindow, Data: []byte("From: a@example.com\r\nSubject: " + subject + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")}
+	}
 	fsys := fstest.MapFS{
-		"new/.hidden": &fstest.MapFile{Data: []byte("From: a@example.com\r\nSubject: s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")},
-		"cur":         &fstest.MapFile{Mode: fs.ModeDir},
+		"new/.hidden":              msg("hidden"),
+		"cur/.1795597200.M1P1.tmp": msg("hidden too"),
+		"new/1795597200.M2P2.host": msg("seen"),
 	}
 	emails, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
-	if err != nil || len(emails) != 0 {
-		t.Errorf("readMaildir = %d emails (%v), want none", len(emails), err)
+	if err != nil || len(emails) != 1 || emails[0].Subject != "seen" {
+		t.Errorf("readMaildir = %+v (%v), want only the message not hidden", emails, err)
+	}
+}
+
+// TestMaildirDeliveryByFileTime: a file whose name carries no usable delivery time (no
+// leading seconds, or digits past int64) is placed in the window by its modification
+// time: read when that is inside, not opened when before.
+func TestMaildirDeliveryByFileTime(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	data := []byte("From: a@example.com\r\nSubject: s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")
+	for _, tc := range []struct {
+		name    string
+		modTime time.Time
+		want    int
+	}{
+		{"new/message-from-a-fetcher", time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC), 1},
+		{"new/message-from-a-fetcher", time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), 0},
+		{"new/99999999999999999999.M1P1.host", time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC), 1},
+		{"new/99999999999999999999.M1P1.host", time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), 0},
+	} {
+		emails, err := readAllMail(fstest.MapFS{tc.name: &fstest.MapFile{Data: data, ModTime: tc.modTime}, "cur": &fstest.MapFile{Mode: fs.ModeDir}}, start, slog.New(slog.DiscardHandler))
+		if err != nil || len(emails) != tc.want {
+			t.Errorf("%s modified %s: %d messages (%v), want %d", tc.name, tc.modTime.Format(time.DateOnly), len(emails), err, tc.want)
+		}
 	}
 }
 

@@ -598,7 +598,7 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	}
 	w.Header().Add("Vary", "Origin") // the answer depends on it, for every cache between
 	origin := r.Header.Get("Origin")
-	if origin == "" || !(slices.Contains(s.cfg.CORSOrigins, "*") || slices.Contains(s.cfg.CORSOrigins, origin)) {
+	if origin == "" || !slices.ContainsFunc(s.cfg.CORSOrigins, func(o string) bool { return o == "*" || sameOrigin(o, origin) }) {
 		return false
 	}
 	h := w.Header()
@@ -617,6 +617,11 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
+
+// sameOrigin compares two serialized origins (scheme://host[:port]). Scheme and host are
+// case-insensitive (RFC 3986 6.2.2.1; browsers send them in lower case, RFC 6454 6.2),
+// so a CORS_ORIGINS entry written in capitals still matches; the rest must be equal.
+func sameOrigin(a, b string) bool { return strings.EqualFold(a, b) }
 
 // isAPI reports whether r is for the API, whose requests the token and Host rules cover.
 func isAPI(r *http.Request) bool {
@@ -649,7 +654,8 @@ func (s *server) knownHost(host string) bool {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(strings.Trim(host, "[]")) != nil {
 		return true
 	}
-	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(h, host) })
+	// Host names are case-insensitive (RFC 9110 4.2.3), in the header and in ALLOWED_HOSTS.
+	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(strings.TrimSuffix(h, "."), host) })
 }
 
 // requireToken answers 401 to an API request without the configured token.

@@ -595,3 +595,58 @@ func TestRequestLogNamesClient(t *testing.T) {
 		t.Errorf("request log line %q, want client=127.0.0.1:<port> and no forwarded address", line)
 	}
 }
+
+// TestIncludePrivateOnlyWhenTrue: TRACKER_INCLUDE_PRIVATE opens private issues and notes
+// to every reader of the summaries only when it is exactly "true"; any other value, a
+// "false", a "0" or a "TRUE" in capitals, keeps them out.
+func TestIncludePrivateOnlyWhenTrue(t *testing.T) {
+	t.Parallel()
+	for value, want := range map[string]bool{"true": true, "": false, "false": false, "0": false, "TRUE": false, "1": false, "yes": false} {
+		cfg := loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": value}[k] })
+		if cfg.TrackerIncludePrivate != want {
+			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: include private = %v, want %v", value, cfg.TrackerIncludePrivate, want)
+		}
+	}
+}
+
+// TestRetrySecondsRoundsUp: Retry-After is the wait in whole seconds rounded up, so that
+// a client that waits it is never early, and at least 1.
+func TestRetrySecondsRoundsUp(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]int{0: 1, time.Nanosecond: 1, time.Second: 1,
+		time.Second + time.Millisecond: 2, 19500 * time.Millisecond: 20, 30 * time.Second: 30} {
+		if got := retrySeconds(d); got != want {
+			t.Errorf("retrySeconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+// TestOneByteNotJSON: the shortest body that is not JSON, one byte, is a 400 like any
+// other, and changes nothing.
+func TestOneByteNotJSON(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	for _, body := range []string{"x", "{", "\x00"} {
+		e.wantError("POST", "/api/forms", body, 400, "Invalid JSON body")
+		e.wantError("PUT", "/api/settings/theme", body, 400, "Invalid JSON body")
+	}
+	if n := e.count("forms") + e.count("settings"); n != 0 {
+		t.Errorf("%d rows stored from bodies that are not JSON", n)
+	}
+}
+
+// TestChunkedBodyCountsAsLargest: a body of unknown length (chunked) holds the whole
+// body limit of the upload budget while it is read, since it may be that long.
+func TestChunkedBodyCountsAsLargest(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"tit\r\n")
+	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == maxBodyBytes })
+	conn.Close()
+	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == 0 })
+}

@@ -94,16 +94,19 @@ func TestRequireToken(t *testing.T) {
 	}
 }
 
-// TestCORSOriginExact: an origin is allowed only as configured, character for
-// character: a longer host, another port or scheme, or a prefix gets no CORS header.
+// TestCORSOriginExact: an origin is allowed only as configured, but for the case of its
+// scheme and host (RFC 3986 6.2.2.1): a longer host, another port or scheme, or a prefix
+// gets no CORS header.
 func TestCORSOriginExact(t *testing.T) {
 	t.Parallel()
-	s, _ := newBareServer(t, func(c *config) { c.CORSOrigins = []string{"https://forms.example.com"} })
+	// The entry is written in capitals, as an operator may: browsers send lower case.
+	s, _ := newBareServer(t, func(c *config) { c.CORSOrigins = []string{"https://Forms.Example.com"} })
 	for _, tc := range []struct {
 		origin string
 		want   bool
 	}{
 		{"https://forms.example.com", true},
+		{"HTTPS://Forms.Example.COM", true}, // scheme and host are case-insensitive
 		{"https://forms.example.com.evil.net", false},
 		{"https://forms.example.com:8443", false},
 		{"http://forms.example.com", false},
@@ -130,7 +133,9 @@ func TestCORSOriginExact(t *testing.T) {
 // and with a token every Host does.
 func TestCheckHost(t *testing.T) {
 	t.Parallel()
-	open, _ := newBareServer(t, func(c *config) { c.AllowedHosts = []string{"forms.internal"} })
+	// Host names are case-insensitive (RFC 9110 4.2.3): the entries are written in capitals
+	// and one with the root's dot, as an operator may.
+	open, _ := newBareServer(t, func(c *config) { c.AllowedHosts = []string{"Forms.Internal", "WIKI.internal."} })
 	guarded, _ := newBareServer(t, func(c *config) { c.APIToken = "t" })
 	for _, tc := range []struct {
 		s    *server
@@ -146,6 +151,7 @@ func TestCheckHost(t *testing.T) {
 		{open, "192.168.1.20", "/api/forms", 200},
 		{open, "forms.internal:8080", "/api/forms", 200},
 		{open, "FORMS.internal.", "/api/forms", 200},
+		{open, "wiki.INTERNAL", "/api/forms", 200},
 		{open, "attacker.example", "/api/forms", 403},
 		{open, "forms.internal.attacker.example", "/api/forms", 403},
 		{open, "localhost.attacker.example", "/api/forms", 403},
@@ -293,6 +299,54 @@ func TestErrorTableComplete(t *testing.T) {
 		if _, ok := errorStatus[kind]; !ok {
 			t.Errorf("error kind %d has no status in errorStatus", kind)
 		}
+	}
+}
+
+// TestGateWaiterLeavesMidQueue: a waiter whose client leaves while others wait before and
+// after it gives up its place: the next release admits the one before it, the one after
+// it comes next, and the gate ends holding nothing.
+func TestGateWaiterLeavesMidQueue(t *testing.T) {
+	t.Parallel()
+	g := newGate(1, 3, time.Minute)
+	hold, err := g.acquire(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan string, 2)
+	wait := func(name string, ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			release, err := g.acquire(ctx, 1)
+			if err == nil {
+				admitted <- name
+				release()
+			}
+			done <- err
+		}()
+		return done
+	}
+	first := wait("first", context.Background())
+	waitFor(t, func() bool { return gateWaiting(g) == 1 })
+	ctx, leave := context.WithCancel(context.Background())
+	middle := wait("middle", ctx)
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
+	last := wait("last", context.Background())
+	waitFor(t, func() bool { return gateWaiting(g) == 3 })
+	leave()
+	if err := <-middle; err == nil {
+		t.Fatal("the waiter that left was admitted")
+	}
+	hold()
+	for _, done := range []<-chan error{first, last} {
+		if err := <-done; err != nil {
+			t.Errorf("a waiter after the one that left = %v, want admitted", err)
+		}
+	}
+	if a, b := <-admitted, <-admitted; a != "first" || b != "last" {
+		t.Errorf("admitted %s then %s, want first then last", a, b)
+	}
+	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
+		t.Errorf("the gate holds %d with %d waiting, want nothing", used, waiting)
 	}
 }
 

@@ -429,9 +429,13 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, n
 		return outboundAnswer{}, redactURLError(err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
 	if err != nil {
 		return outboundAnswer{}, fmt.Errorf("read answer: %w", redactURLError(err))
+	}
+	if len(body) > maxAnswerBytes {
+		// Cut, it would read as a malformed answer; refused, it says what it is.
+		return outboundAnswer{}, fmt.Errorf("answer larger than %d MiB (status %d)", maxAnswerBytes>>20, res.StatusCode)
 	}
 	// res.Status is "404 Project '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
 	reason := strings.TrimSpace(strings.TrimPrefix(res.Status, fmt.Sprint(res.StatusCode)))

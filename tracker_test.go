@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,6 +122,8 @@ func TestOutboundRetries(t *testing.T) {
 		{"tracker 500 then ok", []int{500}, nil, "", false},
 		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500", false},
 		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (Valid API token required)", false},
+		{"tracker 304 is no success", []int{304, 200}, nil, "tracker answered 304", false},
+		{"model 302 without Location is no success", nil, []int{302, 200}, "model answered 302", false},
 		{"model 429 twice", nil, []int{429, 429}, "", false},
 		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]", false},
 		{"model 400", nil, []int{400}, "model answered 400: quota exceeded for key [redacted]", false},
@@ -717,5 +720,38 @@ func TestTrackerBadUpdateTimeFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("recentTickets = %v, want an error naming %s", err, tc.want)
 		}
+	}
+}
+
+// TestOutboundAnswerTooLarge: an answer of the tracker or the model past maxAnswerBytes is
+// refused as too large, not cut into a malformed one.
+func TestOutboundAnswerTooLarge(t *testing.T) {
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Mantis-LoginMethod", "api-token")
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		for range maxAnswerBytes>>20 + 1 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer huge.Close()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		change func(*config)
+	}{
+		{"tracker", func(c *config) { c.TrackerEndpoint = huge.URL + "/api/rest" }},
+		{"model", func(c *config) { c.GenAIBaseURL = huge.URL + "/v1" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now, tc.change)
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+			err := e.srv.generate(context.Background(), trackerPipeline)
+			if want := tc.name + ": answer larger than 32 MiB (status 200)"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("generate = %v, want %q", err, want)
+			}
+		})
 	}
 }
