@@ -498,3 +498,35 @@ var builtBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// fullForm uses every field type, descriptions present, empty and absent, and an
+// unnamed category.
+func fullForm() map[string]any {
+	return map[string]any{
+		"title":       "Site inspection",
+		"description": "Yearly check",
+		"categories": []any{
+			map[string]any{"name": "General", "fields": []any{
+				map[string]any{"label": "Inspector", "type": "text", "description": "Full name"},
+				map[string]any{"label": "Rooms", "type": "number", "description": ""},
+				map[string]any{"label": "Visited", "type": "date"},
+			}},
+			map[string]any{"fields": []any{
+				map[string]any{"label": "Notes", "type": "textarea"},
+				map[string]any{"label": "Passed", "type": "boolean"},
+			}},
+		},
+	}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

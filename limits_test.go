@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -327,4 +331,193 @@ func TestPDFTooLongAnswer(t *testing.T) {
 	id := e.submit(f.ID, values)
 	want := fmt.Sprintf("Failed to generate PDF for response %d: PDF would be longer than %d pages", id, pdfMaxPages)
 	e.wantError("GET", "/api/responses/"+itoa(id)+"/export/pdf", nil, 500, want)
+}
+
+// TestGate: a gate admits up to its capacity, in order; a waiter past the queue's length
+// or its wait is refused errBusy at once or at the deadline; a client gone while
+// waiting gets its context's error; whatever gives up leaves the gate as it found it.
+func TestGate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGate(10, 2, 100*time.Millisecond)
+	hold, err := g.acquire(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two wait (the queue's length), the third is refused at once.
+	results := make(chan error, 2)
+	for range 2 {
+		go func() {
+			release, err := g.acquire(ctx, 5)
+			if err == nil {
+				release()
+			}
+			results <- err
+		}()
+	}
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
+	if _, err := g.acquire(ctx, 1); err != errBusy {
+		t.Errorf("a third waiter = %v, want errBusy at once", err)
+	}
+	for range 2 {
+		if err := <-results; err != errBusy {
+			t.Errorf("a waiter past its deadline = %v, want errBusy", err)
+		}
+	}
+	hold()
+	if used := gateUsed(g); used != 0 {
+		t.Errorf("after every release the gate holds %d", used)
+	}
+	// A release admits the first in line.
+	hold, _ = g.acquire(ctx, 10)
+	admitted := make(chan error, 1)
+	go func() {
+		release, err := g.acquire(ctx, 10)
+		if err == nil {
+			release()
+		}
+		admitted <- err
+	}()
+	waitFor(t, func() bool { return gateWaiting(g) == 1 })
+	hold()
+	if err := <-admitted; err != nil {
+		t.Errorf("a waiter after a release = %v, want admitted", err)
+	}
+	// A client that leaves gets its context's error.
+	hold, _ = g.acquire(ctx, 10)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.acquire(cctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled waiter = %v, want context.Canceled", err)
+	}
+	hold()
+	if used := gateUsed(g); used != 0 {
+		t.Errorf("the gate holds %d after everyone left", used)
+	}
+}
+
+// TestGateWaiterLeavesMidQueue: a waiter whose client leaves while others wait before and
+// after it gives up its place: the next release admits the one before it, the one after
+// it comes next, and the gate ends holding nothing.
+func TestGateWaiterLeavesMidQueue(t *testing.T) {
+	t.Parallel()
+	g := newGate(1, 3, time.Minute)
+	hold, err := g.acquire(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan string, 2)
+	wait := func(name string, ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			release, err := g.acquire(ctx, 1)
+			if err == nil {
+				admitted <- name
+				release()
+			}
+			done <- err
+		}()
+		return done
+	}
+	first := wait("first", context.Background())
+	waitFor(t, func() bool { return gateWaiting(g) == 1 })
+	ctx, leave := context.WithCancel(context.Background())
+	middle := wait("middle", ctx)
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
+	last := wait("last", context.Background())
+	waitFor(t, func() bool { return gateWaiting(g) == 3 })
+	leave()
+	if err := <-middle; err == nil {
+		t.Fatal("the waiter that left was admitted")
+	}
+	hold()
+	for _, done := range []<-chan error{first, last} {
+		if err := <-done; err != nil {
+			t.Errorf("a waiter after the one that left = %v, want admitted", err)
+		}
+	}
+	if a, b := <-admitted, <-admitted; a != "first" || b != "last" {
+		t.Errorf("admitted %s then %s, want first then last", a, b)
+	}
+	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
+		t.Errorf("the gate holds %d with %d waiting, want nothing", used, waiting)
+	}
+}
+
+// TestHeavyQueueBounded: with every heavy slot busy and the queue full, one more PDF is
+// answered 503 with Retry-After at once.
+func TestHeavyQueueBounded(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	pdf := "/api/responses/" + itoa(e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})) + "/export/pdf"
+	release := occupyHeavy(t, e.srv)
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range heavyQueue {
+		go func() {
+			req := apiRequest("GET", pdf, nil).WithContext(ctx)
+			e.srv.ServeHTTP(httptest.NewRecorder(), req)
+		}()
+	}
+	waitFor(t, func() bool { return gateWaiting(e.srv.heavy) == heavyQueue })
+	res, body := e.getRaw(pdf)
+	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "busy") {
+		t.Errorf("PDF with a full queue = %d %s (Retry-After %q), want 503", res.StatusCode, body, res.Header.Get("Retry-After"))
+	}
+}
+
+// TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
+// list and a CSV export wait; the moment a slot frees, the waiting one is answered.
+func TestHeavyAnswersWaitForASlot(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
+	for _, path := range []string{
+		"/api/responses/" + itoa(responseID) + "/export/pdf",
+		"/api/forms/" + itoa(f.ID) + "/responses",
+		"/api/forms/" + itoa(f.ID) + "/responses.csv",
+	} {
+		release := occupyHeavy(t, e.srv)
+		answered := make(chan int, 1)
+		go func() {
+			w := httptest.NewRecorder()
+			e.srv.ServeHTTP(w, apiRequest("GET", path, nil))
+			answered <- w.Code
+		}()
+		select {
+		case status := <-answered:
+			t.Errorf("%s answered %d while every slot was busy", path, status)
+			release()
+			continue
+		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
+		}
+		release()
+		select {
+		case status := <-answered:
+			if status != 200 {
+				t.Errorf("%s = %d once a slot freed, want 200", path, status)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still waits after a slot freed", path)
+		}
+	}
+}
+
+// TestChunkedBodyCountsAsLargest: a body of unknown length (chunked) holds the whole
+// body limit of the upload budget while it is read, since it may be that long.
+func TestChunkedBodyCountsAsLargest(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"tit\r\n")
+	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == maxBodyBytes })
+	conn.Close()
+	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == 0 })
 }

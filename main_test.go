@@ -389,44 +389,6 @@ func TestLargeBodyRefusedUnread(t *testing.T) {
 	}
 }
 
-// TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
-// list and a CSV export wait; the moment a slot frees, the waiting one is answered.
-func TestHeavyAnswersWaitForASlot(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	f := e.createForm(fullForm())
-	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
-	for _, path := range []string{
-		"/api/responses/" + itoa(responseID) + "/export/pdf",
-		"/api/forms/" + itoa(f.ID) + "/responses",
-		"/api/forms/" + itoa(f.ID) + "/responses.csv",
-	} {
-		release := occupyHeavy(t, e.srv)
-		answered := make(chan int, 1)
-		go func() {
-			w := httptest.NewRecorder()
-			e.srv.ServeHTTP(w, apiRequest("GET", path, nil))
-			answered <- w.Code
-		}()
-		select {
-		case status := <-answered:
-			t.Errorf("%s answered %d while every slot was busy", path, status)
-			release()
-			continue
-		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
-		}
-		release()
-		select {
-		case status := <-answered:
-			if status != 200 {
-				t.Errorf("%s = %d once a slot freed, want 200", path, status)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s still waits after a slot freed", path)
-		}
-	}
-}
-
 // TestClientGoneWhileWaiting: a client that leaves while its PDF waits for a slot is
 // logged as gone (499), not as a 200.
 func TestClientGoneWhileWaiting(t *testing.T) {
@@ -633,20 +595,4 @@ func TestOneByteNotJSON(t *testing.T) {
 	if n := e.count("forms") + e.count("settings"); n != 0 {
 		t.Errorf("%d rows stored from bodies that are not JSON", n)
 	}
-}
-
-// TestChunkedBodyCountsAsLargest: a body of unknown length (chunked) holds the whole
-// body limit of the upload budget while it is read, since it may be that long.
-func TestChunkedBodyCountsAsLargest(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	io.WriteString(conn, "POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"tit\r\n")
-	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == maxBodyBytes })
-	conn.Close()
-	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == 0 })
 }

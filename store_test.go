@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -439,4 +440,101 @@ func listDir(t *testing.T, dir string) []string {
 		}
 	}
 	return names
+}
+
+// TestFormCacheNeverStale: a read that begins after an update has returned sees that
+// update, with readers running all the time while a writer updates the form many times.
+// It catches an update or delete that leaves the cache alone; the race of a read that
+// began before the commit is too narrow to be hit reliably here, and
+// TestFormCacheGeneration pins the rule that closes it.
+func TestFormCacheNeverStale(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := e.store.GetForm(ctx, f.ID); err != nil {
+					t.Errorf("read: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 300 {
+		title := fmt.Sprintf("title %d", i)
+		if _, err := e.store.UpdateForm(ctx, f.ID, FormInput{Title: title}); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		got, err := e.store.GetForm(ctx, f.ID)
+		if err != nil || got.Title != title {
+			t.Fatalf("read after update %d = %q, %v; want %q", i, got.Title, err, title)
+		}
+	}
+	close(stop)
+	readers.Wait()
+	// Delete drops it too.
+	if err := e.store.DeleteForm(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.wantError("GET", "/api/forms/"+itoa(f.ID), nil, 404, "Form not found")
+}
+
+// TestFormCacheGeneration: a form read before a write dropped it (its generation is
+// older) is not put back, so the next read goes to the database; one read after is kept.
+func TestFormCacheGeneration(t *testing.T) {
+	t.Parallel()
+	c := formCache{maxBytes: formCacheBytes}
+	old := FormDetail{Form: Form{ID: 7, Title: "old"}}
+	_, gen, ok := c.get(7) // a read begins and misses
+	if ok {
+		t.Fatal("an empty cache had the form")
+	}
+	c.drop(7)          // an update commits meanwhile
+	c.put(7, gen, old) // the read ends with what it read before the commit
+	if f, _, ok := c.get(7); ok {
+		t.Fatalf("a read older than the update put back %q", f.Title)
+	}
+	_, gen, _ = c.get(7)
+	c.put(7, gen, FormDetail{Form: Form{ID: 7, Title: "new"}})
+	if f, _, ok := c.get(7); !ok || f.Title != "new" {
+		t.Errorf("a read after the update was not kept: %q, %v", f.Title, ok)
+	}
+}
+
+// TestFormCacheBounded: the cache keeps no more than its byte bound, however many forms
+// are read, and serves what it keeps.
+func TestFormCacheBounded(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.store.forms.maxBytes = 20_000
+	var ids []int64
+	for range 40 {
+		ids = append(ids, e.createForm(fullForm()).ID) // each read once
+	}
+	c := &e.store.forms
+	c.mu.Lock()
+	bytes, kept := c.bytes, len(c.forms)
+	sum := 0
+	for _, f := range c.forms {
+		sum += formSize(f)
+	}
+	c.mu.Unlock()
+	if bytes > 20_000 || bytes != sum || kept == 0 || kept == len(ids) {
+		t.Errorf("cache holds %d forms, %d bytes (sum %d), bound 20000", kept, bytes, sum)
+	}
+	for _, id := range ids {
+		var got FormDetail
+		if e.doJSON("GET", "/api/forms/"+itoa(id), nil, &got) != 200 || got.ID != id {
+			t.Errorf("form %d read back as %d", id, got.ID)
+		}
+	}
 }
