@@ -11,29 +11,53 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update. Its title, its description and the number
-// of its categories and fields are checked before the store is called; each category
-// and field is checked by the store while it inserts them, inside the transaction, so
-// that a missing form is a 404 before a bad field is a 500 (the original's order) and a
-// bad last field undoes everything before it.
+// FormInput is the body of create and update, as readJSON decodes it: members by exact
+// name at every level. Valid checks its title, its description and the number of its
+// categories and fields before the store is called; each category and field is checked
+// by the store while it inserts them, inside the transaction, so that a missing form is
+// a 404 before a bad field is a 500 (the original's order) and a bad last field undoes
+// everything before it.
 type FormInput struct {
-	Title       string
-	Description *string
-	Categories  []CategoryInput
+	Title       string          `json:"title"` // absent or null: ""
+	Description *string         `json:"description"`
+	Categories  []CategoryInput `json:"categories"`
 }
 
 // CategoryInput is one category of a FormInput; a missing name is "".
 type CategoryInput struct {
-	Name   string
-	Fields []FieldInput
+	Name   string       `json:"name"`
+	Fields []FieldInput `json:"fields"`
 }
 
 // FieldInput is one field of a CategoryInput. Type stays raw JSON so that a wrong type of
 // any JSON kind is reported as "Invalid field type: <type>", as the original wrote it.
 type FieldInput struct {
-	Label       *string
-	Type        json.RawMessage
-	Description *string
+	Label       *string         `json:"label"`
+	Type        json.RawMessage `json:"type"`
+	Description *string         `json:"description"`
+}
+
+// Valid checks what a 400 answers: the title (absent, null, empty or only white space),
+// and the limits of docs/DESIGN.md on the title, the description and the number of
+// categories and fields. The field rules are the store's (see FormInput).
+func (in FormInput) Valid() error {
+	fields := 0
+	for _, c := range in.Categories {
+		fields += len(c.Fields)
+	}
+	switch {
+	case strings.TrimSpace(in.Title) == "":
+		return invalid("Form title is required")
+	case utf8.RuneCountInString(in.Title) > maxTitleChars:
+		return invalid(fmt.Sprintf("Form title is too long (at most %d characters)", maxTitleChars))
+	case in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionChars:
+		return invalid(fmt.Sprintf("Form description is too long (at most %d characters)", maxDescriptionChars))
+	case len(in.Categories) > maxCategories:
+		return invalid(fmt.Sprintf("Too many categories (at most %d)", maxCategories))
+	case fields > maxFields:
+		return invalid(fmt.Sprintf("Too many fields (at most %d in a form)", maxFields))
+	}
+	return nil
 }
 
 // formAnswer is what create and update answer: the form without createdAt.
@@ -68,7 +92,7 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeFormInput(r)
+	in, err := readJSON[FormInput](r)
 	if err != nil {
 		return err
 	}
@@ -96,7 +120,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) error 
 	if !ok {
 		return errInvalidFormID
 	}
-	in, err := decodeFormInput(r)
+	in, err := readJSON[FormInput](r)
 	if err != nil {
 		return err
 	}
@@ -124,72 +148,6 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 var (
 	errInvalidFormID = invalid("Invalid form ID")
 )
-
-// decodeFormInput reads a create or update body, member by exact name at every level,
-// and checks what a 400 answers: the title (absent, null, empty or only white space),
-// and the limits of docs/DESIGN.md on the title, the description and the number of
-// categories and fields. The field rules are the store's (see FormInput).
-func decodeFormInput(r *http.Request) (FormInput, error) {
-	form, err := readObject(r)
-	if err != nil {
-		return FormInput{}, err
-	}
-	var in FormInput
-	var title *string
-	var cats []json.RawMessage
-	if err := firstError(
-		form.get("title", "", &title),
-		form.get("description", "", &in.Description),
-		form.get("categories", "", &cats),
-	); err != nil {
-		return FormInput{}, err
-	}
-	switch {
-	case title == nil || strings.TrimSpace(*title) == "":
-		return FormInput{}, invalid("Form title is required")
-	case utf8.RuneCountInString(*title) > maxTitleChars:
-		return FormInput{}, invalid(fmt.Sprintf("Form title is too long (at most %d characters)", maxTitleChars))
-	case in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionChars:
-		return FormInput{}, invalid(fmt.Sprintf("Form description is too long (at most %d characters)", maxDescriptionChars))
-	case len(cats) > maxCategories:
-		return FormInput{}, invalid(fmt.Sprintf("Too many categories (at most %d)", maxCategories))
-	}
-	in.Title = *title
-	fieldCount := 0
-	for i, raw := range cats {
-		path := fmt.Sprintf("categories[%d]", i)
-		cat, err := decodeObject(raw, path)
-		if err != nil {
-			return FormInput{}, err
-		}
-		var c CategoryInput
-		var fields []json.RawMessage
-		if err := firstError(cat.get("name", path, &c.Name), cat.get("fields", path, &fields)); err != nil {
-			return FormInput{}, err
-		}
-		if fieldCount += len(fields); fieldCount > maxFields {
-			return FormInput{}, invalid(fmt.Sprintf("Too many fields (at most %d in a form)", maxFields))
-		}
-		for j, raw := range fields {
-			path := fmt.Sprintf("%s.fields[%d]", path, j)
-			field, err := decodeObject(raw, path)
-			if err != nil {
-				return FormInput{}, err
-			}
-			var f FieldInput
-			if err := firstError(
-				field.get("label", path, &f.Label),
-				field.get("type", path, &f.Type),
-				field.get("description", path, &f.Description),
-			); err != nil {
-				return FormInput{}, err
-			}
-			c.Fields = append(c.Fields, f)
-		}
-		in.Categories = append(in.Categories, c)
-	}
-	return in, nil
-}
 
 // checkCategory applies the limit on a category's name, which, like the field rules,
 // docs/SPEC.md §7 answers with 500 and the message.

@@ -1243,24 +1243,69 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Write(append(body, '\n'))
 }
 
-// readObject reads the request's body, which readBody has checked (JSON, at most
-// maxBodyBytes), as a JSON object (see decodeObject). No body is {}, as the original's
-// body parser had it.
-func readObject(r *http.Request) (jsonObject, error) {
+// readJSON decodes the request's body, which readBody has checked (JSON, at most
+// maxBodyBytes), into a T, a struct, by its fields' json tags (decodeMembers), and checks
+// it with its Valid method where T has one. No body is the zero T, as the original's
+// body parser had {} for it.
+func readJSON[T any](r *http.Request) (T, error) {
+	var v T
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return jsonObject{}, nil
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeMembers(reflect.ValueOf(&v).Elem(), body, ""); err != nil {
+			return v, err
+		}
 	}
-	return decodeObject(body, "")
+	if valid, ok := any(v).(interface{ Valid() error }); ok {
+		return v, valid.Valid()
+	}
+	return v, nil
 }
 
-// jsonObject is a JSON object's members by exact name. The original read members as
-// JavaScript does (req.body.title): names match exactly, and of a name given twice the
-// last counts. Go's encoding/json would match struct fields regardless of case
-// ({"Title": …} as title), so request bodies are read through jsonObject instead.
+// decodeMembers reads raw, a JSON object, into v, a struct, member by member as the
+// original read them (req.body.title): by exact name, where Go's encoding/json would take
+// {"Title": ...} for title, and of a name given twice the last. A slice of structs is read
+// element by element, so that an error names its path (categories[0].fields[2].label); a
+// member of the wrong JSON kind is a 400 that names it. path is raw's ("" for the body).
+func decodeMembers(v reflect.Value, raw json.RawMessage, path string) error {
+	object, err := decodeObject(raw, path)
+	if err != nil {
+		return err
+	}
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		member, ok := object[name]
+		if name == "" || !ok {
+			continue
+		}
+		if path != "" {
+			name = path + "." + name
+		}
+		field := v.Field(i)
+		if field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.Struct {
+			var items []json.RawMessage
+			if json.Unmarshal(member, &items) != nil {
+				return invalid(fmt.Sprintf("Invalid JSON body: %s must be an array", name))
+			}
+			field.Set(reflect.MakeSlice(field.Type(), len(items), len(items)))
+			for j, item := range items {
+				if err := decodeMembers(field.Index(j), item, fmt.Sprintf("%s[%d]", name, j)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if json.Unmarshal(member, field.Addr().Interface()) != nil {
+			return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(field.Type())))
+		}
+	}
+	return nil
+}
+
+// jsonObject is a JSON object's members by exact name; of a name given twice the last
+// counts, as in JavaScript.
 type jsonObject map[string]json.RawMessage
 
 // decodeObject reads raw, valid JSON, as an object; null is an object without members,
@@ -1280,34 +1325,6 @@ func decodeObject(raw json.RawMessage, path string) (jsonObject, error) {
 		return nil, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
 	}
 	return o, nil
-}
-
-// get decodes member name into dst, a pointer; an absent member leaves dst as it is, and
-// null leaves it at its zero value. A member of the wrong JSON kind is a 400 that names it.
-func (o jsonObject) get(name, path string, dst any) error {
-	raw, ok := o[name]
-	if !ok {
-		return nil
-	}
-	if err := json.Unmarshal(raw, dst); err != nil {
-		if path != "" {
-			name = path + "." + name
-		}
-		return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(reflect.TypeOf(dst))))
-	}
-	return nil
-}
-
-// firstError returns the first non-nil error. Go evaluates every argument before the
-// call, so each step runs even after one failed: it is for steps that are independent,
-// such as decoding members into separate variables.
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // jsonKind names the JSON kind a Go type decodes from, for error messages.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -22,11 +23,13 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 	if !ok {
 		return errInvalidFormID
 	}
-	in, err := readObject(r)
+	in, err := readJSON[struct {
+		Values json.RawMessage `json:"values"`
+	}](r)
 	if err != nil {
 		return err
 	}
-	values, err := submittedValues(in["values"])
+	values, err := submittedValues(in.Values)
 	if err != nil {
 		return err
 	}
@@ -265,7 +268,7 @@ func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 		buf.WriteByte('"')
 		id = strconv.AppendInt(id[:0], v.Field.ID, 10) // digits: nothing to escape
 		buf.Write(id)
-		if err := firstError(
+		if err := errors.Join(
 			put(`":{"label":`, v.Field.Label),
 			put(`,"type":`, v.Field.Type),
 			put(`,"value":`, v.Value),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -47,16 +48,17 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err := checkSettingKey(key); err != nil {
 		return err
 	}
-	in, err := readObject(r)
+	in, err := readJSON[struct {
+		Value json.RawMessage `json:"value"`
+	}](r)
 	if err != nil {
 		return err
 	}
 	// An absent value is a 400; null arrives as the raw text null and is stored as "null".
-	raw, ok := in["value"]
-	if !ok {
+	if in.Value == nil {
 		return invalid("Setting value is required in the request body")
 	}
-	value, err := jsText(raw)
+	value, err := jsText(in.Value)
 	if err != nil {
 		return errInvalidJSON
 	}
