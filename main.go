@@ -862,6 +862,13 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// The gates bound what the service holds at once (README, Limits): request bodies being
+// read (s.uploads), answers not yet read by their clients (s.answers), PDFs and list
+// pages being built (s.heavy), writes (s.writes). A first read may take them as given.
+// Their tests, in limits_test.go: TestGate, TestGateWaiterLeavesMidQueue,
+// TestHeavyQueueBounded, TestAnswersAndUploadsBounded, TestWritesQueued,
+// TestChunkedBodyCountsAsLargest; under attack, hostile_test.go.
+
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first
 // come first served. A request that finds maxQueue others waiting, or waits longer than
 // maxWait, is refused with errBusy: a crowd gets a quick 503 instead of an endless queue.

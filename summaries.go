@@ -586,6 +586,12 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 	}
 }
 
+// The mail reader: the Maildir's messages of the window, each read as a mail program
+// shows it (headers decoded, the body a reader sees first, every charset to UTF-8,
+// malformed mail read past). A first read of the service may skip it. Its tests:
+// TestEmailAsAReaderSees (each class of real-world malformation), TestParseEmailFixtures,
+// TestEmailCharsetsEndToEnd, TestMailCorpusAsPythonReadsIt (real mail beside Python's
+// reader), TestMaildirSkipsOldFilesUnopened, TestMaildirCostsItsPrompt, TestMIMEDepthLinear.
 const (
 	maxEmailBodyChars = 4000
 	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to

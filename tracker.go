@@ -15,6 +15,14 @@ import (
 	"time"
 )
 
+// tracker.go holds every outbound call: the MantisBT walk first (recentTickets, its
+// refusals, the token-login check), then the model (complete), then what both share
+// (callWithRetry: bounds, retries, redaction). Their tests: TestTrackerPaging,
+// TestTrackerListChangesDuringWalk, TestTrackerWindowEveryWeekday,
+// TestTrackerRefusals (MantisBT 2.26 and 2.27 and later, mantis_test.go's fake),
+// TestTrackerPrivateContent, TestOutboundRetries, TestOutboundAnswerTooLarge,
+// TestModelErrorKeepsChain.
+
 // MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
 // first, `notes` omitted when an issue has none, times as PHP's date('c') writes them.
 const (
