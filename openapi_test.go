@@ -66,6 +66,125 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 }
 
+// TestOpenAPISchemasTypedAndNamed: every schema of the document has a type (or is a
+// $ref), and every object schema is a named component. Generators read the document
+// this way: oapi-codegen makes a schema without a type interface{} (so that `Type: 42`
+// compiles) and an inline object an anonymous struct a Go user must restate, json tags
+// included, to build a request; openapi-typescript makes them unknown and inline types.
+func TestOpenAPISchemasTypedAndNamed(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := openAPISchemas(doc, "#")
+	if len(schemas) < 100 {
+		t.Fatalf("found %d schemas; the walk misses some", len(schemas))
+	}
+	for _, s := range schemas {
+		_, isRef := s.schema["$ref"]
+		typ, typed := s.schema["type"]
+		switch {
+		case s.err != "":
+			t.Errorf("%s: %s", s.at, s.err)
+		case !isRef && !typed:
+			t.Errorf("%s: schema without a type", s.at)
+		case !s.component && slices.Contains(schemaTypes(typ), "object"):
+			t.Errorf("%s: inline object schema; name it under #/components/schemas", s.at)
+		}
+	}
+}
+
+// openAPISchema is one schema of the document, where it is and whether it is a
+// component (directly under #/components/schemas); err names a keyword the walk does
+// not know.
+type openAPISchema struct {
+	at        string
+	component bool
+	schema    map[string]any
+	err       string
+}
+
+// openAPISchemas lists the schemas in v, the document or a part of it at `at`: the
+// components, the schema of every parameter, header and media type, and every schema
+// inside those.
+func openAPISchemas(v any, at string) []openAPISchema {
+	var out []openAPISchema
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			switch {
+			case k == "schema":
+				out = append(out, schemasIn(v[k], at+"/schema", false)...)
+			case k == "schemas" && at == "#/components":
+				components := v[k].(map[string]any)
+				for _, name := range slices.Sorted(maps.Keys(components)) {
+					out = append(out, schemasIn(components[name], at+"/schemas/"+name, true)...)
+				}
+			default:
+				out = append(out, openAPISchemas(v[k], at+"/"+pointerEscape(k))...)
+			}
+		}
+	case []any:
+		for i, item := range v {
+			out = append(out, openAPISchemas(item, fmt.Sprintf("%s/%d", at, i))...)
+		}
+	}
+	return out
+}
+
+// schemasIn lists the schema v and the schemas inside it. The walk knows the keywords
+// conforms checks, and no composition (allOf, anyOf, oneOf): a keyword it does not know
+// is reported, so that no schema escapes the test.
+func schemasIn(v any, at string, component bool) []openAPISchema {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return []openAPISchema{{at: at, err: fmt.Sprintf("schema is %s, not an object", jsonTypeOf(v))}}
+	}
+	out := []openAPISchema{{at: at, component: component, schema: s}}
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		switch k {
+		case "$ref", "type", "description", "format", "examples", "const", "enum", "pattern",
+			"minLength", "maxLength", "minimum", "maximum", "default", "maxItems", "minProperties",
+			"required", "x-go-type", "x-go-type-skip-optional-pointer":
+		case "properties":
+			props := s[k].(map[string]any)
+			for _, name := range slices.Sorted(maps.Keys(props)) {
+				out = append(out, schemasIn(props[name], at+"/properties/"+pointerEscape(name), false)...)
+			}
+		case "additionalProperties":
+			if s[k] != false { // false is no schema but a rule: no other members
+				out = append(out, schemasIn(s[k], at+"/"+k, false)...)
+			}
+		case "items", "propertyNames":
+			out = append(out, schemasIn(s[k], at+"/"+k, false)...)
+		default:
+			out = append(out, openAPISchema{at: at, err: fmt.Sprintf("keyword %q not walked by this test", k)})
+		}
+	}
+	return out
+}
+
+// pointerEscape writes a member name as a JSON Pointer (RFC 6901) token, so that a
+// schema's place reads as linters print it: /api/forms is ~1api~1forms.
+func pointerEscape(name string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+}
+
+// schemaTypes reads a schema's type, one name or a list of them.
+func schemaTypes(typ any) []string {
+	switch typ := typ.(type) {
+	case string:
+		return []string{typ}
+	case []any:
+		var out []string
+		for _, name := range typ {
+			out = append(out, fmt.Sprint(name))
+		}
+		return out
+	}
+	return nil
+}
+
 // TestOpenAPIAnswersConform sends requests to every route, with answers of every
 // documented kind, success and error, and checks each against the document: the status
 // is documented for the route, and a JSON body conforms to its schema.
@@ -273,7 +392,8 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 	for kw, raw := range s {
 		var err error
 		switch kw {
-		case "description", "format", "examples":
+		case "description", "format", "examples", "x-go-type", "x-go-type-skip-optional-pointer":
+			// Annotations: x-go-type names the Go type oapi-codegen generates.
 		case "$ref":
 			var ref string
 			json.Unmarshal(raw, &ref)
