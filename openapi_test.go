@@ -24,8 +24,9 @@ import (
 type openAPIDoc struct {
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`
 	Components struct {
-		Schemas   map[string]json.RawMessage `json:"schemas"`
-		Responses map[string]json.RawMessage `json:"responses"`
+		Schemas    map[string]json.RawMessage `json:"schemas"`
+		Responses  map[string]json.RawMessage `json:"responses"`
+		Parameters map[string]json.RawMessage `json:"parameters"`
 	} `json:"components"`
 }
 
@@ -233,6 +234,14 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{e, "DELETE", "/api/forms/" + doomed, "/api/forms/{id}", "", 200},
 		{e, "DELETE", "/api/forms/" + doomed, "/api/forms/{id}", "", 404},
 		{e, "DELETE", "/api/forms/-1", "/api/forms/{id}", "", 400},
+		// Path ids are integers of at least 0, written as clients write them; SPEC's 400 for
+		// a non-numeric id covers every other spelling.
+		{e, "GET", "/api/forms/0", "/api/forms/{id}", "", 404},
+		{e, "GET", "/api/forms/+1", "/api/forms/{id}", "", 400},
+		{e, "GET", "/api/forms/1.0", "/api/forms/{id}", "", 400},
+		{e, "GET", "/api/forms/1e3", "/api/forms/{id}", "", 400},
+		{e, "GET", "/api/responses/0/export/pdf", "/api/responses/{responseId}/export/pdf", "", 404},
+		{e, "GET", "/api/responses/-" + responseID + "/export/pdf", "/api/responses/{responseId}/export/pdf", "", 400},
 		{e, "POST", "/api/forms/" + id + "/responses", "/api/forms/{id}/responses", `{"values": {"` + field + `": 1}}`, 201},
 		{e, "POST", "/api/forms/" + id + "/responses", "/api/forms/{id}/responses", `{"values": {}}`, 400},
 		{e, "POST", "/api/forms/999/responses", "/api/forms/{id}/responses", `{"values": {"1": 1}}`, 404},
@@ -337,6 +346,7 @@ func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, d
 		t.Errorf("%s: %s %s is not documented", where, method, docPath)
 		return
 	}
+	checkPathParameters(t, doc, req, docPath, res.StatusCode, raw)
 	var sent any
 	if op.RequestBody != nil && req.Header.Get("Content-Type") == "application/json" && json.Unmarshal([]byte(body), &sent) == nil {
 		err := conforms(doc, op.RequestBody.Content["application/json"].Schema, sent, "request")
@@ -379,10 +389,72 @@ func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, d
 	}
 }
 
+// pathParameterErrors are the 400s that refuse a path parameter rather than a body.
+var pathParameterErrors = []string{"Invalid form ID", "Invalid response ID", "Invalid setting key", "Setting key is too long"}
+
+// checkPathParameters checks the path parameters of a request whose answer had status
+// and body raw against the document, as checkRequest checks a body: a value the
+// document accepts is not refused with the parameter's 400, and one it refuses is
+// refused (400), unless a check that comes first answers (401, 403, 413, 415). An integer is read as a client writes it, base-10 digits with a sign when
+// negative: +1, 01 and 1.0 are no integers there, whatever JSON makes of them.
+func checkPathParameters(t *testing.T, doc openAPIDoc, req *http.Request, docPath string, status int, raw []byte) {
+	t.Helper()
+	var params []struct {
+		Ref    string `json:"$ref"`
+		Name   string
+		Schema json.RawMessage
+	}
+	json.Unmarshal(doc.Paths[docPath]["parameters"], &params)
+	segments := strings.Split(req.URL.Path, "/")
+	for i, seg := range strings.Split(docPath, "/") {
+		name, ok := strings.CutPrefix(seg, "{")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		var schema json.RawMessage
+		for _, p := range params {
+			if ref, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+				json.Unmarshal(doc.Components.Parameters[ref], &p)
+			}
+			if p.Name == name {
+				schema = p.Schema
+			}
+		}
+		if schema == nil {
+			t.Errorf("%s: path parameter %s is not documented", docPath, name)
+			continue
+		}
+		value := segments[i]
+		var typ struct{ Type string }
+		json.Unmarshal(schema, &typ)
+		var err error
+		if typ.Type == "integer" {
+			n, perr := strconv.ParseInt(value, 10, 64)
+			if perr != nil || strconv.FormatInt(n, 10) != value {
+				err = fmt.Errorf("%q is no integer", value)
+			} else {
+				err = conforms(doc, schema, float64(n), name)
+			}
+		} else {
+			err = conforms(doc, schema, value, name)
+		}
+		var answer struct{ Error string }
+		json.Unmarshal(raw, &answer)
+		where := fmt.Sprintf("%s %s", req.Method, req.URL.RequestURI())
+		switch {
+		case err == nil && status == 400 && slices.Contains(pathParameterErrors, answer.Error):
+			t.Errorf("%s: refused with %s, but the document accepts %s %q", where, bytes.TrimSpace(raw), name, value)
+		case err != nil && !slices.Contains([]int{400, 401, 403, 413, 415}, status):
+			t.Errorf("%s: answered %d, but the document refuses the parameter: %v", where, status, err)
+		}
+	}
+}
+
 // conforms checks v against the part of JSON Schema (2020-12, as OpenAPI 3.1 uses it)
 // that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, maxLength,
-// maxItems, properties, required, additionalProperties, propertyNames, minProperties and
-// items. A keyword it
+// minimum, maximum, maxItems, properties, required, additionalProperties, propertyNames,
+// minProperties and items. A keyword it
 // does not know fails the check, so that the document cannot outgrow its test.
 func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 	var s map[string]json.RawMessage
@@ -392,7 +464,7 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 	for kw, raw := range s {
 		var err error
 		switch kw {
-		case "description", "format", "examples", "x-go-type", "x-go-type-skip-optional-pointer":
+		case "description", "format", "examples", "default", "x-go-type", "x-go-type-skip-optional-pointer":
 			// Annotations: x-go-type names the Go type oapi-codegen generates.
 		case "$ref":
 			var ref string
@@ -435,12 +507,19 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 			json.Unmarshal(raw, &pattern)
 			json.Unmarshal(raw, &length)
 			switch n := utf8.RuneCountInString(str); {
-			case kw == "pattern" && !regexp.MustCompile(pattern).MatchString(str):
+			case kw == "pattern" && !regexp.MustCompile(goPattern(pattern)).MatchString(str):
 				err = fmt.Errorf("%s: %.50q does not match %s", at, str, pattern)
 			case kw == "minLength" && n < length:
 				err = fmt.Errorf("%s: %.50q shorter than %d", at, str, length)
 			case kw == "maxLength" && n > length:
 				err = fmt.Errorf("%s: %.50q longer than %d", at, str, length)
+			}
+		case "minimum", "maximum":
+			n, ok := v.(float64)
+			var bound float64
+			json.Unmarshal(raw, &bound)
+			if ok && (kw == "minimum" && n < bound || kw == "maximum" && n > bound) {
+				err = fmt.Errorf("%s: %v, %s %v", at, n, kw, bound)
 			}
 		case "maxItems":
 			arr, ok := v.([]any)
@@ -473,6 +552,13 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 		}
 	}
 	return nil
+}
+
+// goPattern writes an ECMA-262 pattern, as JSON Schema reads it, in the syntax of Go's
+// regexp: \uXXXX is \x{XXXX}. The document's patterns use no other syntax the two read
+// differently.
+func goPattern(pattern string) string {
+	return regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`).ReplaceAllString(pattern, `\x{$1}`)
 }
 
 // objectConforms checks one object keyword of schema s.
