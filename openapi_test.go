@@ -10,6 +10,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -186,6 +189,99 @@ func schemaTypes(typ any) []string {
 	return nil
 }
 
+// TestOpenAPIWhiteSpace: the pattern of a title and a label, "not only white space", is
+// the service's rule exactly: a string matches when it holds a rune outside Go's
+// unicode.IsSpace (Unicode's White_Space), which decodeFormInput and checkField trim.
+// \S would not do: ECMAScript's \s adds U+FEFF and lacks U+0085, Python's adds
+// U+001C-U+001F, Go's is ASCII. So the pattern lists the set, and each engine that reads
+// it is asked for the runes it refuses: Go's regexp here, ECMAScript's (JSON Schema's
+// pattern dialect, with and without the u flag) by node, Python's re (Schemathesis's)
+// by python3; either of the last two is skipped where it is not installed.
+func TestOpenAPIWhiteSpace(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct{ Pattern string }
+			}
+		}
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	pattern := doc.Components.Schemas["FormInput"].Properties["title"].Pattern
+	if label := doc.Components.Schemas["FieldInput"].Properties["label"].Pattern; label != pattern {
+		t.Fatalf("label pattern %q, title pattern %q: one rule, one pattern", label, pattern)
+	}
+	var want []int // the runes a blank title or label is made of
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.IsSpace(r) {
+			want = append(want, int(r))
+		}
+	}
+	re := regexp.MustCompile(goPattern(pattern))
+	var goRefuses []int
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf16.IsSurrogate(r) && !re.MatchString(string(r)) {
+			goRefuses = append(goRefuses, int(r))
+		}
+	}
+	engines := []struct {
+		name, command string
+		args          []string
+	}{
+		{"ECMAScript", "node", []string{"-e", ecmaRefuses, pattern}},
+		{"Python", "python3", []string{"-c", pythonRefuses, pattern}},
+	}
+	check := func(name string, got []int) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s refuses one-character strings %U, unicode.IsSpace is %U", name, got, want)
+		}
+	}
+	check("Go's regexp", goRefuses)
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			if _, err := exec.LookPath(e.command); err != nil {
+				t.Skipf("%s not installed: %v", e.command, err)
+			}
+			out, err := exec.Command(e.command, e.args...).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", e.command, err)
+			}
+			var refused map[string][]int
+			if err := json.Unmarshal(out, &refused); err != nil || len(refused) == 0 {
+				t.Fatalf("%s: %v: %.200s", e.command, err, out)
+			}
+			for _, flags := range slices.Sorted(maps.Keys(refused)) {
+				check(e.name+" "+flags, refused[flags])
+			}
+		})
+	}
+}
+
+// ecmaRefuses prints, for the pattern in argv, the code points (surrogates aside) that
+// make a one-character string it does not match, read with and without the u flag.
+const ecmaRefuses = `
+const pattern = process.argv[process.argv.length - 1];
+const out = {};
+for (const flags of ['', 'u']) {
+  const re = new RegExp(pattern, flags);
+  const refused = out[flags ? 'with u' : 'without u'] = [];
+  for (let c = 0; c <= 0x10FFFF; c++) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    if (!re.test(String.fromCodePoint(c))) refused.push(c);
+  }
+}
+process.stdout.write(JSON.stringify(out));
+`
+
+// pythonRefuses is ecmaRefuses for Python's re.
+const pythonRefuses = `
+import json, re, sys
+r = re.compile(sys.argv[1])
+print(json.dumps({"re": [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and not r.search(chr(c))]}))
+`
+
 // TestOpenAPIAnswersConform sends requests to every route, with answers of every
 // documented kind, success and error, and checks each against the document: the status
 // is documented for the route, and a JSON body conforms to its schema.
@@ -223,6 +319,15 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [null, {"name": null, "fields": null}]}`, 201},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "` + strings.Repeat("t", maxTitleChars+1) + `"}`, 400},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": " ", "type": "text"}]}]}`, 500},
+		// White space is Go's unicode.IsSpace, where regex engines' \s differ (see
+		// TestOpenAPIWhiteSpace): U+0085 is space, U+001E (Python's), U+FEFF (ECMAScript's)
+		// and U+180E (space before Unicode 6.3) are not.
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "\u0085\u3000\u2028"}`, 400},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "\u001e"}`, 201},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "\ufeff"}`, 201},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "\u180e"}`, 201},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "\u0085", "type": "text"}]}]}`, 500},
+		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "\u001e", "type": "text"}]}]}`, 201},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [` + strings.Repeat(`{},`, maxCategories) + `{}]}`, 400},
 		{e, "POST", "/api/forms", "/api/forms", ``, 400},
 		{e, "GET", "/api/forms/" + id, "/api/forms/{id}", "", 200},
@@ -556,7 +661,7 @@ func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 
 // goPattern writes an ECMA-262 pattern, as JSON Schema reads it, in the syntax of Go's
 // regexp: \uXXXX is \x{XXXX}. The document's patterns use no other syntax the two read
-// differently.
+// differently (TestOpenAPIWhiteSpace asks ECMAScript itself about its one class).
 func goPattern(pattern string) string {
 	return regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`).ReplaceAllString(pattern, `\x{$1}`)
 }
