@@ -160,6 +160,14 @@ func schemasIn(v any, at string, component bool) []openAPISchema {
 				out = append(out, schemasIn(s[k], at+"/"+k, false)...)
 			}
 		case "items", "propertyNames":
+			types := schemaTypes(s["type"])
+			anyJSON := !slices.ContainsFunc([]string{"string", "number", "boolean", "null", "array", "object"},
+				func(typ string) bool { return !slices.Contains(types, typ) })
+			if empty, _ := s[k].(map[string]any); k == "items" && empty != nil && len(empty) == 0 && anyJSON {
+				// {}, any JSON value, as the items of a schema of every JSON type
+				// (JSONValue): their type is the parent's, restated.
+				continue
+			}
 			out = append(out, schemasIn(s[k], at+"/"+k, false)...)
 		default:
 			out = append(out, openAPISchema{at: at, err: fmt.Sprintf("keyword %q not walked by this test", k)})
