@@ -160,12 +160,7 @@ func schemasIn(v any, at string, component bool) []openAPISchema {
 				out = append(out, schemasIn(s[k], at+"/"+k, false)...)
 			}
 		case "items", "propertyNames":
-			types := schemaTypes(s["type"])
-			anyJSON := !slices.ContainsFunc([]string{"string", "number", "boolean", "null", "array", "object"},
-				func(typ string) bool { return !slices.Contains(types, typ) })
-			if empty, _ := s[k].(map[string]any); k == "items" && empty != nil && len(empty) == 0 && anyJSON {
-				// {}, any JSON value, as the items of a schema of every JSON type
-				// (JSONValue): their type is the parent's, restated.
+			if k == "items" && anyItems(s) {
 				continue
 			}
 			out = append(out, schemasIn(s[k], at+"/"+k, false)...)
@@ -174,6 +169,17 @@ func schemasIn(v any, at string, component bool) []openAPISchema {
 		}
 	}
 	return out
+}
+
+// anyItems reports whether s admits every JSON type and its items are {}, any JSON
+// value: their type is then the parent's, restated. JSONValue needs it: as a $ref to
+// itself, openapi-typescript writes a type TypeScript refuses (TS2502), and kin-openapi
+// (oapi-codegen) cannot read items: true.
+func anyItems(s map[string]any) bool {
+	items, ok := s["items"].(map[string]any)
+	types := schemaTypes(s["type"])
+	return ok && len(items) == 0 && !slices.ContainsFunc([]string{"string", "number", "boolean", "null", "array", "object"},
+		func(typ string) bool { return !slices.Contains(types, typ) })
 }
 
 // pointerEscape writes a member name as a JSON Pointer (RFC 6901) token, so that a
@@ -508,8 +514,9 @@ var pathParameterErrors = []string{"Invalid form ID", "Invalid response ID", "In
 // checkPathParameters checks the path parameters of a request whose answer had status
 // and body raw against the document, as checkRequest checks a body: a value the
 // document accepts is not refused with the parameter's 400, and one it refuses is
-// refused (400), unless a check that comes first answers (401, 403, 413, 415). An integer is read as a client writes it, base-10 digits with a sign when
-// negative: +1, 01 and 1.0 are no integers there, whatever JSON makes of them.
+// refused (400), unless a check that comes first answers (401, 403, 413, 415). An
+// integer is read as a client writes it, base-10 digits with a sign when negative: +1,
+// 01 and 1.0 are no integers there, whatever JSON makes of them.
 func checkPathParameters(t *testing.T, doc openAPIDoc, req *http.Request, docPath string, status int, raw []byte) {
 	t.Helper()
 	var params []struct {
@@ -567,8 +574,8 @@ func checkPathParameters(t *testing.T, doc openAPIDoc, req *http.Request, docPat
 // conforms checks v against the part of JSON Schema (2020-12, as OpenAPI 3.1 uses it)
 // that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, maxLength,
 // minimum, maximum, maxItems, properties, required, additionalProperties, propertyNames,
-// minProperties and items. A keyword it
-// does not know fails the check, so that the document cannot outgrow its test.
+// minProperties and items. A keyword it does not know fails the check, so that the
+// document cannot outgrow its test.
 func conforms(doc openAPIDoc, schema json.RawMessage, v any, at string) error {
 	var s map[string]json.RawMessage
 	if err := json.Unmarshal(schema, &s); err != nil {
