@@ -8,9 +8,183 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/bidi"
 )
+
+// The unit tests of pdf.go's text shaping and bidirectional text, beside the layout
+// tests in pdf_test.go (and pdftext_test.go, pdfpages_test.go, pdfbounds_test.go, which
+// read whole documents back). First the shaping, in pdf.go's order: text cleaned for
+// layout (TestPDFTextLineBreaks, FuzzPDFText), line breaking (TestBreakLines), the names
+// of characters no font draws (TestRuneNames), Arabic joining (TestShapeArabic); then the
+// bidirectional algorithm: its rules one by one (TestBidiLevels) and Unicode's own test
+// data (TestBidiConformance, TestBidiCharacterConformance).
+
+// TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
+// space elsewhere, as are the Unicode line and paragraph separators; text is composed.
+func TestPDFTextLineBreaks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in           string
+		keepNewlines bool
+		want         string
+	}{
+		{"one\rtwo", true, "one\ntwo"},
+		{"one\r\ntwo", true, "one\ntwo"},
+		{"one\rtwo", false, "one two"},
+		{"a\u2028b\u2029c", false, "a b c"},
+		{"a\u2028b\u2029c", true, "a\nb\nc"},
+		{"pho\u0302\u0301 a\u0302\u0300", false, "phố ầ"}, // composed (NFC)
+		{"a\tb", true, "a b"},
+	} {
+		if got := pdfText(tc.in, tc.keepNewlines); got != tc.want {
+			t.Errorf("pdfText(%q, %v) = %q, want %q", tc.in, tc.keepNewlines, got, tc.want)
+		}
+	}
+}
+
+// FuzzPDFText: whatever goes in, what reaches the layout is valid UTF-8 without control
+// characters (newlines only where kept). FuzzPDF (pdf_test.go) renders whole documents, but
+// fpdf under the fuzzer's instrumentation manages only a few a second; this runs the
+// sanitiser fast.
+func FuzzPDFText(f *testing.F) {
+	for _, s := range []string{"plain", "🙂 emoji", "a\r\nb\rc\n", "\x00\x1f\x7f\u0085\u2028", "\xff\xfe", "ß Ж Ω ’"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, keepNewlines bool) {
+		out := pdfText(s, keepNewlines)
+		if !utf8.ValidString(out) {
+			t.Fatalf("pdfText(%q) = %q: invalid UTF-8", s, out)
+		}
+		for _, r := range out {
+			if unicode.IsControl(r) && !(keepNewlines && r == '\n') {
+				t.Fatalf("pdfText(%q, %v) = %q holds %U", s, keepNewlines, out, r)
+			}
+		}
+	})
+}
+
+// TestBreakLines: with every glyph 1 wide, lines break after spaces, between Chinese
+// and Japanese characters (not before closing punctuation nor after opening), and inside
+// a word only when it does not fit on a line alone; a line that fits exactly is not
+// broken, and spaces at a break are dropped; a soft hyphen prints only at a break; Thai
+// breaks between characters but not after a leading vowel; a mark stays with its base.
+func TestBreakLines(t *testing.T) {
+	t.Parallel()
+	lines := func(s string, width float64) []string {
+		var gs []glyph
+		for _, r := range s {
+			gs = append(gs, glyph{r: r, w: 1})
+		}
+		var out []string
+		for _, line := range breakLines(gs, width) {
+			var b strings.Builder
+			for _, g := range line {
+				b.WriteRune(g.r)
+			}
+			out = append(out, b.String())
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		text  string
+		width float64
+		want  []string
+	}{
+		{"abcde", 5, []string{"abcde"}},
+		{"ab cd", 3, []string{"ab", "cd"}},
+		{"ab cd", 5, []string{"ab cd"}},
+		{"abcdefg", 3, []string{"abc", "def", "g"}},
+		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
+		{"a 北京北京", 4, []string{"a 北京", "北京"}},
+		{"a bc de", 4, []string{"a bc", "de"}}, // the space after a full line is no overflow
+		{"ab ＡＡＡ", 4, []string{"ab Ａ", "ＡＡ"}},  // full-width forms break like ideographs
+		{"ab ！！！", 4, []string{"ab", "！！！"}},   // but not before closing punctuation
+		{"東京です。", 4, []string{"東京で", "す。"}},    // a line never starts with 。
+		{"東京「大阪」", 3, []string{"東京", "「大", "阪」"}},
+		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
+		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
+		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
+		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
+		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long
+		{"กินแมว", 4, []string{"กิน", "แมว"}},                                       // Thai: never a break after a leading vowel (แ)
+		{"กา ปั้น", 5, []string{"กา", "ปั้น"}},                                      // nor before the final consonant after ั (and a tone mark)
+	} {
+		if got := lines(tc.text, tc.width); !slices.Equal(got, tc.want) {
+			t.Errorf("breakLines(%q, %v) = %q, want %q", tc.text, tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestRuneNames: a character without a name of its own prints as its code point; a
+// named one as its name.
+func TestRuneNames(t *testing.T) {
+	t.Parallel()
+	for r, want := range map[rune]string{
+		0x1F642: "[SLIGHTLY SMILING FACE]",
+		0x20000: "[U+20000]", // runenames says "<CJK Ideograph Extension B>"
+		0x1F600: "[GRINNING FACE]",
+	} {
+		if got := runeName(r); got != want {
+			t.Errorf("runeName(%U) = %q, want %q", r, got, want)
+		}
+	}
+}
+
+// TestShapeArabic: each letter takes the form its neighbours call for; hamza joins to
+// nothing, marks are skipped over, lam-alef is one ligature, final after a joining letter.
+func TestShapeArabic(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text string
+		want []rune
+	}{
+		{"ب", []rune{0xFE8F}},                    // isolated
+		{"بيت", []rune{0xFE91, 0xFEF4, 0xFE96}},  // initial, medial, final
+		{"با", []rune{0xFE91, 0xFE8E}},           // alef takes its final form
+		{"بء", []rune{0xFE8F, 0xFE80}},           // hamza joins to nothing
+		{"بَت", []rune{0xFE91, 0x064E, 0xFE96}},  // the mark is skipped over
+		{"لا", []rune{0xFEFB}},                   // lam-alef, isolated
+		{"سلام", []rune{0xFEB3, 0xFEFC, 0xFEE1}}, // lam-alef, final
+		{"abc", []rune("abc")},                   // nothing to shape
+		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
+		{"پی", []rune{0xFB58, 0xFBFD}},           // Persian: peh initial, Farsi yeh final (Forms-A)
+	} {
+		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
+			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestBidiLevels: the embedding levels of the rules implemented (X9, W1–W7, N0–N2,
+// I1–I2) on short lines that each need one of them; TestBidiConformance runs Unicode's
+// own test data where it is installed.
+func TestBidiLevels(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text string
+		want []int8
+	}{
+		{"abc", []int8{0, 0, 0}},
+		{"שלום abc", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // I2: Latin in RTL is level 2
+		{"מחיר 50%", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // W5: % joins the number
+		{"خصم 50%", []int8{1, 1, 1, 1, 2, 2, 1}},             // W2: digits after Arabic letters are AN, % stays neutral
+		{"a 1 אב", []int8{0, 0, 0, 0, 1, 1}},                 // W7: a number after Latin is Latin
+		{"אב cd.", []int8{1, 1, 1, 2, 2, 1}},                 // N2: the final period takes the paragraph's direction
+		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
+		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
+		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
+		{"אב (cd) ef", []int8{1, 1, 1, 1, 2, 2, 1, 1, 2, 2}}, // N0: the pair takes the paragraph's direction
+		{"ab \u00ADc", []int8{0, 0, 0, 0, 0}},                // X9: the soft hyphen (BN) takes the level before it
+	} {
+		got, _ := bidiLevels([]rune(tc.text), 0)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("bidiLevels(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
 
 // The Unicode bidirectional algorithm's own test data, as Debian's unicode-data package
 // installs it (.ci/run installs it).
