@@ -32,6 +32,39 @@ import (
 	"golang.org/x/text/unicode/runenames"
 )
 
+// pdf.go reads top down, in four sections, each opened by a comment that says what it is
+// for and which tests prove it:
+//
+//  1. The document: the export endpoint and the layout docs/SPEC.md §4 describes (the
+//     page and its margins, the title, categories, fields by type, the textarea frame,
+//     the rule under a value, page breaks). A reader may stop there.
+//  2. Text shaping: a paragraph's characters made glyphs (Arabic letters joined, a name
+//     for what no font draws), marks placed over their bases, lines broken, a line drawn.
+//  3. Fonts: the Go fonts, the fallback fonts found on the system and their styled faces,
+//     and the variants of them made for a document.
+//  4. Bidirectional text: the Unicode bidirectional algorithm, pdf.go's own.
+
+// 1. The document: docs/SPEC.md §4's layout (docs/DESIGN.md, "PDF").
+//
+// GET /responses/{responseId}/export/pdf builds the whole document in memory
+// (writeResponsePDF), then sends it. The page is A4 in points, with 50 pt margins and a
+// 500 pt content width; the title is centred at 18 pt bold; a category's name, where it
+// has one, at 14 pt bold; a field's label at 12 pt semi-bold, its description at 9 pt
+// italic, its value at 11 pt (formatValue: a date as DD/MM/YYYY, Yes or No): a
+// textarea's inside a frame at least 30 pt high, any other over a rule that passes below
+// its descenders (ruleY). The layout breaks its own pages (flow): a label stays with its
+// description and its value's first line, a heading with its first field, and a document
+// stops at pdfMaxPages.
+//
+// Proved by TestExportPDFContent, TestExportPDFHeaders, TestContentDisposition,
+// FuzzContentDisposition, TestExportPDFErrors, TestExportPDFOnlyUsedFonts,
+// TestUsedFontsEmptyDescription, TestExportPDFHostileText, TestExportPDFLongTextarea,
+// TestExportPDFPageBreaks, TestExportPDFInvisibleAndEmpty and FuzzPDF (pdf_test.go);
+// TestExportPDFKeepWithNext, TestExportPDFContinuedFrame,
+// TestExportPDFRuleBelowDescenders and TestExportPDFValueDirection (pdfpages_test.go);
+// TestExportPDFTooLong and TestPDFTitleMetadata (pdfbounds_test.go); TestPDFTooLongAnswer
+// (limits_test.go).
+
 // Page geometry of docs/SPEC.md, in points.
 const (
 	pdfMargin       = 50.0
@@ -91,6 +124,12 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(buf.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
 	return writeFailed(err)
+}
+
+// contentDisposition names a response's PDF response_<id>_<title>.pdf, shown inline
+// (docs/SPEC.md §4), with dispositionHeader's rules for names that are not plain tokens.
+func contentDisposition(responseID int64, title string) string {
+	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
 }
 
 // Bounds of a document, so that its cost follows its input and not what the text expands
@@ -196,6 +235,39 @@ func newPDF(form FormDetail, now time.Time) *fpdf.Fpdf {
 	return pdf
 }
 
+// usedFonts names the Go font families a form's document prints with.
+func usedFonts(form FormDetail) map[string]bool {
+	used := map[string]bool{"GoBold": true} // the title
+	for _, c := range form.Categories {
+		for _, fd := range c.Fields {
+			used["GoMedium"], used["GoRegular"] = true, true
+			if fd.Description != nil && *fd.Description != "" {
+				used["GoItalic"] = true
+			}
+		}
+	}
+	return used
+}
+
+// pdfTitle is the document's metadata title, the form's title as typed (control
+// characters as spaces, without bidi controls), as the UTF-16BE text string
+// of PDF (with its byte order mark), which fpdf's own conversion writes wrongly above
+// U+FFFF.
+func pdfTitle(title string) string {
+	var u []uint16
+	for _, r := range pdfText(title, false) {
+		if !unicode.Is(unicode.Bidi_Control, r) {
+			u = utf16.AppendRune(u, r)
+		}
+	}
+	b := make([]byte, 2, 2+2*len(u))
+	b[0], b[1] = 0xFE, 0xFF
+	for _, c := range u {
+		b = binary.BigEndian.AppendUint16(b, c)
+	}
+	return string(b)
+}
+
 // fieldBlock is one field laid out: its label, its description (none when it has none)
 // and its value, underlined or in a frame.
 type fieldBlock struct {
@@ -225,6 +297,27 @@ func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
 		b.value.lines[0].rtl = true
 	}
 	return b
+}
+
+// formatValue turns a stored value into the text printed for its field type.
+func formatValue(fieldType, value string) string {
+	switch fieldType {
+	case "date":
+		if t, err := time.Parse("2006-01-02", value); err == nil {
+			return t.Format("02/01/2006")
+		}
+		return value
+	case "boolean":
+		switch value {
+		case "true":
+			return "Yes"
+		case "false":
+			return "No"
+		}
+		return ""
+	default:
+		return value
+	}
 }
 
 // keepHeight is the height of what must share a page: the label, the description, and
@@ -273,20 +366,6 @@ func (l *pdfLayout) ruleY(value paragraph) float64 {
 	return max(foot, baseline+depth*value.size+1)
 }
 
-// usedFonts names the Go font families a form's document prints with.
-func usedFonts(form FormDetail) map[string]bool {
-	used := map[string]bool{"GoBold": true} // the title
-	for _, c := range form.Categories {
-		for _, fd := range c.Fields {
-			used["GoMedium"], used["GoRegular"] = true, true
-			if fd.Description != nil && *fd.Description != "" {
-				used["GoItalic"] = true
-			}
-		}
-	}
-	return used
-}
-
 // pdfLayout draws the pieces of a response document, flowing down the page. It does its
 // own line breaking, because a line may mix fonts (fpdf's MultiCell and SplitText measure
 // with one font) and right-to-left text is reordered per line.
@@ -306,29 +385,6 @@ type pdfLayout struct {
 	at        []float64 // drawLine's, kept for the next line
 	pos       []int     // drawLine's, kept for the next line
 	err       error     // errPDFTooLong, wrapped, once a page past the bound was asked for
-}
-
-// glyph is one character as laid out: the font family that draws it, its embedding level
-// of the bidirectional algorithm (odd is right to left) and its advance; a mark drawn
-// over its base, and a base widened for a frame (widenForFrame), is moved by dx, and a
-// mark raised by rise (placeMarks), in points.
-type glyph struct {
-	w        float64
-	font     string
-	r        rune
-	src      int32 // the index in its paragraph as typed of the first character it stands for
-	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark or a name's later letters
-	level    int8
-	dx, rise float32
-}
-
-// textLine is one line of glyphs in logical order, with the order they are seen in.
-type textLine struct {
-	glyphs []glyph
-	order  []int   // the indices of glyphs in visual (left-to-right) order
-	width  float64 // the sum of the glyphs' advances
-	rtl    bool    // of a right-to-left paragraph: aligned to the right
-	typed  []rune  // the paragraph as typed, which glyphs' src index
 }
 
 // paragraph is text laid out in lines of one size, ready to be drawn: at least one line,
@@ -477,76 +533,75 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 	}
 }
 
-// drawLine draws a line from x: each glyph where the visual order puts it, but in the
-// content in logical order, so that readers that read text in the order it is drawn
-// (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
-// themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
-// right-to-left text, a mark placed over its base and a base widened for a frame is a
-// cell of its own. A bracket
-// in right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from a
-// mirrored variant of its font. Arabic letters are the letters typed, drawn in their joined forms from variants
-// of their font (joinedForm). Where a cell's characters are not what was typed (the name
-// of an emoji, U+FFFD, a soft hyphen's hyphen), a marked-content span gives the typed
-// text as its /ActualText, for the readers that read it (poppler, Acrobat).
-func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
-	gs := line.glyphs
-	at := l.at[:0]   // each glyph's x
-	pos := l.pos[:0] // each glyph's place in visual order
-	for range gs {
-		at, pos = append(at, 0), append(pos, 0)
-	}
-	l.at, l.pos = at, pos
-	for v, i := range line.order {
-		at[i], pos[i] = x, v
-		x += gs[i].w
-	}
-	for i := 0; i < len(gs); {
-		n := 1
-		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) &&
-			gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
-			n++
+// 2. Text shaping: from a paragraph's characters to a line drawn.
+//
+// fpdf draws code point by code point, one font to a text operation, and can neither
+// shape text nor break lines that mix fonts, so the layout does both itself, in this
+// order: pdfText cleans the text (NFC, control characters, line separators); layout
+// makes it glyphs (glyphs: Arabic letters joined by shapeArabic, each character drawn in
+// the Go font, a fallback font, or as its name), gives them their bidi levels (section
+// 4), measures them, puts marks over their bases (placeMarks) and breaks the lines
+// (breakLines: after spaces, between Chinese, Japanese and Thai characters, at a soft
+// hyphen); drawLine then draws a line in visual order, its text layer in logical order
+// (/ActualText where the glyphs drawn are not the characters typed).
+//
+// Proved by TestPDFTextLineBreaks, FuzzPDFText, TestBreakLines, TestRuneNames and
+// TestShapeArabic (bidi_test.go); TestExportPDFBreakCharacters, TestExportPDFMarks,
+// TestExportPDFMarkStack, TestExportPDFKeycapsApart, TestExportPDFNameAcrossLines and
+// TestExportPDFTextLayer (pdftext_test.go); TestExportPDFScripts,
+// TestExportPDFArabicTextarea and TestExportPDFInvisibleAndEmpty (pdf_test.go);
+// TestPDFNameBudget and TestExportPDFBoundedExpansion (pdfbounds_test.go).
+
+// pdfText cleans text for layout: it is composed (NFC), invalid UTF-8 becomes U+FFFD,
+// control characters become a space, and so do line breaks (LF, CR, CRLF as one, and
+// the line and paragraph separators U+2028 and U+2029) unless keepNewlines is set
+// (textareas): then they become LF. Characters above U+FFFF stay: fpdf draws none of them, and the layout
+// prints what it can instead (pdfLayout.missing).
+func pdfText(s string, keepNewlines bool) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	// Composed, as fpdf draws character by character: a letter and its accent in one
+	// glyph where the font has it.
+	s = norm.NFC.String(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
+			if keepNewlines {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
 		}
-		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
-		i += n
 	}
+	return b.String()
 }
 
-// baselineBelow is the baseline of a line of text of the given size whose top is at y:
-// 0.3 of the size below the line's middle, where fpdf's cells put it.
-func baselineBelow(y, size float64) float64 { return y + lineHeight(size)/2 + 0.3*size }
+// glyph is one character as laid out: the font family that draws it, its embedding level
+// of the bidirectional algorithm (odd is right to left) and its advance; a mark drawn
+// over its base, and a base widened for a frame (widenForFrame), is moved by dx, and a
+// mark raised by rise (placeMarks), in points.
+type glyph struct {
+	w        float64
+	font     string
+	r        rune
+	src      int32 // the index in its paragraph as typed of the first character it stands for
+	chars    int8  // how many it stands for: 2 for a lam-alef ligature, 0 for a base put under a lone mark or a name's later letters
+	level    int8
+	dx, rise float32
+}
 
-// ownCell reports a glyph drawn in a cell of its own (see drawLine).
-func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
-
-// drawCell draws glyphs, visually in a row from x, as one cell (see drawLine).
-func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
-	var run strings.Builder
-	for _, g := range gs {
-		run.WriteRune(g.r)
-	}
-	font := gs[0].font
-	if gs[0].level%2 == 1 && mirrorOf(gs[0].r) != 0 {
-		// A bracket in right-to-left text: the character typed, drawn with the glyph of
-		// its partner (L4) from the font's mirrored variant.
-		if family, ok := l.mirrored(font); ok {
-			font = family
-		}
-	}
-	l.setFont(font, size)
-	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
-	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
-	// it were drawn, which reverses the pair.
-	ligature := gs[0].level%2 == 1 && gs[0].chars > 1
-	if !asTyped(typed, gs) && !ligature {
-		text := typedText(typed, gs)
-		if text != run.String() {
-			l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
-			defer l.pdf.RawWriteStr("EMC")
-		}
-	}
-	g := gs[0]
-	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
-	l.pdf.Text(x+float64(g.dx), baselineBelow(y, size)-float64(g.rise), run.String())
+// textLine is one line of glyphs in logical order, with the order they are seen in.
+type textLine struct {
+	glyphs []glyph
+	order  []int   // the indices of glyphs in visual (left-to-right) order
+	width  float64 // the sum of the glyphs' advances
+	rtl    bool    // of a right-to-left paragraph: aligned to the right
+	typed  []rune  // the paragraph as typed, which glyphs' src index
 }
 
 // layout breaks one paragraph (text without newlines, already through pdfText) into lines
@@ -649,6 +704,36 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	return gs
 }
 
+// invisible reports a character that has no glyph of its own and only steers others.
+// The combining grapheme joiner (U+034F) is among them: NFC (golang.org/x/text/unicode/norm)
+// inserts one after every 30 marks on a base, Unicode's stream-safe text format
+// (UAX #15), and fonts that have it draw it as a dashed box.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
+		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
+}
+
+// missing is the text printed for a character no font can draw: its name (runeName) while
+// the document's names stay within pdfNameBudget, U+FFFD past it, so that a long run of
+// such characters costs a glyph each, as any other character does.
+func (l *pdfLayout) missing(r rune) string {
+	name := runeName(r)
+	if l.names+len(name) > pdfNameBudget {
+		return "\uFFFD"
+	}
+	l.names += len(name)
+	return name
+}
+
+// runeName is the text printed for a character no font can draw: its Unicode name in
+// brackets, or its code point when it has none.
+func runeName(r rune) string {
+	if name := runenames.Name(r); name != "" && !strings.HasPrefix(name, "<") {
+		return "[" + name + "]"
+	}
+	return fmt.Sprintf("[U+%04X]", r)
+}
+
 // joinedForm draws an Arabic presentation form r (shapeArabic's, for the typed letter at
 // src) as the letter typed, in a variant of font f whose character map gives each letter
 // the glyph of that form (variant): the text layer then holds the letters, not the
@@ -672,183 +757,97 @@ func (l *pdfLayout) joinedForm(f *fallbackFont, r rune, typed []rune, src int32,
 	return []glyph{{r: letter, font: family, src: src, chars: chars}}, ok
 }
 
-// mirrored adds to the document, once, the mirrored variant of a font family (a Go font
-// or a fallback font already in the document): a font whose character map gives each
-// character mirrorOf knows the glyph of its partner, and has no other characters. ok is
-// false where the font cannot be read.
-func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
-	variant = family + "mirrored"
-	return variant, l.addVariant(variant, family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
-		cmap := map[rune]sfnt.GlyphIndex{}
-		for _, r := range bracketPairs + string(slices.Collect(maps.Keys(otherMirrors))) { // every character mirrorOf knows
-			if g := glyphOf(mirrorOf(r)); g != 0 {
-				cmap[r] = g
+// arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
+// is the isolated form, then come final, initial and medial; n is 2 for a letter that
+// joins only to the letter before it (alef, dal, reh, waw ...) and 4 for one that joins
+// on both sides, 1 for hamza, which joins to none.
+type arabicForm struct {
+	first rune
+	n     int
+}
+
+// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A) and of
+// the Persian and Urdu letters most used.
+var arabicForms = map[rune]arabicForm{
+	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
+	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
+	0x0629: {0xFE93, 2}, 0x062A: {0xFE95, 4}, 0x062B: {0xFE99, 4}, 0x062C: {0xFE9D, 4},
+	0x062D: {0xFEA1, 4}, 0x062E: {0xFEA5, 4}, 0x062F: {0xFEA9, 2}, 0x0630: {0xFEAB, 2},
+	0x0631: {0xFEAD, 2}, 0x0632: {0xFEAF, 2}, 0x0633: {0xFEB1, 4}, 0x0634: {0xFEB5, 4},
+	0x0635: {0xFEB9, 4}, 0x0636: {0xFEBD, 4}, 0x0637: {0xFEC1, 4}, 0x0638: {0xFEC5, 4},
+	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
+	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
+	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
+	// Persian and Urdu letters, from Arabic Presentation Forms-A (noon ghunna, written at
+	// the end of a word, has only its isolated and final forms there).
+	0x0679: {0xFB66, 4}, 0x067E: {0xFB56, 4}, 0x0686: {0xFB7A, 4}, 0x0688: {0xFB88, 2},
+	0x0691: {0xFB8C, 2}, 0x0698: {0xFB8A, 2}, 0x06A9: {0xFB8E, 4}, 0x06AF: {0xFB92, 4},
+	0x06BA: {0xFB9E, 2}, 0x06BE: {0xFBAA, 4}, 0x06C1: {0xFBA6, 4}, 0x06CC: {0xFBFC, 4},
+	0x06D2: {0xFBAE, 2},
+}
+
+// lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
+// form follows it.
+var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x0627: 0xFEFB}
+
+const tatweel = 0x0640 // joins on both sides and has no forms of its own
+
+// shapeArabic replaces the Arabic letters of a paragraph (logical order) by the
+// presentation form their neighbours call for (isolated, final, initial, medial) and lam
+// followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
+// Marks (harakat) are skipped over when finding neighbours. Letters outside the table
+// keep their plain form. src gives, for each character
+// out, the index in rs of the character it stands for (of the lam, for a ligature).
+func shapeArabic(rs []rune) (out []rune, src []int32) {
+	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
+	if !slices.ContainsFunc(rs, func(r rune) bool { _, ok := arabicForms[r]; return ok }) {
+		for i := range rs {
+			src = append(src, int32(i))
+		}
+		return append(out, rs...), src
+	}
+	joinsBefore := func(r rune) bool { return r == tatweel || arabicForms[r].n >= 2 } // links to the letter before
+	joinsAfter := func(r rune) bool { return r == tatweel || arabicForms[r].n == 4 }  // links to the letter after
+	neighbour := func(i, step int) rune {
+		for i += step; i >= 0 && i < len(rs); i += step {
+			if !unicode.Is(unicode.Mn, rs[i]) {
+				return rs[i]
 			}
 		}
-		return cmap
-	})
-}
-
-// addVariant adds to the document, once, the font named name: the file of family (a Go
-// font's, or the one addFont read) with the character map cmapOf makes from the font's
-// glyphOf (withCmap).
-// It reports whether the variant is in the document.
-func (l *pdfLayout) addVariant(name, family string, cmapOf func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex) bool {
-	if done, seen := l.variants[name]; seen {
-		return done
+		return 0
 	}
-	l.variants[name] = false
-	ttf := goFontTTF(family)
-	if ttf == nil {
-		ttf = l.files[family]
-	}
-	sf, err := sfnt.Parse(ttf)
-	if err != nil {
-		return false
-	}
-	var sb sfnt.Buffer
-	glyphOf := func(r rune) sfnt.GlyphIndex {
-		g, err := sf.GlyphIndex(&sb, r)
-		if err != nil {
-			return 0
-		}
-		return g
-	}
-	font, err := withCmap(ttf, cmapOf(glyphOf))
-	if err != nil {
-		return false
-	}
-	l.pdf.AddUTF8FontFromBytes(name, "", font)
-	l.variants[name] = true
-	return true
-}
-
-// goFontTTF is the font file of a Go font family, nil for another family.
-func goFontTTF(family string) []byte {
-	for _, f := range pdfFonts {
-		if f.family == family {
-			return f.ttf
-		}
-	}
-	return nil
-}
-
-// variant adds to the document, once, the variant of fallback font f (already in the
-// document) whose character map gives each Arabic letter the glyph of its final, initial
-// or medial form (kind "fina", "init", "medi"), and has no other characters. ok is false
-// where the font cannot be read.
-func (l *pdfLayout) variant(f *fallbackFont, kind string) (family string, ok bool) {
-	family = f.family + kind
-	offset := map[string]rune{"fina": 1, "init": 2, "medi": 3}[kind]
-	ok = l.addVariant(family, f.family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
-		cmap := map[rune]sfnt.GlyphIndex{}
-		for letter, form := range arabicForms {
-			if form.n >= 2 && offset == 1 || form.n == 4 {
-				if g := glyphOf(form.first + offset); g != 0 {
-					cmap[letter] = g
-				}
-			}
-		}
-		return cmap
-	})
-	if ok {
-		l.variantOf[family] = f
-	}
-	return family, ok
-}
-
-// withCmap returns a TrueType font file like ttf but for its character map, which is
-// cmap: a single format 4 subtable (Windows, Unicode BMP), the one fpdf reads. The other
-// tables are kept as they are; fpdf does not check the table checksums.
-func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
-	if len(ttf) < 12 {
-		return nil, errors.New("font too short")
-	}
-	n := int(binary.BigEndian.Uint16(ttf[4:]))
-	if 12+16*n > len(ttf) {
-		return nil, errors.New("font table directory too short")
-	}
-	table := cmapFormat4(cmap)
-	out := slices.Clone(ttf)
-	for len(out)%4 != 0 {
-		out = append(out, 0)
-	}
-	found := false
-	for i := range n {
-		rec := out[12+16*i:]
-		if string(rec[:4]) == "cmap" {
-			binary.BigEndian.PutUint32(rec[8:], uint32(len(out)))
-			binary.BigEndian.PutUint32(rec[12:], uint32(len(table)))
-			found = true
-		}
-	}
-	if !found {
-		return nil, errors.New("font has no cmap")
-	}
-	return append(out, table...), nil
-}
-
-// cmapFormat4 encodes a character map as a cmap table of one format 4 subtable: a
-// segment per run of characters whose glyphs follow on from each other, with the closing
-// segment at U+FFFF.
-func cmapFormat4(cmap map[rune]sfnt.GlyphIndex) []byte {
-	chars := make([]rune, 0, len(cmap))
-	for c, g := range cmap {
-		if c <= 0xFFFE && g != 0 {
-			chars = append(chars, c)
-		}
-	}
-	slices.Sort(chars)
-	type segment struct{ start, end rune }
-	var segs []segment
-	for _, c := range chars {
-		if k := len(segs) - 1; k >= 0 && segs[k].end == c-1 && int(cmap[c])-int(c) == int(cmap[segs[k].start])-int(segs[k].start) {
-			segs[k].end = c
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		src = append(src, int32(i))
+		f, ok := arabicForms[r]
+		if !ok {
+			out = append(out, r)
 			continue
 		}
-		segs = append(segs, segment{c, c})
-	}
-	segs = append(segs, segment{0xFFFF, 0xFFFF})
-	segCount := len(segs)
-	search := 1
-	for search*2 <= segCount {
-		search *= 2
-	}
-	entry := 0
-	for 1<<(entry+1) <= search {
-		entry++
-	}
-	u16 := func(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
-	sub := u16(nil, 4)
-	sub = u16(sub, 16+8*segCount) // length
-	sub = u16(sub, 0)             // language
-	sub = u16(sub, 2*segCount)
-	sub = u16(sub, 2*search)
-	sub = u16(sub, entry)
-	sub = u16(sub, 2*segCount-2*search)
-	for _, sg := range segs {
-		sub = u16(sub, int(sg.end))
-	}
-	sub = u16(sub, 0) // reserved
-	for _, sg := range segs {
-		sub = u16(sub, int(sg.start))
-	}
-	for _, sg := range segs {
-		delta := 1 // U+FFFF to glyph 0
-		if sg.start != 0xFFFF {
-			delta = int(cmap[sg.start]) - int(sg.start)
+		linkBefore := f.n >= 2 && joinsAfter(neighbour(i, -1))
+		if r == 0x0644 && i+1 < len(rs) {
+			if lig, ok := lamAlef[rs[i+1]]; ok {
+				if linkBefore {
+					lig++ // the final form
+				}
+				out = append(out, lig)
+				i++
+				continue
+			}
 		}
-		sub = u16(sub, delta&0xFFFF)
+		linkAfter := f.n == 4 && joinsBefore(neighbour(i, 1))
+		switch {
+		case linkBefore && linkAfter:
+			out = append(out, f.first+3)
+		case linkAfter:
+			out = append(out, f.first+2)
+		case linkBefore:
+			out = append(out, f.first+1)
+		default:
+			out = append(out, f.first)
+		}
 	}
-	for range segs {
-		sub = u16(sub, 0) // idRangeOffset: none, idDelta alone
-	}
-	table := u16(nil, 0)  // version
-	table = u16(table, 1) // one subtable
-	table = u16(table, 3) // Windows
-	table = u16(table, 1) // Unicode BMP
-	table = binary.BigEndian.AppendUint32(table, 12)
-	return append(table, sub...)
+	return out, src
 }
 
 // measure sets each glyph's advance, run by run, so that the font changes once per run.
@@ -865,36 +864,6 @@ func (l *pdfLayout) measure(gs []glyph, size float64) {
 		}
 		i = j
 	}
-}
-
-// asTyped reports glyphs that are, one for one, the characters typed: the common case,
-// checked without building the typed text.
-func asTyped(typed []rune, gs []glyph) bool {
-	for k, g := range gs {
-		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
-			return false
-		}
-	}
-	return true
-}
-
-// typedText is the text glyphs stand for as typed: the paragraph's characters from the
-// first glyph's to the last's, without the bidi controls (the layout drops them; the
-// other invisible characters it drops stay in the text).
-func typedText(typed []rune, gs []glyph) string {
-	first, last := int32(len(typed)), int32(-1)
-	for _, g := range gs {
-		if g.chars > 0 {
-			first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
-		}
-	}
-	var b strings.Builder
-	for i := first; i <= last; i++ {
-		if !unicode.Is(unicode.Bidi_Control, typed[i]) {
-			b.WriteRune(typed[i])
-		}
-	}
-	return b.String()
 }
 
 // markGap is the space left between two marks stacked over one base, in em; markStack
@@ -980,52 +949,6 @@ func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 		return markBox{}, false
 	}
 	return f.mark(g.r)
-}
-
-// addFont adds a fallback font to the document the first time a character needs it. A
-// font that can no longer be read (it was readable when its coverage was taken) reports
-// false, and the character is named instead: a character never fails a document.
-func (l *pdfLayout) addFont(f *fallbackFont) bool {
-	if l.files[f.family] != nil {
-		return true
-	}
-	ttf, err := os.ReadFile(f.path)
-	if err != nil {
-		return false
-	}
-	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
-	l.files[f.family] = ttf
-	return true
-}
-
-// invisible reports a character that has no glyph of its own and only steers others.
-// The combining grapheme joiner (U+034F) is among them: NFC (golang.org/x/text/unicode/norm)
-// inserts one after every 30 marks on a base, Unicode's stream-safe text format
-// (UAX #15), and fonts that have it draw it as a dashed box.
-func invisible(r rune) bool {
-	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
-		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
-}
-
-// missing is the text printed for a character no font can draw: its name (runeName) while
-// the document's names stay within pdfNameBudget, U+FFFD past it, so that a long run of
-// such characters costs a glyph each, as any other character does.
-func (l *pdfLayout) missing(r rune) string {
-	name := runeName(r)
-	if l.names+len(name) > pdfNameBudget {
-		return "\uFFFD"
-	}
-	l.names += len(name)
-	return name
-}
-
-// runeName is the text printed for a character no font can draw: its Unicode name in
-// brackets, or its code point when it has none.
-func runeName(r rune) string {
-	if name := runenames.Name(r); name != "" && !strings.HasPrefix(name, "<") {
-		return "[" + name + "]"
-	}
-	return fmt.Sprintf("[U+%04X]", r)
 }
 
 // softHyphen marks where a word may be hyphenated: it prints only at the end of a line
@@ -1146,51 +1069,103 @@ func noBreakAfter(r rune) bool {
 	return unicode.In(r, unicode.Ps, unicode.Pi) || r >= 0x0E40 && r <= 0x0E44
 }
 
-// formatValue turns a stored value into the text printed for its field type.
-func formatValue(fieldType, value string) string {
-	switch fieldType {
-	case "date":
-		if t, err := time.Parse("2006-01-02", value); err == nil {
-			return t.Format("02/01/2006")
+// drawLine draws a line from x: each glyph where the visual order puts it, but in the
+// content in logical order, so that readers that read text in the order it is drawn
+// (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
+// themselves. Glyphs of left-to-right text share a cell per run of one font; a glyph of
+// right-to-left text, a mark placed over its base and a base widened for a frame is a
+// cell of its own. A bracket
+// in right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from a
+// mirrored variant of its font. Arabic letters are the letters typed, drawn in their joined forms from variants
+// of their font (joinedForm). Where a cell's characters are not what was typed (the name
+// of an emoji, U+FFFD, a soft hyphen's hyphen), a marked-content span gives the typed
+// text as its /ActualText, for the readers that read it (poppler, Acrobat).
+func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
+	gs := line.glyphs
+	at := l.at[:0]   // each glyph's x
+	pos := l.pos[:0] // each glyph's place in visual order
+	for range gs {
+		at, pos = append(at, 0), append(pos, 0)
+	}
+	l.at, l.pos = at, pos
+	for v, i := range line.order {
+		at[i], pos[i] = x, v
+		x += gs[i].w
+	}
+	for i := 0; i < len(gs); {
+		n := 1
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) &&
+			gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
+			n++
 		}
-		return value
-	case "boolean":
-		switch value {
-		case "true":
-			return "Yes"
-		case "false":
-			return "No"
-		}
-		return ""
-	default:
-		return value
+		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
+		i += n
 	}
 }
 
-// pdfText cleans text for layout: it is composed (NFC), invalid UTF-8 becomes U+FFFD,
-// control characters become a space, and so do line breaks (LF, CR, CRLF as one, and
-// the line and paragraph separators U+2028 and U+2029) unless keepNewlines is set
-// (textareas): then they become LF. Characters above U+FFFF stay: fpdf draws none of them, and the layout
-// prints what it can instead (pdfLayout.missing).
-func pdfText(s string, keepNewlines bool) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	// Composed, as fpdf draws character by character: a letter and its accent in one
-	// glyph where the font has it.
-	s = norm.NFC.String(s)
+// baselineBelow is the baseline of a line of text of the given size whose top is at y:
+// 0.3 of the size below the line's middle, where fpdf's cells put it.
+func baselineBelow(y, size float64) float64 { return y + lineHeight(size)/2 + 0.3*size }
+
+// ownCell reports a glyph drawn in a cell of its own (see drawLine).
+func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
+
+// drawCell draws glyphs, visually in a row from x, as one cell (see drawLine).
+func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
+	var run strings.Builder
+	for _, g := range gs {
+		run.WriteRune(g.r)
+	}
+	font := gs[0].font
+	if gs[0].level%2 == 1 && mirrorOf(gs[0].r) != 0 {
+		// A bracket in right-to-left text: the character typed, drawn with the glyph of
+		// its partner (L4) from the font's mirrored variant.
+		if family, ok := l.mirrored(font); ok {
+			font = family
+		}
+	}
+	l.setFont(font, size)
+	// A right-to-left glyph that stands for two characters (the lam-alef ligature) keeps
+	// its own: poppler spreads an /ActualText over the glyph's width and reorders it as if
+	// it were drawn, which reverses the pair.
+	ligature := gs[0].level%2 == 1 && gs[0].chars > 1
+	if !asTyped(typed, gs) && !ligature {
+		text := typedText(typed, gs)
+		if text != run.String() {
+			l.pdf.RawWriteStr("/Span <</ActualText " + pdfHexText(text) + ">> BDC")
+			defer l.pdf.RawWriteStr("EMC")
+		}
+	}
+	g := gs[0]
+	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
+	l.pdf.Text(x+float64(g.dx), baselineBelow(y, size)-float64(g.rise), run.String())
+}
+
+// asTyped reports glyphs that are, one for one, the characters typed: the common case,
+// checked without building the typed text.
+func asTyped(typed []rune, gs []glyph) bool {
+	for k, g := range gs {
+		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
+			return false
+		}
+	}
+	return true
+}
+
+// typedText is the text glyphs stand for as typed: the paragraph's characters from the
+// first glyph's to the last's, without the bidi controls (the layout drops them; the
+// other invisible characters it drops stay in the text).
+func typedText(typed []rune, gs []glyph) string {
+	first, last := int32(len(typed)), int32(-1)
+	for _, g := range gs {
+		if g.chars > 0 {
+			first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
+		}
+	}
 	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
-			if keepNewlines {
-				b.WriteByte('\n')
-			} else {
-				b.WriteByte(' ')
-			}
-		case unicode.IsControl(r):
-			b.WriteByte(' ')
-		default:
-			b.WriteRune(r)
+	for i := first; i <= last; i++ {
+		if !unicode.Is(unicode.Bidi_Control, typed[i]) {
+			b.WriteRune(typed[i])
 		}
 	}
 	return b.String()
@@ -1207,30 +1182,22 @@ func pdfHexText(s string) string {
 	return b.String()
 }
 
-// pdfTitle is the document's metadata title, the form's title as typed (control
-// characters as spaces, without bidi controls), as the UTF-16BE text string
-// of PDF (with its byte order mark), which fpdf's own conversion writes wrongly above
-// U+FFFF.
-func pdfTitle(title string) string {
-	var u []uint16
-	for _, r := range pdfText(title, false) {
-		if !unicode.Is(unicode.Bidi_Control, r) {
-			u = utf16.AppendRune(u, r)
-		}
-	}
-	b := make([]byte, 2, 2+2*len(u))
-	b[0], b[1] = 0xFE, 0xFF
-	for _, c := range u {
-		b = binary.BigEndian.AppendUint16(b, c)
-	}
-	return string(b)
-}
-
-// contentDisposition names a response's PDF response_<id>_<title>.pdf, shown inline
-// (docs/SPEC.md §4), with dispositionHeader's rules for names that are not plain tokens.
-func contentDisposition(responseID int64, title string) string {
-	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
-}
+// 3. Fonts: which font draws a character, and the fonts made for a document.
+//
+// The Go fonts draw what their character maps have; a character they lack is drawn from
+// the first fallback TrueType font that has it, in PDF_FONT_DIR's folders and then the
+// system's (fontIndex, built once per server and shared by its exports), in the face its
+// place asks for (styled: bold, semi-bold, italic). A fallback font is embedded only in a
+// document that draws from it (addFont). fpdf's text layer is the code points drawn, so
+// a character drawn with another glyph of its font (a bracket mirrored, an Arabic
+// letter's joined form) is drawn from a variant of that font whose character map gives
+// it that glyph (mirrored, variant, withCmap). How far a font reaches below the baseline
+// (depth) places the rule under a value.
+//
+// Proved by TestGoFontsParse, TestPDFFontDirFirst, TestExportPDFChineseFont and
+// TestExportPDFScripts (pdf_test.go); TestExportPDFFallbackStyles and
+// TestExportPDFTextLayer, which reads the variants' text (pdftext_test.go);
+// TestExportPDFRuleBelowDescenders, the fonts' depths (pdfpages_test.go).
 
 // fontIndex knows the fonts a document can draw with: the Go fonts' character maps, and
 // the fallback TrueType fonts found in the font folders, in the order they are tried. It
@@ -1619,6 +1586,215 @@ func embeddableTrueType(b []byte) bool {
 	}
 	return false
 }
+
+// addFont adds a fallback font to the document the first time a character needs it. A
+// font that can no longer be read (it was readable when its coverage was taken) reports
+// false, and the character is named instead: a character never fails a document.
+func (l *pdfLayout) addFont(f *fallbackFont) bool {
+	if l.files[f.family] != nil {
+		return true
+	}
+	ttf, err := os.ReadFile(f.path)
+	if err != nil {
+		return false
+	}
+	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	l.files[f.family] = ttf
+	return true
+}
+
+// mirrored adds to the document, once, the mirrored variant of a font family (a Go font
+// or a fallback font already in the document): a font whose character map gives each
+// character mirrorOf knows the glyph of its partner, and has no other characters. ok is
+// false where the font cannot be read.
+func (l *pdfLayout) mirrored(family string) (variant string, ok bool) {
+	variant = family + "mirrored"
+	return variant, l.addVariant(variant, family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
+		cmap := map[rune]sfnt.GlyphIndex{}
+		for _, r := range bracketPairs + string(slices.Collect(maps.Keys(otherMirrors))) { // every character mirrorOf knows
+			if g := glyphOf(mirrorOf(r)); g != 0 {
+				cmap[r] = g
+			}
+		}
+		return cmap
+	})
+}
+
+// variant adds to the document, once, the variant of fallback font f (already in the
+// document) whose character map gives each Arabic letter the glyph of its final, initial
+// or medial form (kind "fina", "init", "medi"), and has no other characters. ok is false
+// where the font cannot be read.
+func (l *pdfLayout) variant(f *fallbackFont, kind string) (family string, ok bool) {
+	family = f.family + kind
+	offset := map[string]rune{"fina": 1, "init": 2, "medi": 3}[kind]
+	ok = l.addVariant(family, f.family, func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex {
+		cmap := map[rune]sfnt.GlyphIndex{}
+		for letter, form := range arabicForms {
+			if form.n >= 2 && offset == 1 || form.n == 4 {
+				if g := glyphOf(form.first + offset); g != 0 {
+					cmap[letter] = g
+				}
+			}
+		}
+		return cmap
+	})
+	if ok {
+		l.variantOf[family] = f
+	}
+	return family, ok
+}
+
+// addVariant adds to the document, once, the font named name: the file of family (a Go
+// font's, or the one addFont read) with the character map cmapOf makes from the font's
+// glyphOf (withCmap).
+// It reports whether the variant is in the document.
+func (l *pdfLayout) addVariant(name, family string, cmapOf func(glyphOf func(rune) sfnt.GlyphIndex) map[rune]sfnt.GlyphIndex) bool {
+	if done, seen := l.variants[name]; seen {
+		return done
+	}
+	l.variants[name] = false
+	ttf := goFontTTF(family)
+	if ttf == nil {
+		ttf = l.files[family]
+	}
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return false
+	}
+	var sb sfnt.Buffer
+	glyphOf := func(r rune) sfnt.GlyphIndex {
+		g, err := sf.GlyphIndex(&sb, r)
+		if err != nil {
+			return 0
+		}
+		return g
+	}
+	font, err := withCmap(ttf, cmapOf(glyphOf))
+	if err != nil {
+		return false
+	}
+	l.pdf.AddUTF8FontFromBytes(name, "", font)
+	l.variants[name] = true
+	return true
+}
+
+// goFontTTF is the font file of a Go font family, nil for another family.
+func goFontTTF(family string) []byte {
+	for _, f := range pdfFonts {
+		if f.family == family {
+			return f.ttf
+		}
+	}
+	return nil
+}
+
+// withCmap returns a TrueType font file like ttf but for its character map, which is
+// cmap: a single format 4 subtable (Windows, Unicode BMP), the one fpdf reads. The other
+// tables are kept as they are; fpdf does not check the table checksums.
+func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
+	if len(ttf) < 12 {
+		return nil, errors.New("font too short")
+	}
+	n := int(binary.BigEndian.Uint16(ttf[4:]))
+	if 12+16*n > len(ttf) {
+		return nil, errors.New("font table directory too short")
+	}
+	table := cmapFormat4(cmap)
+	out := slices.Clone(ttf)
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	found := false
+	for i := range n {
+		rec := out[12+16*i:]
+		if string(rec[:4]) == "cmap" {
+			binary.BigEndian.PutUint32(rec[8:], uint32(len(out)))
+			binary.BigEndian.PutUint32(rec[12:], uint32(len(table)))
+			found = true
+		}
+	}
+	if !found {
+		return nil, errors.New("font has no cmap")
+	}
+	return append(out, table...), nil
+}
+
+// cmapFormat4 encodes a character map as a cmap table of one format 4 subtable: a
+// segment per run of characters whose glyphs follow on from each other, with the closing
+// segment at U+FFFF.
+func cmapFormat4(cmap map[rune]sfnt.GlyphIndex) []byte {
+	chars := make([]rune, 0, len(cmap))
+	for c, g := range cmap {
+		if c <= 0xFFFE && g != 0 {
+			chars = append(chars, c)
+		}
+	}
+	slices.Sort(chars)
+	type segment struct{ start, end rune }
+	var segs []segment
+	for _, c := range chars {
+		if k := len(segs) - 1; k >= 0 && segs[k].end == c-1 && int(cmap[c])-int(c) == int(cmap[segs[k].start])-int(segs[k].start) {
+			segs[k].end = c
+			continue
+		}
+		segs = append(segs, segment{c, c})
+	}
+	segs = append(segs, segment{0xFFFF, 0xFFFF})
+	segCount := len(segs)
+	search := 1
+	for search*2 <= segCount {
+		search *= 2
+	}
+	entry := 0
+	for 1<<(entry+1) <= search {
+		entry++
+	}
+	u16 := func(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+	sub := u16(nil, 4)
+	sub = u16(sub, 16+8*segCount) // length
+	sub = u16(sub, 0)             // language
+	sub = u16(sub, 2*segCount)
+	sub = u16(sub, 2*search)
+	sub = u16(sub, entry)
+	sub = u16(sub, 2*segCount-2*search)
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.end))
+	}
+	sub = u16(sub, 0) // reserved
+	for _, sg := range segs {
+		sub = u16(sub, int(sg.start))
+	}
+	for _, sg := range segs {
+		delta := 1 // U+FFFF to glyph 0
+		if sg.start != 0xFFFF {
+			delta = int(cmap[sg.start]) - int(sg.start)
+		}
+		sub = u16(sub, delta&0xFFFF)
+	}
+	for range segs {
+		sub = u16(sub, 0) // idRangeOffset: none, idDelta alone
+	}
+	table := u16(nil, 0)  // version
+	table = u16(table, 1) // one subtable
+	table = u16(table, 3) // Windows
+	table = u16(table, 1) // Unicode BMP
+	table = binary.BigEndian.AppendUint32(table, 12)
+	return append(table, sub...)
+}
+
+// 4. Bidirectional text: the Unicode bidirectional algorithm (UAX #9), pdf.go's own.
+//
+// A paragraph's glyphs get their embedding levels (bidiLevels: X9, W1–W7, N0 for bracket
+// pairs, N1–N2, I1–I2, L1; explicit embeddings, overrides and isolates are dropped with
+// their controls), and each line is put in visual order (visualOrder, L2); mirrorOf
+// gives the partner whose glyph a bracket takes in right-to-left text (L4).
+// golang.org/x/text supplies the character classes, not the ordering (bidiLevels says
+// why).
+//
+// Proved by TestBidiLevels, TestBidiConformance (Unicode's BidiTest.txt) and
+// TestBidiCharacterConformance (BidiCharacterTest.txt) in bidi_test.go;
+// TestExportPDFTextLayer, brackets as typed (pdftext_test.go); TestExportPDFValueDirection
+// (pdfpages_test.go).
 
 // bidiLevels resolves the embedding levels of one paragraph, a line, by the Unicode
 // bidirectional algorithm (UAX #9) for text without explicit embeddings, overrides or
@@ -2022,96 +2198,3 @@ func mirrorOf(r rune) rune {
 // otherMirrors are the characters besides the brackets that mirrorOf knows: their
 // mirrored glyphs are their partners'.
 var otherMirrors = map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
-
-// arabicForm gives a letter's presentation forms in Arabic Presentation Forms-B: first
-// is the isolated form, then come final, initial and medial; n is 2 for a letter that
-// joins only to the letter before it (alef, dal, reh, waw ...) and 4 for one that joins
-// on both sides, 1 for hamza, which joins to none.
-type arabicForm struct {
-	first rune
-	n     int
-}
-
-// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A) and of
-// the Persian and Urdu letters most used.
-var arabicForms = map[rune]arabicForm{
-	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
-	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
-	0x0629: {0xFE93, 2}, 0x062A: {0xFE95, 4}, 0x062B: {0xFE99, 4}, 0x062C: {0xFE9D, 4},
-	0x062D: {0xFEA1, 4}, 0x062E: {0xFEA5, 4}, 0x062F: {0xFEA9, 2}, 0x0630: {0xFEAB, 2},
-	0x0631: {0xFEAD, 2}, 0x0632: {0xFEAF, 2}, 0x0633: {0xFEB1, 4}, 0x0634: {0xFEB5, 4},
-	0x0635: {0xFEB9, 4}, 0x0636: {0xFEBD, 4}, 0x0637: {0xFEC1, 4}, 0x0638: {0xFEC5, 4},
-	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
-	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
-	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
-	// Persian and Urdu letters, from Arabic Presentation Forms-A (noon ghunna, written at
-	// the end of a word, has only its isolated and final forms there).
-	0x0679: {0xFB66, 4}, 0x067E: {0xFB56, 4}, 0x0686: {0xFB7A, 4}, 0x0688: {0xFB88, 2},
-	0x0691: {0xFB8C, 2}, 0x0698: {0xFB8A, 2}, 0x06A9: {0xFB8E, 4}, 0x06AF: {0xFB92, 4},
-	0x06BA: {0xFB9E, 2}, 0x06BE: {0xFBAA, 4}, 0x06C1: {0xFBA6, 4}, 0x06CC: {0xFBFC, 4},
-	0x06D2: {0xFBAE, 2},
-}
-
-// lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
-// form follows it.
-var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x0627: 0xFEFB}
-
-const tatweel = 0x0640 // joins on both sides and has no forms of its own
-
-// shapeArabic replaces the Arabic letters of a paragraph (logical order) by the
-// presentation form their neighbours call for (isolated, final, initial, medial) and lam
-// followed by alef by their ligature: fpdf draws characters one by one and cannot shape.
-// Marks (harakat) are skipped over when finding neighbours. Letters outside the table
-// keep their plain form. src gives, for each character
-// out, the index in rs of the character it stands for (of the lam, for a ligature).
-func shapeArabic(rs []rune) (out []rune, src []int32) {
-	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs))
-	if !slices.ContainsFunc(rs, func(r rune) bool { _, ok := arabicForms[r]; return ok }) {
-		for i := range rs {
-			src = append(src, int32(i))
-		}
-		return append(out, rs...), src
-	}
-	joinsBefore := func(r rune) bool { return r == tatweel || arabicForms[r].n >= 2 } // links to the letter before
-	joinsAfter := func(r rune) bool { return r == tatweel || arabicForms[r].n == 4 }  // links to the letter after
-	neighbour := func(i, step int) rune {
-		for i += step; i >= 0 && i < len(rs); i += step {
-			if !unicode.Is(unicode.Mn, rs[i]) {
-				return rs[i]
-			}
-		}
-		return 0
-	}
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		src = append(src, int32(i))
-		f, ok := arabicForms[r]
-		if !ok {
-			out = append(out, r)
-			continue
-		}
-		linkBefore := f.n >= 2 && joinsAfter(neighbour(i, -1))
-		if r == 0x0644 && i+1 < len(rs) {
-			if lig, ok := lamAlef[rs[i+1]]; ok {
-				if linkBefore {
-					lig++ // the final form
-				}
-				out = append(out, lig)
-				i++
-				continue
-			}
-		}
-		linkAfter := f.n == 4 && joinsBefore(neighbour(i, 1))
-		switch {
-		case linkBefore && linkAfter:
-			out = append(out, f.first+3)
-		case linkAfter:
-			out = append(out, f.first+2)
-		case linkBefore:
-			out = append(out, f.first+1)
-		default:
-			out = append(out, f.first)
-		}
-	}
-	return out, src
-}
