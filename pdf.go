@@ -643,65 +643,72 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 }
 
 // glyphs turns a paragraph's characters into glyphs in logical order, each knowing the
-// index of the character it stands for. Arabic letters take their joined forms; each
-// character is drawn in the Go font family where it has the glyph, else in the fallback
-// font fallbackFor finds (the previous character's first, so that a run stays in one
-// font), in the face its place asks for (styled), else as its name in brackets
-// (missing). Invisible characters are dropped, a space after a fallback font's glyph
-// stays in that font, and a mark without a base is drawn over a no-break space.
+// index of the character it stands for. Arabic letters take their joined forms
+// (shapeArabic); then each character is asked one question at a time: is it a space
+// that stays in the fallback font of the glyph before (spaceFace)? does the Go font
+// family draw it (goDraws)? is it invisible, and dropped? Otherwise it is drawn from a
+// fallback font in the face its place asks for, or printed as its name
+// (appendFallback). The one font carried from character to character is run, the
+// fallback font of the characters before, which fallbackFor tries first so that a run
+// stays in one font.
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
 	gs := make([]glyph, 0, len(rs))
-	var prev, last *fallbackFont // the fallback font of the characters before; of the glyph before
+	var run *fallbackFont // the fallback font of the characters before
 	for i, r := range rs {
-		chars := int8(len(typed) - int(src[i]))
-		if i+1 < len(rs) {
-			chars = int8(src[i+1] - src[i])
+		g := glyph{r: r, font: family, src: src[i], chars: charsAt(typed, src, i)}
+		face := l.spaceFace(gs, g)
+		switch {
+		case face != nil:
+			g.font = face.family
+			gs = append(gs, g)
+		case l.goDraws(family, r):
+			gs = append(gs, g)
+		case invisible(r):
+			// dropped
+		default:
+			gs, run = l.appendFallback(gs, g, typed, run)
 		}
-		if r == ' ' && last != nil && last.covers(' ') {
-			// A space after a fallback font's glyph is drawn in that font, so that a run
-			// of words in it stays one font: a font changes with a text operation.
-			gs = append(gs, glyph{r: r, font: last.family, src: src[i], chars: chars})
-			continue
-		}
-		last = nil
-		if r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r) {
-			gs = append(gs, glyph{r: r, font: family, src: src[i], chars: chars})
-			continue
-		}
-		if invisible(r) {
-			continue
-		}
-		if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
-			// A mark without a base is drawn over a no-break space, its base's place,
-			// not over the margin or the space before.
-			gs = append(gs, glyph{r: '\u00A0', font: family, src: src[i]})
-		}
-		f := l.fonts.fallbackFor(r, prev)
-		var drawn *fallbackFont
-		if f != nil {
-			drawn = f.styled(family, r)
-		}
-		if drawn == nil || !l.addFont(drawn) {
-			// The name's first glyph stands for the character, the others for nothing:
-			// a name broken over two lines gives its character to the first.
-			for k, c := range []rune(l.missing(r)) {
-				g := glyph{r: c, font: family, src: src[i]}
-				if k == 0 {
-					g.chars = chars
-				}
-				gs = append(gs, g)
-			}
-			continue
-		}
-		prev, last = f, drawn
-		if joined, ok := l.joinedForm(drawn, r, typed, src[i], chars); ok {
-			gs = append(gs, joined...)
-			continue
-		}
-		gs = append(gs, glyph{r: r, font: drawn.family, src: src[i], chars: chars})
 	}
 	return gs
+}
+
+// charsAt is how many characters as typed rs[i], a character of shapeArabic's, stands
+// for, by the index of each in the text as typed (src): 2 for a lam-alef ligature, else 1.
+func charsAt(typed []rune, src []int32, i int) int8 {
+	if i+1 < len(src) {
+		return int8(src[i+1] - src[i])
+	}
+	return int8(len(typed) - int(src[i]))
+}
+
+// spaceFace is the fallback face a space g is drawn in, so that a run of words in a
+// fallback font stays one font (a font changes with a text operation): the face that
+// drew the glyph before, where that glyph stands for the character just before (none was
+// dropped between them) and the face has a space. It is nil for any other character, and
+// after a glyph in the paragraph's Go family (a Go font's, or a name's).
+func (l *pdfLayout) spaceFace(gs []glyph, g glyph) *fallbackFont {
+	if g.r != ' ' || len(gs) == 0 {
+		return nil
+	}
+	before := gs[len(gs)-1]
+	if before.font == g.font || before.src+int32(before.chars) != g.src {
+		return nil
+	}
+	face := l.variantOf[before.font] // a joined form, drawn from a variant of its face
+	if face == nil {
+		face = l.fonts.byName[before.font]
+	}
+	if face == nil || !face.covers(' ') {
+		return nil
+	}
+	return face
+}
+
+// goDraws reports whether the Go font family draws r: every ASCII character, and the
+// others its character map has (of the Basic Multilingual Plane, all fpdf draws).
+func (l *pdfLayout) goDraws(family string, r rune) bool {
+	return r < utf8.RuneSelf || r <= 0xFFFF && l.fonts.goCovers(&l.sb, family, r)
 }
 
 // invisible reports a character that has no glyph of its own and only steers others.
@@ -711,6 +718,63 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 func invisible(r rune) bool {
 	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
+}
+
+// appendFallback appends the glyphs of g, a character its Go family (g.font) lacks, and
+// returns the run's fallback font after it. A mark without a base first gets a base
+// (loneMark). The character is drawn from the face fallbackFace finds, in its joined
+// form where it is one of an Arabic letter (joinedForm), else as it is; where no font
+// draws it, it is printed as its name (appendName), and the run keeps its font.
+func (l *pdfLayout) appendFallback(gs []glyph, g glyph, typed []rune, run *fallbackFont) ([]glyph, *fallbackFont) {
+	if loneMark(gs, g.r) {
+		// A mark without a base is drawn over a no-break space, its base's place,
+		// not over the margin or the space before.
+		gs = append(gs, glyph{r: '\u00A0', font: g.font, src: g.src})
+	}
+	font, face := l.fallbackFace(g.font, g.r, run)
+	if face == nil {
+		return l.appendName(gs, g), run
+	}
+	if joined, ok := l.joinedForm(face, g.r, typed, g.src, g.chars); ok {
+		return append(gs, joined...), font
+	}
+	g.font = face.family
+	return append(gs, g), font
+}
+
+// loneMark reports a mark (Mn, Me) without a base: at the start of the text, or after a
+// space.
+func loneMark(gs []glyph, r rune) bool {
+	return unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ')
+}
+
+// fallbackFace finds the fallback font that draws r, the run's font first (fallbackFor),
+// and the face of it that draws r in the style the Go family asks for (styled), added to
+// the document (addFont). face is nil where no font draws r, or where its file can no
+// longer be read.
+func (l *pdfLayout) fallbackFace(family string, r rune, run *fallbackFont) (font, face *fallbackFont) {
+	font = l.fonts.fallbackFor(r, run)
+	if font == nil {
+		return nil, nil
+	}
+	if face = font.styled(family, r); !l.addFont(face) {
+		return nil, nil
+	}
+	return font, face
+}
+
+// appendName appends the glyphs of the name printed for g's character (missing), in g's
+// font. The name's first glyph stands for the character, the others for nothing: a name
+// broken over two lines gives its character to the first.
+func (l *pdfLayout) appendName(gs []glyph, g glyph) []glyph {
+	for k, c := range []rune(l.missing(g.r)) {
+		n := glyph{r: c, font: g.font, src: g.src}
+		if k == 0 {
+			n.chars = g.chars
+		}
+		gs = append(gs, n)
+	}
+	return gs
 }
 
 // missing is the text printed for a character no font can draw: its name (runeName) while
