@@ -106,12 +106,10 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	}
 	release()
 	switch {
-	case errors.Is(err, errNotFound):
-		return &apiError{kind: kindNotFound, msg: "Response not found"}
 	case errors.Is(err, errPDFTooLong):
 		return during(op, &apiError{kind: kindRejected, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
 	case err != nil:
-		return during(op, err)
+		return missing(err, "Response not found", op)
 	}
 	release, err = s.holdAnswer(r.Context(), buf.Len())
 	if err != nil {
