@@ -546,15 +546,25 @@ func TestRunWarnsOpenWithoutToken(t *testing.T) {
 }
 
 // TestRequestLogNamesClient: each request's log line names the TCP peer, not a header
-// the client may forge.
+// the client may forge (a forwarded address, its Host).
 func TestRequestLogNamesClient(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	e.do("GET", "/api/forms", nil, "X-Forwarded-For", "203.0.113.9")
+	req, err := http.NewRequest("GET", e.http.URL+"/api/forms", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "localhost:1234"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
 	line := regexp.MustCompile(`(?m)^.*msg=request .*$`).FindString(e.logs.String())
 	peer := regexp.MustCompile(`client=127\.0\.0\.1:\d+ `)
-	if !peer.MatchString(line) || strings.Contains(line, "203.0.113.9") {
-		t.Errorf("request log line %q, want client=127.0.0.1:<port> and no forwarded address", line)
+	if res.StatusCode != 200 || !peer.MatchString(line) || strings.Contains(line, "203.0.113.9") || strings.Contains(line, "1234 ") {
+		t.Errorf("%d; request log line %q, want client=127.0.0.1:<port>, no forwarded address, no Host", res.StatusCode, line)
 	}
 }
 

@@ -117,6 +117,19 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err == nil {
 		t.Errorf("run with arguments = nil, want a usage error")
 	}
+	// Only "backup" writes a copy: another word of two arguments is a usage error, and
+	// writes nothing.
+	dir := t.TempDir()
+	dbPath, dest := filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	err = run(context.Background(), []string{"bakup", dest}, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
+	if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
+		t.Errorf("run bakup DEST = %v (DEST %v), want a usage error and no file", err, statErr)
+	}
 }
 
 // TestMain lets the test binary serve as the real program: with FORMSVC_TEST_SERVE=1 it

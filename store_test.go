@@ -538,3 +538,98 @@ func TestFormCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupLeavesOnlyTheCopy: a backup into an empty folder leaves exactly the copy
+// there, no temporary file beside it.
+func TestBackupLeavesOnlyTheCopy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "forms.db")
+	store, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dir := t.TempDir()
+	if _, err := Backup(context.Background(), path, filepath.Join(dir, "b.db")); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 || entries[0].Name() != "b.db" {
+		t.Errorf("the backup folder holds %v (%v), want only b.db", entries, err)
+	}
+}
+
+// TestBackupWritesNothingToTheSource: the backup reads the database read-only: of a
+// database left with commits in its WAL (a crashed service), the file and its WAL stay
+// as they were, where a read-write connection closing would checkpoint them.
+func TestBackupWritesNothingToTheSource(t *testing.T) {
+	ctx := context.Background()
+	live := filepath.Join(t.TempDir(), "forms.db")
+	store, err := OpenStore(ctx, live, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.PutSetting(ctx, "k", "in the WAL"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := filepath.Join(t.TempDir(), "forms.db") // the files as kill -9 leaves them
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		copyFile(t, live+suffix, crashed+suffix)
+	}
+	before, _ := os.ReadFile(crashed)
+	dest := filepath.Join(t.TempDir(), "b.db")
+	if _, err := Backup(ctx, crashed, dest); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(crashed)
+	if wal, err := os.Stat(crashed + "-wal"); !bytes.Equal(before, after) || err != nil || wal.Size() == 0 {
+		t.Errorf("the backup wrote to its source: file changed %v, WAL %v %v", !bytes.Equal(before, after), wal, err)
+	}
+	copied, err := OpenStore(ctx, dest, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copied.Close()
+	if v, err := copied.Setting(ctx, "k"); err != nil || v != "in the WAL" {
+		t.Errorf("the copy's setting = %q, %v; want the WAL's commit", v, err)
+	}
+}
+
+// TestCheckCopyFindsCorruption: a copy that SQLite opens but whose integrity_check fails
+// (an index entry changed: "row 1 missing from index") is refused, not reported written.
+func TestCheckCopyFindsCorruption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`PRAGMA journal_mode = delete`, `CREATE TABLE t(x TEXT)`, `CREATE INDEX tx ON t(x)`, `INSERT INTO t VALUES ('hello')`} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pageSize = 4096
+	changed := false
+	for page := pageSize; page < len(data) && !changed; page += pageSize {
+		if data[page] != 0x0a { // an index b-tree leaf page (SQLite's file format, 1.6)
+			continue
+		}
+		if i := bytes.Index(data[page:page+pageSize], []byte("hello")); i >= 0 {
+			data[page+i+4] = 'p' // the index now holds "hellp"
+			changed = true
+		}
+	}
+	if !changed {
+		t.Fatal("no index leaf page holds the key")
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "integrity_check says") {
+		t.Errorf("checkCopy of a corrupt index = %v, want integrity_check's finding", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -263,9 +264,23 @@ func TestTrackerErrorHidesKey(t *testing.T) {
 // GENAI_BASE_URL (a name or a password may be a token) appears in no answer and no log
 // line when the call fails.
 func TestEndpointCredentialsHidden(t *testing.T) {
-	closed := httptest.NewServer(http.NotFoundHandler())
-	addr := closed.Listener.Addr().String()
-	closed.Close() // connections to addr are refused from now on
+	// A server that hangs up on every connection: the call fails with an error that names
+	// the address. (A closed server's port could be taken by another test meanwhile.)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	addr := ln.Addr().String()
 	for _, tc := range []struct {
 		name   string
 		change func(*config)
@@ -537,18 +552,35 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	mantis := http.Header{"X-Mantis-Version": {"2.28.4"}}
 	for _, tc := range []struct {
 		status int
+		reason string
 		header http.Header
 		want   string
 	}{
-		{404, mantis, "MantisBT shows the token's user no project 6 (TRACKER_PROJECT_ID)"},
-		{404, http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
-		{401, mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token"},
-		{403, mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
-		{503, http.Header{}, "MantisBT, or a proxy before it, is unavailable"},
+		{404, "", mantis, "MantisBT shows the token's user no project 6 (TRACKER_PROJECT_ID)"},
+		{404, "", http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{401, "", mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token"},
+		{403, "", mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
+		{503, "", http.Header{}, "MantisBT, or a proxy before it, is unavailable"},
+		// The reason of ApiEnabledMiddleware.php's first versions.
+		{503, "Mantis REST API disabled.", mantis, "MantisBT's REST API is disabled"},
 	} {
-		if got := trackerRefusal(&statusError{status: tc.status, header: tc.header}, cfg); !strings.HasPrefix(got, tc.want) {
-			t.Errorf("%d %v: %q, want %q", tc.status, tc.header, got, tc.want)
+		if got := trackerRefusal(&statusError{status: tc.status, reason: tc.reason, header: tc.header}, cfg); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%d %q %v: %q, want %q", tc.status, tc.reason, tc.header, got, tc.want)
 		}
+	}
+
+	// Through a real call: MantisBT's 404 over a connection that drops the reason phrase
+	// is told from another server's by its header.
+	noReason := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Mantis-Version", "2.28.4")
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer noReason.Close()
+	e := newSummaryEnv(t, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), func(c *config) {
+		c.TrackerEndpoint, c.TrackerProjectID = noReason.URL+"/api/rest", "6"
+	})
+	if err := e.srv.generate(context.Background(), trackerPipeline); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
+		t.Errorf("generate = %v, want no project 6", err)
 	}
 }
 
