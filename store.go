@@ -198,13 +198,9 @@ func refuseNewerSchema(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}
-	dsn, err := readOnlyDSN(path)
+	db, err := openReadOnly(path)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return err
 	}
 	defer db.Close()
 	var version int
@@ -300,26 +296,27 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	return size, nil
 }
 
-// readOnlyDSN names the database at path for a read-only connection: a file: URI, whose
-// mode=ro SQLite applies (go-sqlite3 drops it from a plain path), so that a missing
-// database is an error rather than a new empty file.
-func readOnlyDSN(path string) (string, error) {
+// openReadOnly opens the database at path read-only: as a file: URI, whose mode=ro SQLite
+// applies (go-sqlite3 drops it from a plain path), so that nothing is written to it (not
+// even the checkpoint a read-write connection runs as it closes) and a missing database
+// is an error rather than a new empty file.
+func openReadOnly(path string) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_busy_timeout=10000"}).String(), nil
+	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_busy_timeout=10000"}).String())
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return db, nil
 }
 
 // vacuumInto copies the database at path into the empty file dest.
 func vacuumInto(ctx context.Context, path, dest string) error {
-	dsn, err := readOnlyDSN(path)
+	db, err := openReadOnly(path)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return err
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
@@ -330,11 +327,7 @@ func vacuumInto(ctx context.Context, path, dest string) error {
 
 // checkCopy runs integrity_check on the copy at path, syncs it to disk and returns its size.
 func checkCopy(ctx context.Context, path string) (int64, error) {
-	dsn, err := readOnlyDSN(path)
-	if err != nil {
-		return 0, err
-	}
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := openReadOnly(path)
 	if err != nil {
 		return 0, fmt.Errorf("check copy: %w", err)
 	}
