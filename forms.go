@@ -91,6 +91,8 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	return out.endArray()
 }
 
+// handleCreateForm creates a form from its body, which readJSON decodes and checks with
+// FormInput.Valid; the store checks each category and field as it inserts them.
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
 	in, err := readJSON[FormInput](r)
 	if err != nil {
@@ -144,10 +146,9 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 	})
 }
 
-// The answers of docs/SPEC.md §7 that several handlers share.
-var (
-	errInvalidFormID = invalid("Invalid form ID")
-)
+// errInvalidFormID is docs/SPEC.md §7's answer to a form id that is not one, which
+// several handlers share.
+var errInvalidFormID = invalid("Invalid form ID")
 
 // checkCategory applies the limit on a category's name, which, like the field rules,
 // docs/SPEC.md §7 answers with 500 and the message.

@@ -504,8 +504,8 @@ func BenchmarkCreateFormLarge(b *testing.B) {
 
 // BenchmarkDecodeFormBody decodes and checks a create body of 5 categories of 10 fields
 // (seedFormBody) and one of 1,000 fields, as the handler does before calling the store
-// (readJSON and FormInput.Valid; README, Performance, compares it with the member-by-member
-// decoding it replaced).
+// (readJSON and FormInput.Valid; docs/DESIGN.md, "Wire format", compares it with the
+// member-by-member decoding it replaced).
 func BenchmarkDecodeFormBody(b *testing.B) {
 	large := seedFormBody()
 	var fields []any

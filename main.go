@@ -1150,13 +1150,11 @@ var (
 	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
 )
 
-// The errors of the domain, which the store and the field rules return knowing nothing
-// of HTTP; writeError alone gives them their statuses.
-var (
-	// errNotFound: the record an operation is on does not exist. Its message is
-	// docs/SPEC.md §7's: an update, delete or submit answers "<context>: Record not found".
-	errNotFound = errors.New("Record not found")
-)
+// errNotFound is the store's error for a record an operation is on that does not exist.
+// Like ruleError below it is an error of the domain, knowing nothing of HTTP; writeError
+// alone gives it its status. Its message is docs/SPEC.md §7's: an update, delete or
+// submit answers "<context>: Record not found".
+var errNotFound = errors.New("Record not found")
 
 // ruleError is a form rule broken (a field's label or type, a name's length), found in
 // the store's transaction that writes the form, so that a bad last field undoes the rest.
@@ -1265,7 +1263,7 @@ func readJSON[T any](r *http.Request) (T, error) {
 			return v, err
 		}
 	}
-	if valid, ok := any(v).(interface{ Valid() error }); ok {
+	if valid, ok := any(&v).(interface{ Valid() error }); ok { // either receiver
 		return v, valid.Valid()
 	}
 	return v, nil
@@ -1276,6 +1274,8 @@ func readJSON[T any](r *http.Request) (T, error) {
 // {"Title": ...} for title, and of a name given twice the last. A slice of structs is read
 // element by element, so that an error names its path (categories[0].fields[2].label); a
 // member of the wrong JSON kind is a 400 that names it. path is raw's ("" for the body).
+// A field of another kind is decoded by encoding/json, which would match the members of
+// a nested struct case-insensitively: the bodies have none.
 func decodeMembers(v reflect.Value, raw json.RawMessage, path string) error {
 	object, err := decodeObject(raw, path)
 	if err != nil {

@@ -205,7 +205,7 @@ func schemaTypes(typ any) []string {
 
 // TestOpenAPIWhiteSpace: the pattern of a title and a label, "not only white space", is
 // the service's rule exactly: a string matches when it holds a rune outside Go's
-// unicode.IsSpace (Unicode's White_Space), which decodeFormInput and checkField trim.
+// unicode.IsSpace (Unicode's White_Space), which FormInput.Valid and checkField trim.
 // \S would not do: ECMAScript's \s adds U+FEFF and lacks U+0085, Python's adds
 // U+001C-U+001F, Go's is ASCII. So the pattern lists the set, and each engine that reads
 // it is asked for the runes it refuses: Go's regexp here, ECMAScript's (JSON Schema's
