@@ -112,7 +112,7 @@ func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
 	}
 	f, err := s.store.GetForm(r.Context(), id)
 	if err != nil {
-		return missing(err, "Form not found", fmt.Sprintf("fetch form %d", id))
+		return missing(fmt.Sprintf("fetch form %d", id), err, "Form not found")
 	}
 	return s.writeJSON(w, r, http.StatusOK, f)
 }

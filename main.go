@@ -1164,8 +1164,9 @@ type ruleError struct{ msg string }
 func (e *ruleError) Error() string { return e.msg }
 
 // missing is the answer of a read whose record does not exist, in docs/SPEC.md §7's words
-// for it (msg: "Form not found"); any other error is passed on with its operation.
-func missing(err error, msg, op string) error {
+// for it (msg: "Form not found"); any other error is passed on with its operation, as
+// during does.
+func missing(op string, err error, msg string) error {
 	if errors.Is(err, errNotFound) {
 		return &apiError{kind: kindNotFound, msg: msg}
 	}
@@ -1190,55 +1191,35 @@ func during(op string, err error) error {
 	return &opError{op: op, err: err}
 }
 
-// writeError answers err: the one place where errors become statuses and messages. An
-// error that is no *apiError is a failure of ours: the log gets it whole, the client
-// SPEC.md §7's "Failed to <context>: …" without addresses, paths or causes.
+// writeError answers err: the one place where errors become statuses and messages
+// (classify, then answerText). An error that is no *apiError or error of the domain is a
+// failure of ours: the log gets it whole, the client docs/SPEC.md §7's "Failed to
+// <context>: …" without addresses, paths or causes.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var op string
-	var oe *opError
-	if errors.As(err, &oe) {
-		op = oe.op
-	}
-	var ae *apiError
-	var rule *ruleError
-	switch {
-	case errors.As(err, &ae):
-	case errors.Is(err, errNotFound):
-		ae = &apiError{kind: kindNotFound, msg: errNotFound.Error()}
-	case errors.As(err, &rule):
-		ae = &apiError{kind: kindRejected, msg: rule.msg}
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		ae = &apiError{kind: kindClientGone, err: err}
-	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = &apiError{kind: kindInternal, msg: "internal error"}
-	}
-	if rec, ok := w.(*statusRecorder); ok && rec.wrote && ae.kind != kindClientGone {
-		// Part of the answer is out (a list written page by page): the client sees it
-		// cut, which is all docs/SPEC.md asks, and the log says why.
-		s.log.Error("answer cut", "method", r.Method, "path", r.URL.Path, "err", err)
-		return
-	}
-	msg := ae.msg
+	ae := s.classify(r, err)
+	rec, _ := w.(*statusRecorder)
 	switch {
 	case ae.kind == kindClientGone:
 		// Nobody reads an answer; the log says so rather than showing a 200.
 		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path, "err", ae.err)
-		if rec, ok := w.(*statusRecorder); ok {
+		if rec != nil {
 			rec.status = statusClientGone
 		}
 		return
-	case ae.kind == kindInternal && op == "":
-		msg = "Internal server error"
-	case (ae.kind == kindInternal || ae.kind == kindRejected) && op != "":
-		msg = "Failed to " + op + ": " + msg
-	case ae.kind == kindNotFound && op != "":
-		msg = op + ": " + msg // "update form 7: Record not found"
+	case rec != nil && rec.wrote:
+		// Part of the answer is out (a list written page by page): the client sees it
+		// cut, which is all docs/SPEC.md asks, and the log says why.
+		s.log.Error("answer cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		return
 	case ae.kind == kindUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
-	member := cmp.Or(ae.member, "error")
-	body, _ := json.Marshal(map[string]string{member: msg}) // strings always encode
+	var op string // docs/SPEC.md §7's <context>, when err names one
+	var oe *opError
+	if errors.As(err, &oe) {
+		op = oe.op
+	}
+	body, _ := json.Marshal(map[string]string{cmp.Or(ae.member, "error"): answerText(ae, op)}) // strings always encode
 	status, ok := errorStatus[ae.kind]
 	if !ok {
 		status = http.StatusInternalServerError // a kind missing from the table (TestErrorTableComplete)
@@ -1246,6 +1227,41 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// classify is the answer err gets: an *apiError as it is, the domain's errors by their
+// kind, a client that left as such, and anything else as a failure of ours, which it logs
+// whole here (the answer will not say what it was).
+func (s *server) classify(r *http.Request, err error) *apiError {
+	var ae *apiError
+	var rule *ruleError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, errNotFound):
+		return &apiError{kind: kindNotFound, msg: errNotFound.Error()}
+	case errors.As(err, &rule):
+		return &apiError{kind: kindRejected, msg: rule.msg}
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return &apiError{kind: kindClientGone, err: err}
+	}
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	return &apiError{kind: kindInternal, msg: "internal error"}
+}
+
+// answerText is the message the client of ae reads, with op the operation it happened in
+// (docs/SPEC.md §7): "Failed to update form 7: …" for a failure, "update form 7: Record
+// not found" for a missing record.
+func answerText(ae *apiError, op string) string {
+	switch {
+	case ae.kind == kindInternal && op == "":
+		return "Internal server error"
+	case (ae.kind == kindInternal || ae.kind == kindRejected) && op != "":
+		return "Failed to " + op + ": " + ae.msg
+	case ae.kind == kindNotFound && op != "":
+		return op + ": " + ae.msg
+	}
+	return ae.msg
 }
 
 // readJSON decodes the request's body, which readBody has checked (JSON, at most

@@ -109,7 +109,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, errPDFTooLong):
 		return during(op, &apiError{kind: kindRejected, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
 	case err != nil:
-		return missing(err, "Response not found", op)
+		return missing(op, err, "Response not found")
 	}
 	release, err = s.holdAnswer(r.Context(), buf.Len())
 	if err != nil {

@@ -100,7 +100,7 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 	}
 	title, fields, err = s.store.ResponseFields(r.Context(), id)
 	if err != nil {
-		return 0, "", nil, missing(err, "Form not found", fmt.Sprintf("fetch responses for form %d", id))
+		return 0, "", nil, missing(fmt.Sprintf("fetch responses for form %d", id), err, "Form not found")
 	}
 	return id, title, fields, nil
 }
