@@ -891,7 +891,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		}
 	}
 	if len(parts) == 0 {
-		if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); readable(string(text)) && !isBlank(e) {
+		if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); readable(string(text)) && len(bytes.TrimSpace(text)) > 0 {
 			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
 			return true
 		}
