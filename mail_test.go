@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"mime/multipart"
 	"net/textproto"
 	"os"
@@ -126,6 +127,20 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "softbreak", ""},
 		{"a raw UTF-8 Subject beside a Latin-1 body", from + date + "Subject: Grüße\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nGr\xfc\xdfe\r\n",
 			"Grüße", "Grüße", ""},
+		{"a Content-Type without a subtype before the real one (issue 23)", from + date + "Content-Type: html\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",
+			"", "café", ""},
+		{"of two Content-Type fields that name a type, the first", from + date + "Content-Type: text/html\r\nContent-Type: text/plain\r\n\r\n<p>The <b>first</b></p>\r\n",
+			"", "The first", ""},
+		{"a charset after the type without its semicolon (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain charset=iso-8859-1\r\n\r\ncaf\xe9\r\n--b--\r\n",
+			"", "café", ""},
+		{"text/ without its subtype (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b\r\nContent-Type: text/; charset=utf-8\r\n\r\nThe text.\r\n--b--\r\n",
+			"", "The text.", ""},
+		{"an HTML part inside multipart/related inside multipart/alternative (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=a\r\n\r\n--a\r\nContent-Type: multipart/related; boundary=r\r\n\r\n--r\r\nContent-Type: text/html\r\n\r\n<p>Related HTML</p>\r\n--r\r\nContent-Type: image/png\r\n\r\nxx\r\n--r--\r\n--a--\r\n",
+			"", "Related HTML", ""},
+		{"a preamble and an epilogue are not shown (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\nThis is a multi-part message in MIME format.\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b--\r\nA list's footer.\r\n",
+			"", "", ""},
+		{"base64 of UTF-7 (issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
+			"", "Hi été", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -141,6 +156,35 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			}
 			if got.Subject != tc.subject || got.Body != tc.body || got.Date != wantDate {
 				t.Errorf("got subject %q body %q date %s,\nwant %q %q %s", got.Subject, got.Body, got.Date, tc.subject, tc.body, wantDate)
+			}
+		})
+	}
+}
+
+// TestMediaTypeAsEnmimeReadsIt: Content-Type values from real mailers, as enmime's
+// tolerant parser reads them (golang-github-jhillyerd-enmime-dev,
+// mediatype/mediatype_test.go: TestFixMangledMediaType and TestParseMediaType, each row's
+// input and expected type copied from there).
+func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
+	cases := []struct {
+		value, mediaType string
+		params           map[string]string
+	}{
+		{"text/;charset=", "text/plain", map[string]string{"charset": ""}},
+		{"multipart/;charset=", "multipart/mixed", map[string]string{"charset": ""}},
+		{"text/plain;", "text/plain", map[string]string{}},
+		{`application/pdf name="file.pdf"`, "application/pdf", map[string]string{"name": "file.pdf"}},
+		{`application/pdf/.pdf; name=1337.pdf`, "application/pdf", map[string]string{"name": "1337.pdf"}},
+		{`text/HTML; charset=UTF-8; format=flowed; content-transfer-encoding: 7bit=`, "text/html", map[string]string{"charset": "UTF-8", "format": "flowed"}},
+		{"application/pdf; x-unix-mode=0644; name=File name with spaces.pdf", "application/pdf", map[string]string{"x-unix-mode": "0644", "name": "File name with spaces.pdf"}},
+		{`text/plain; charset= "UTF-8"; format=flowed`, "text/plain", map[string]string{"charset": "UTF-8", "format": "flowed"}},
+		{"application/pdf; name=foo      ; format=flowed", "application/pdf", map[string]string{"name": "foo", "format": "flowed"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.value, func(t *testing.T) {
+			mediaType, params := parseMediaType(tc.value)
+			if mediaType != tc.mediaType || !maps.Equal(params, tc.params) {
+				t.Errorf("got %q %q, want %q %q", mediaType, params, tc.mediaType, tc.params)
 			}
 		})
 	}

@@ -860,7 +860,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";"); strings.EqualFold(strings.TrimSpace(disp), "attachment") {
 		return false
 	}
-	mediaType, params := contentType(string(e.get("Content-Type")), def)
+	mediaType, params := e.contentType(def)
 	if (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e) {
 		return false
 	}
@@ -975,34 +975,74 @@ func readable(s string) bool {
 	return true
 }
 
-// contentType reads a Content-Type as a mail program does: the media type in lower case
-// and its parameters. A value mime.ParseMediaType refuses (Outlook's unquoted
-// boundary=----=_NextPart_...) is read leniently; a type without a subtype, or none, is def.
-func contentType(value, def string) (string, map[string]string) {
+// contentType reads e's Content-Type as a mail program does: the media type in lower case
+// and its parameters. Of two Content-Type fields the first that names a type and subtype
+// counts (a mailer that writes an empty one before the real one); when none does, the
+// type is def, with the first field's parameters.
+func (e mimeEntity) contentType(def string) (string, map[string]string) {
+	var first map[string]string
+	for _, f := range e.fields {
+		if !strings.EqualFold(string(f[0]), "Content-Type") {
+			continue
+		}
+		mediaType, params := parseMediaType(string(f[1]))
+		if strings.Contains(mediaType, "/") {
+			return mediaType, params
+		}
+		if first == nil {
+			first = params
+		}
+	}
+	if first == nil {
+		first = map[string]string{}
+	}
+	return def, first
+}
+
+// parseMediaType reads a Content-Type value: mime.ParseMediaType's reading where it
+// accepts the value, else lenientMediaType's (Outlook's unquoted
+// boundary=----=_NextPart_..., a type with a blank or no subtype).
+func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
 	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted,
 	// as some mailers write a boundary.
 	if err != nil || strings.HasPrefix(mediaType, "multipart/") && params["boundary"] == "" {
 		mediaType, params = lenientMediaType(value)
 	}
-	if !strings.Contains(mediaType, "/") {
-		mediaType = def
-	}
 	return mediaType, params
 }
 
 // lenientMediaType splits a Content-Type at its semicolons: the type, then name=value
-// pairs whose values may be quoted or not.
+// pairs whose values may be quoted or not. An odd type is read as enmime's tolerant parser
+// reads it (fixMangledMediaType in mediatype/mediatype.go of
+// golang-github-jhillyerd-enmime-dev, from real mailers' messages): a parameter after
+// the type without its semicolon (text/html charset=utf-8), "text/" as text/plain,
+// "multipart/" as multipart/mixed, a third part of the type dropped (text/plain/x).
 func lenientMediaType(value string) (string, map[string]string) {
 	params := map[string]string{}
 	mediaType, rest, _ := strings.Cut(value, ";")
+	mediaType = strings.TrimSpace(mediaType)
+	if i := strings.IndexAny(mediaType, " \t"); i >= 0 {
+		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
+	}
+	mediaType = strings.ToLower(mediaType)
+	if top, sub, ok := strings.Cut(mediaType, "/"); ok {
+		sub, _, _ = strings.Cut(sub, "/")
+		switch {
+		case sub == "" && top == "text":
+			sub = "plain"
+		case sub == "" && top == "multipart":
+			sub = "mixed"
+		}
+		mediaType = top + "/" + sub
+	}
 	for rest != "" {
 		var param string
 		param, rest = cutParam(rest)
 		name, v, ok := strings.Cut(param, "=")
 		name = strings.ToLower(strings.TrimSpace(name))
-		if !ok || name == "" {
-			continue
+		if !ok || name == "" || strings.ContainsAny(name, " \t:") {
+			continue // no name=value, or no name (a header field written into the value)
 		}
 		v = strings.TrimSpace(v)
 		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
@@ -1022,7 +1062,7 @@ func lenientMediaType(value string) (string, map[string]string) {
 			params[name] = v
 		}
 	}
-	return strings.ToLower(strings.TrimSpace(mediaType)), params
+	return mediaType, params
 }
 
 // cutParam cuts the first parameter off s at a semicolon outside quotes.
