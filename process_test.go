@@ -804,13 +804,23 @@ func TestLitestreamReplica(t *testing.T) {
 	acked := c.acked()
 
 	// Litestream ships what the killed service committed: wait until a restore holds
-	// every acknowledged response, then kill it too.
+	// every acknowledged response, then kill it too. A probe restored while Litestream
+	// still writes the replica may fail or come out malformed (seen once in a loaded
+	// full run): v0.3.13's Replica.Restore (replica.go) lists the snapshots, then the WAL
+	// segments, in separate reads of a folder that is being written. Such a probe is
+	// only not caught up yet; the restore checked below runs once nothing writes the
+	// replica, as README's restore does.
 	deadline := time.Now().Add(30 * time.Second)
 	for n := 0; ; n++ {
 		out := filepath.Join(dir, fmt.Sprintf("probe%d.db", n))
-		if msg, err := restore(c.dbPath, out); err == nil && countResponses(t, out) >= len(acked) {
-			break
-		} else if time.Now().After(deadline) {
+		msg, err := restore(c.dbPath, out)
+		if err == nil {
+			var got int
+			if got, err = countResponses(out); err == nil && got >= len(acked) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("the replica never caught up with %d acknowledged responses: %v %s\nlitestream replicate:\n%s", len(acked), err, msg, &replicateLog)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -838,18 +848,15 @@ func TestLitestreamReplica(t *testing.T) {
 }
 
 // countResponses is the number of responses in the database file at path, read-only.
-func countResponses(t *testing.T, path string) int {
-	t.Helper()
+func countResponses(path string) (int, error) {
 	db, err := sql.Open("sqlite3", path+"?mode=ro")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM responses`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	err = db.QueryRow(`SELECT count(*) FROM responses`).Scan(&n)
+	return n, err
 }
 
 // TestSystemdUnits: docs/formsvc.service and docs/litestream.service pass systemd-analyze
