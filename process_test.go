@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -942,4 +944,196 @@ func TestEnvironmentFile(t *testing.T) {
 			t.Errorf("docs/formsvc.env does not show %s", want)
 		}
 	}
+}
+
+// TestReverseProxyCaddy runs README's Caddyfile with Debian's caddy in front of three
+// services, as an operator deploys one: TLS from Caddy's internal authority, which the
+// client trusts through the root file README names; the Host the client asked for
+// reaches the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a
+// proxy; a body over 1 MiB gets the service's JSON 413 (README: Caddy passes it on);
+// the request log names the proxy as the client.
+func TestReverseProxyCaddy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service and Caddy as processes (seconds); -short skips it")
+	}
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed; .ci/run installs Debian's caddy")
+	}
+	const token = "proxy-test-token-0123456789"
+	dir := t.TempDir()
+	upstreams := map[string]*child{
+		"forms.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "allowed.db"), "ALLOWED_HOSTS=forms.example.com"),
+		"open.example.com":  startChild(t, "DATABASE_PATH="+filepath.Join(dir, "open.db")),
+		"token.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "token.db"), "API_TOKEN="+token),
+	}
+	client := startCaddy(t, caddy, readmeCaddyfile(t), upstreams)
+
+	big := strings.Repeat("a", 2<<20)
+	cases := []struct {
+		name, host, method, path, auth, body string
+		status                               int
+		want                                 string // the answer, whole; empty: any
+	}{
+		{"health", "forms.example.com", "GET", "/healthz", "", "", 200, `{"status":"ok"}`},
+		{"a name in ALLOWED_HOSTS is served", "forms.example.com", "GET", "/api/forms", "", "", 200, ""},
+		{"a form created through the proxy", "forms.example.com", "POST", "/api/forms", "", `{"title":"Via Caddy","categories":[]}`, 201, ""},
+		{"a name not in ALLOWED_HOSTS: the client's Host reached the service", "open.example.com", "GET", "/api/forms", "", "", 403, `{"error":"Host not allowed"}`},
+		{"API_TOKEN set, no token", "token.example.com", "GET", "/api/forms", "", "", 401, `{"error":"Unauthorized"}`},
+		{"API_TOKEN set, the token", "token.example.com", "GET", "/api/forms", "Bearer " + token, "", 200, ""},
+		{"a body over 1 MiB: the service's own 413", "forms.example.com", "POST", "/api/forms", "", big, 413, `{"error":"Request body too large"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, "https://"+tc.host+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != tc.status || tc.want != "" && strings.TrimSpace(string(body)) != tc.want {
+				t.Errorf("%s https://%s%s = %d %.200s, want %d %s", tc.method, tc.host, tc.path, res.StatusCode, body, tc.status, tc.want)
+			}
+		})
+	}
+	for host, c := range upstreams {
+		if log := c.stderr.String(); !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) {
+			t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client:\n%s", host, log)
+		}
+	}
+}
+
+// readmeCaddyfile is the Caddyfile README's "Reverse proxy" gives: its global options
+// block, then one site block for forms.example.com.
+func readmeCaddyfile(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "**Reverse proxy.**")
+	if ok {
+		_, after, ok = strings.Cut(after, "```\n")
+	}
+	block, _, closed := strings.Cut(after, "```\n")
+	if !ok || !closed || !strings.Contains(block, "\nforms.example.com {") || !strings.Contains(block, "reverse_proxy 127.0.0.1:8080") {
+		t.Fatalf("README's Reverse proxy section has no Caddyfile for forms.example.com proxying to 127.0.0.1:8080:\n%s", block)
+	}
+	return block
+}
+
+// startCaddy runs caddy with README's Caddyfile, its site block repeated for each name
+// of upstreams (proxying to that service), on free ports and with its state in a
+// temporary folder, and answers a client that reaches every name at Caddy's HTTPS port
+// and trusts Caddy's root as README tells clients to. A port another process took
+// between freePort and Caddy's start is tried again with others.
+func startCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child) *http.Client {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		client, log, err := tryCaddy(t, caddy, caddyfile, upstreams)
+		if err == nil {
+			return client
+		}
+		if attempt == 3 || !strings.Contains(log, "address already in use") {
+			t.Fatalf("caddy: %v\n%s", err, log)
+		}
+	}
+}
+
+// tryCaddy is one start of startCaddy's: the client once Caddy serves
+// https://forms.example.com/healthz, else an error and Caddy's log.
+func tryCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child) (*http.Client, string, error) {
+	t.Helper()
+	global, site, _ := strings.Cut(caddyfile, "\nforms.example.com {")
+	site = "forms.example.com {" + site
+	httpsPort := freePort(t)
+	// admin off and the ports: a test's Caddy must not take :2019, :80 or :443.
+	conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
+	for host, c := range upstreams {
+		s := strings.ReplaceAll(site, "forms.example.com", host)
+		conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
+	}
+	state := t.TempDir()
+	path := filepath.Join(state, "Caddyfile")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+state, "XDG_DATA_HOME="+filepath.Join(state, "data"), "XDG_CONFIG_HOME="+filepath.Join(state, "config"))
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	root := filepath.Join(state, "data/caddy/pki/authorities/local/root.crt")
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			return nil, log.String(), errors.New("exited during start-up")
+		default:
+		}
+		if client, ok := caddyClient(root, httpsPort); ok {
+			return client, log.String(), nil
+		}
+	}
+	return nil, log.String(), errors.New("did not serve https://forms.example.com/healthz within 30 s")
+}
+
+// caddyClient is an HTTPS client that trusts the root certificate in the file root and
+// reaches every name at 127.0.0.1:port; ok once that file exists and
+// https://forms.example.com/healthz answers 200 through it.
+func caddyClient(root, port string) (client *http.Client, ok bool) {
+	pem, err := os.ReadFile(root)
+	if err != nil {
+		return nil, false
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, false
+	}
+	client = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port)
+		},
+	}}
+	res, err := client.Get("https://forms.example.com/healthz")
+	if err != nil {
+		return nil, false
+	}
+	res.Body.Close()
+	return client, res.StatusCode == http.StatusOK
+}
+
+// freePort is a TCP port on loopback that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
