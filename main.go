@@ -235,7 +235,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	store, err := OpenStore(ctx, cfg.DatabasePath, time.Now)
 	if err != nil {
-		return err
+		return fmt.Errorf("DATABASE_PATH: %w", err)
 	}
 	var hour, minute int
 	if cfg.SummarySchedule != "" {

@@ -1137,3 +1137,64 @@ func freePort(t *testing.T) string {
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
+// TestDatabaseFolderNotWritable: the service started with DATABASE_PATH in a folder that
+// is missing, is a file, or that its user may not write (a folder of mode 0555; as root,
+// the service runs as nobody, for whom root's rights do not hold) exits with status 1
+// and one line naming the variable, the folder and why, and creates nothing. SQLite's own
+// error said "unable to open database file: no such file or directory" for all three.
+func TestDatabaseFolderNotWritable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service as a process; -short skips it")
+	}
+	// A folder every user may enter, with a copy of this test binary every user may run.
+	top := t.TempDir()
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(top), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(top, "formsvc.test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(top, "read-only")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(top, "a-file")
+	writeFile(t, file, "not a folder")
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ name, folder, why string }{
+		{"missing", filepath.Join(top, "none"), "no such file or directory"},
+		{"a file", file, "not a directory"},
+		{"not writable by the service's user", readOnly, "permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), "FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(tc.folder, "forms.db"))
+			if os.Getuid() == 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			out, err := cmd.CombinedOutput()
+			if cmd.ProcessState == nil {
+				t.Fatalf("the service did not start: %v", err)
+			}
+			want := "DATABASE_PATH: database folder " + tc.folder + " cannot be written: " + tc.why + "\n"
+			if code := cmd.ProcessState.ExitCode(); code != 1 || string(out) != want {
+				t.Errorf("exit status %d (%v), output:\n%s\nwant status 1 and:\n%s", code, err, out, want)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(readOnly); err != nil || len(entries) != 0 {
+		t.Errorf("the read-only folder holds %v (%v)", entries, err)
+	}
+}

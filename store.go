@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -156,6 +157,9 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		"_foreign_keys": {"on"},
 		"_busy_timeout": {"10000"},
 	}
+	if err := checkFolder(path); err != nil {
+		return nil, err
+	}
 	if err := refuseNewerSchema(ctx, path); err != nil {
 		return nil, err
 	}
@@ -187,6 +191,24 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		return nil, fmt.Errorf("prepare form query: %w", err)
 	}
 	return s, nil
+}
+
+// checkFolder makes sure the folder of the database at path exists and can be written,
+// which SQLite needs even for a database that exists (it makes the -wal and -shm files
+// beside it). SQLite's own error for either is "unable to open database file", with an
+// errno that may be another's ("no such file or directory" for a folder it may not
+// write), so the check is made here, by writing a file there and removing it.
+func checkFolder(path string) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".formsvc-check-*")
+	if err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the file's name is ours; the folder's is what the reader needs
+		}
+		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // refuseNewerSchema refuses a database a newer program has migrated, before anything is
