@@ -129,6 +129,10 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"Grüße", "Grüße", ""},
 		{"a Content-Type without a subtype before the real one (issue 23)", from + date + "Content-Type: html\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",
 			"", "café", ""},
+		{"a type without a subtype keeps its charset", from + date + "Content-Type: text; charset=iso-8859-2\r\n\r\n\xb1\r\n",
+			"", "ą", ""},
+		{"a Content-Type without a type before the real one", from + date + "Content-Type: /plain\r\nContent-Type: text/html\r\n\r\n<p>The <b>HTML</b></p>\r\n",
+			"", "The HTML", ""},
 		{"of two Content-Type fields that name a type, the first", from + date + "Content-Type: text/html\r\nContent-Type: text/plain\r\n\r\n<p>The <b>first</b></p>\r\n",
 			"", "The first", ""},
 		{"a charset after the type without its semicolon (issue 23; enmime's mediatype_test.go: application/pdf name=\"file.pdf\")", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain charset=iso-8859-1\r\n\r\ncaf\xe9\r\n--b--\r\n",
@@ -179,6 +183,7 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 		{"application/pdf; x-unix-mode=0644; name=File name with spaces.pdf", "application/pdf", map[string]string{"x-unix-mode": "0644", "name": "File name with spaces.pdf"}},
 		{`text/plain; charset= "UTF-8"; format=flowed`, "text/plain", map[string]string{"charset": "UTF-8", "format": "flowed"}},
 		{"application/pdf; name=foo      ; format=flowed", "application/pdf", map[string]string{"name": "foo", "format": "flowed"}},
+		{`one/; name="file.two"; name="file.two"`, "application/octet-stream", map[string]string{"name": "file.two"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.value, func(t *testing.T) {

@@ -1009,9 +1009,12 @@ func TestReverseProxyCaddy(t *testing.T) {
 			}
 		})
 	}
+	// The client connects from 127.0.0.2, Caddy from 127.0.0.1, and Caddy's
+	// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
 	for host, c := range upstreams {
-		if log := c.stderr.String(); !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) {
-			t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client:\n%s", host, log)
+		log := c.stderr.String()
+		if !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) || strings.Contains(log, "127.0.0.2") {
+			t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client, or names the client (127.0.0.2):\n%s", host, log)
 		}
 	}
 }
@@ -1053,16 +1056,20 @@ func startCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*chi
 	}
 }
 
-// tryCaddy is one start of startCaddy's: the client once Caddy serves
-// https://forms.example.com/healthz, else an error and Caddy's log.
+// tryCaddy is one start of startCaddy's: the client once Caddy serves /healthz for every
+// name (it gets each name's certificate in the background after it starts), else an
+// error and Caddy's log.
 func tryCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child) (*http.Client, string, error) {
 	t.Helper()
 	global, site, _ := strings.Cut(caddyfile, "\nforms.example.com {")
 	site = "forms.example.com {" + site
 	httpsPort := freePort(t)
-	// admin off and the ports: a test's Caddy must not take :2019, :80 or :443.
-	conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
+	// admin off, the ports and loopback: a test's Caddy must not take :2019, :80 or :443,
+	// nor listen beyond the machine.
+	conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\tdefault_bind 127.0.0.1\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
+	var hosts []string
 	for host, c := range upstreams {
+		hosts = append(hosts, host)
 		s := strings.ReplaceAll(site, "forms.example.com", host)
 		conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
 	}
@@ -1094,17 +1101,17 @@ func tryCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child
 			return nil, log.String(), errors.New("exited during start-up")
 		default:
 		}
-		if client, ok := caddyClient(root, httpsPort); ok {
+		if client, ok := caddyClient(root, httpsPort, hosts); ok {
 			return client, log.String(), nil
 		}
 	}
-	return nil, log.String(), errors.New("did not serve https://forms.example.com/healthz within 30 s")
+	return nil, log.String(), errors.New("did not serve /healthz for every name within 30 s")
 }
 
 // caddyClient is an HTTPS client that trusts the root certificate in the file root and
-// reaches every name at 127.0.0.1:port; ok once that file exists and
-// https://forms.example.com/healthz answers 200 through it.
-func caddyClient(root, port string) (client *http.Client, ok bool) {
+// reaches every name at 127.0.0.1:port, from 127.0.0.2; ok once that file exists and
+// https://<host>/healthz answers 200 through it for each of hosts.
+func caddyClient(root, port string, hosts []string) (client *http.Client, ok bool) {
 	pem, err := os.ReadFile(root)
 	if err != nil {
 		return nil, false
@@ -1116,15 +1123,21 @@ func caddyClient(root, port string) (client *http.Client, ok bool) {
 	client = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool},
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port)
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+			return d.DialContext(ctx, network, "127.0.0.1:"+port)
 		},
 	}}
-	res, err := client.Get("https://forms.example.com/healthz")
-	if err != nil {
-		return nil, false
+	for _, host := range hosts {
+		res, err := client.Get("https://" + host + "/healthz")
+		if err != nil {
+			return nil, false
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return nil, false
+		}
 	}
-	res.Body.Close()
-	return client, res.StatusCode == http.StatusOK
+	return client, true
 }
 
 // freePort is a TCP port on loopback that was free a moment ago.
@@ -1142,7 +1155,7 @@ func freePort(t *testing.T) string {
 // is missing, is a file, or that its user may not write (a folder of mode 0555; as root,
 // the service runs as nobody, for whom root's rights do not hold) exits with status 1
 // and one line naming the variable, the folder and why, and creates nothing. SQLite's own
-// error said "unable to open database file: no such file or directory" for all three.
+// error named no folder, and said "no such file or directory" for the read-only one too.
 func TestDatabaseFolderNotWritable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the service as a process; -short skips it")
@@ -1172,19 +1185,34 @@ func TestDatabaseFolderNotWritable(t *testing.T) {
 	if err := os.Chmod(file, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Under go test -cover the child writes its counters here, not to a folder of root's.
+	coverage := filepath.Join(top, "coverage")
+	if err := os.Mkdir(coverage, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(coverage, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
 
-	for _, tc := range []struct{ name, folder, why string }{
-		{"missing", filepath.Join(top, "none"), "no such file or directory"},
-		{"a file", file, "not a directory"},
-		{"not writable by the service's user", readOnly, "permission denied"},
+	for _, tc := range []struct {
+		name, folder, why string
+		userMatters       bool // root may write any folder: then the service runs as nobody
+	}{
+		{"missing", filepath.Join(top, "none"), "no such file or directory", false},
+		{"a file", file, "not a directory", false},
+		{"not writable by the service's user", readOnly, "permission denied", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin)
-			cmd.Env = append(os.Environ(), "FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(tc.folder, "forms.db"))
-			if os.Getuid() == 0 {
+			cmd.Env = append(os.Environ(), "FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(tc.folder, "forms.db"), "GOCOVERDIR="+coverage)
+			asNobody := tc.userMatters && os.Getuid() == 0
+			if asNobody {
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 			}
 			out, err := cmd.CombinedOutput()
+			if cmd.ProcessState == nil && asNobody {
+				t.Skipf("cannot run the service as nobody here (a TMPDIR only root may enter, or no uid 65534 in this user namespace): %v", err)
+			}
 			if cmd.ProcessState == nil {
 				t.Fatalf("the service did not start: %v", err)
 			}

@@ -208,7 +208,10 @@ func checkFolder(path string) error {
 		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
 	}
 	f.Close()
-	return os.Remove(f.Name())
+	if err := os.Remove(f.Name()); err != nil {
+		return fmt.Errorf("database folder %s: remove the file that checked it: %w", dir, err)
+	}
+	return nil
 }
 
 // refuseNewerSchema refuses a database a newer program has migrated, before anything is

@@ -173,6 +173,26 @@ func TestOpenStoreRefusesURIPaths(t *testing.T) {
 	}
 }
 
+// TestOpenStoreLeavesOnlyItsFiles: the check that the database folder can be written
+// leaves nothing behind; the folder holds the database and SQLite's WAL files only.
+func TestOpenStoreLeavesOnlyItsFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(context.Background(), filepath.Join(dir, "forms.db"), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !slices.Contains([]string{"forms.db", "forms.db-wal", "forms.db-shm"}, e.Name()) {
+			t.Errorf("OpenStore left %s in the database folder", e.Name())
+		}
+	}
+}
+
 // TestResponseExportOwnValues: the export of a response carries its own values, not
 // those of a later response to the same form.
 func TestResponseExportOwnValues(t *testing.T) {

@@ -986,7 +986,7 @@ func (e mimeEntity) contentType(def string) (string, map[string]string) {
 			continue
 		}
 		mediaType, params := parseMediaType(string(f[1]))
-		if strings.Contains(mediaType, "/") {
+		if top, sub, _ := strings.Cut(mediaType, "/"); top != "" && sub != "" {
 			return mediaType, params
 		}
 		if first == nil {
@@ -1017,7 +1017,8 @@ func parseMediaType(value string) (string, map[string]string) {
 // reads it (fixMangledMediaType in mediatype/mediatype.go of
 // golang-github-jhillyerd-enmime-dev, from real mailers' messages): a parameter after
 // the type without its semicolon (text/html charset=utf-8), "text/" as text/plain,
-// "multipart/" as multipart/mixed, a third part of the type dropped (text/plain/x).
+// "multipart/" as multipart/mixed, any other type without a subtype as
+// application/octet-stream, a third part of the type dropped (text/plain/x).
 func lenientMediaType(value string) (string, map[string]string) {
 	params := map[string]string{}
 	mediaType, rest, _ := strings.Cut(value, ";")
@@ -1033,6 +1034,8 @@ func lenientMediaType(value string) (string, map[string]string) {
 			sub = "plain"
 		case sub == "" && top == "multipart":
 			sub = "mixed"
+		case sub == "":
+			top, sub = "application", "octet-stream"
 		}
 		mediaType = top + "/" + sub
 	}
