@@ -216,7 +216,7 @@ func openTestData(t *testing.T, path string) *bufio.Scanner {
 	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		t.Skipf("%s not installed (install unicode-data): %v", path, err)
+		notInstalled(t, "%s not installed (install unicode-data): %v", path, err)
 	}
 	if err != nil {
 		t.Fatal(err)

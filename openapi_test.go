@@ -256,7 +256,7 @@ func TestOpenAPIWhiteSpace(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			if _, err := exec.LookPath(e.command); err != nil {
-				t.Skipf("%s not installed: %v", e.command, err)
+				notInstalled(t, "%s not installed: %v", e.command, err)
 			}
 			out, err := exec.Command(e.command, e.args...).Output()
 			if err != nil {

@@ -628,7 +628,7 @@ func needFallbackFonts(t *testing.T) *fontIndex {
 	ix := newFontIndex(fontDirs(""))
 	for _, probe := range []rune{'们', 'あ', '한', 'ש', '\uFEDF', 'न'} {
 		if ix.fallbackFor(probe, nil) == nil {
-			t.Skipf("fallback fonts not installed: no font has %q %U (install fonts-noto-core, fonts-droid-fallback and fonts-nanum)", probe, probe)
+			notInstalled(t, "fallback fonts not installed: no font has %q %U (install fonts-noto-core, fonts-droid-fallback and fonts-nanum)", probe, probe)
 		}
 	}
 	return ix

@@ -24,7 +24,7 @@ import (
 func popplerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath(tool); err != nil {
-		t.Skipf("%s not installed: %v (install poppler-utils for the poppler checks)", tool, err)
+		notInstalled(t, "%s not installed: %v (install poppler-utils for the poppler checks)", tool, err)
 	}
 	path := filepath.Join(t.TempDir(), "doc.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {

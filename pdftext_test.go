@@ -311,7 +311,7 @@ func checkReaderText(t *testing.T, reader, text string, want ...string) {
 func mutoolText(t *testing.T, pdf []byte) string {
 	t.Helper()
 	if _, err := exec.LookPath("mutool"); err != nil {
-		t.Skipf("mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
+		notInstalled(t, "mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
 	}
 	path := filepath.Join(t.TempDir(), "doc.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
@@ -349,10 +349,10 @@ func pdfjsText(t *testing.T, pdf []byte) string {
 	dist := os.Getenv("PDFJS_DIST")
 	lib := filepath.Join(dist, "legacy", "build", "pdf.mjs")
 	if _, err := os.Stat(lib); dist == "" || err != nil {
-		t.Skipf("pdf.js not found (PDFJS_DIST=%q): set it to an installed pdfjs-dist folder for the pdf.js checks", dist)
+		notInstalled(t, "pdf.js not found (PDFJS_DIST=%q): set it to an installed pdfjs-dist folder for the pdf.js checks", dist)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skipf("node not installed: %v (needed for the pdf.js checks)", err)
+		notInstalled(t, "node not installed: %v (needed for the pdf.js checks)", err)
 	}
 	path := filepath.Join(t.TempDir(), "doc.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {

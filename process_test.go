@@ -759,7 +759,7 @@ func TestLitestreamReplica(t *testing.T) {
 	}
 	litestream, err := exec.LookPath("litestream")
 	if err != nil {
-		t.Skip("litestream (v0.3.13) is not installed; .ci/run installs it: go install github.com/benbjohnson/litestream/cmd/litestream@v0.3.13")
+		notInstalled(t, "litestream (v0.3.13) is not installed; .ci/run installs it: go install github.com/benbjohnson/litestream/cmd/litestream@v0.3.13")
 	}
 	config, err := filepath.Abs("docs/litestream.yml")
 	if err != nil {
@@ -871,7 +871,7 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
+		notInstalled(t, "systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
 	}
 	bin, err := builtBinary()
 	if err != nil {
@@ -958,7 +958,7 @@ func TestReverseProxyCaddy(t *testing.T) {
 	}
 	caddy, err := exec.LookPath("caddy")
 	if err != nil {
-		t.Skip("caddy is not installed; .ci/run installs Debian's caddy")
+		notInstalled(t, "caddy is not installed; .ci/run installs Debian's caddy")
 	}
 	const token = "proxy-test-token-0123456789"
 	dir := t.TempDir()
@@ -1211,7 +1211,7 @@ func TestDatabaseFolderNotWritable(t *testing.T) {
 			}
 			out, err := cmd.CombinedOutput()
 			if cmd.ProcessState == nil && asNobody {
-				t.Skipf("cannot run the service as nobody here (a TMPDIR only root may enter, or no uid 65534 in this user namespace): %v", err)
+				notInstalled(t, "cannot run the service as nobody here (a TMPDIR only root may enter, or no uid 65534 in this user namespace): %v", err)
 			}
 			if cmd.ProcessState == nil {
 				t.Fatalf("the service did not start: %v", err)
