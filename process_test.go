@@ -4,13 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -946,30 +953,53 @@ func TestEnvironmentFile(t *testing.T) {
 	}
 }
 
-// TestReverseProxyCaddy runs README's Caddyfile with Debian's caddy in front of three
-// services, as an operator deploys one: TLS from Caddy's internal authority, which the
-// client trusts through the root file README names; the Host the client asked for
-// reaches the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a
-// proxy; a body over 1 MiB gets the service's JSON 413 (README: Caddy passes it on);
-// the request log names the proxy as the client.
-func TestReverseProxyCaddy(t *testing.T) {
+// TestReverseProxy runs README's two reverse-proxy recipes as written, Caddy's and
+// nginx's, with Debian's caddy and nginx in front of three services, as an operator
+// deploys one: TLS (Caddy's internal root, which the client trusts through the file
+// README names; for nginx a certificate made here); the Host the client asked for reaches
+// the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a proxy; a body
+// over 1 MiB gets the service's 413, status, type and body (Caddy passes the service's
+// on, nginx answers it itself as README configures it); the request log names the proxy
+// as the client.
+func TestReverseProxy(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the service and Caddy as processes (seconds); -short skips it")
+		t.Skip("runs the service, Caddy and nginx as processes (seconds); -short skips it")
 	}
-	caddy, err := exec.LookPath("caddy")
-	if err != nil {
-		notInstalled(t, "caddy is not installed; .ci/run installs Debian's caddy")
+	for _, proxy := range []struct {
+		name  string
+		start func(t *testing.T, upstreams map[string]*child) *http.Client
+	}{
+		{"Caddy", startCaddy},
+		{"nginx", startNginx},
+	} {
+		t.Run(proxy.name, func(t *testing.T) {
+			const token = "proxy-test-token-0123456789"
+			dir := t.TempDir()
+			upstreams := map[string]*child{
+				"forms.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "allowed.db"), "ALLOWED_HOSTS=forms.example.com"),
+				"open.example.com":  startChild(t, "DATABASE_PATH="+filepath.Join(dir, "open.db")),
+				"token.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "token.db"), "API_TOKEN="+token),
+			}
+			client := proxy.start(t, upstreams)
+			checkThroughProxy(t, client, token)
+			// The client connects from 127.0.0.2, the proxy from 127.0.0.1, and Caddy's
+			// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
+			for host, c := range upstreams {
+				log := c.stderr.String()
+				if !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) || strings.Contains(log, "127.0.0.2") {
+					t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client, or names the client (127.0.0.2):\n%s", host, log)
+				}
+			}
+		})
 	}
-	const token = "proxy-test-token-0123456789"
-	dir := t.TempDir()
-	upstreams := map[string]*child{
-		"forms.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "allowed.db"), "ALLOWED_HOSTS=forms.example.com"),
-		"open.example.com":  startChild(t, "DATABASE_PATH="+filepath.Join(dir, "open.db")),
-		"token.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "token.db"), "API_TOKEN="+token),
-	}
-	client := startCaddy(t, caddy, readmeCaddyfile(t), upstreams)
+}
 
-	big := strings.Repeat("a", 2<<20)
+// checkThroughProxy sends TestReverseProxy's requests through client to the three
+// services of the names forms.example.com (in ALLOWED_HOSTS), open.example.com (not) and
+// token.example.com (API_TOKEN token), and checks each answer.
+func checkThroughProxy(t *testing.T, client *http.Client, token string) {
+	t.Helper()
+	over := strings.Repeat("a", 2<<20)
 	cases := []struct {
 		name, host, method, path, auth, body string
 		status                               int
@@ -977,11 +1007,12 @@ func TestReverseProxyCaddy(t *testing.T) {
 	}{
 		{"health", "forms.example.com", "GET", "/healthz", "", "", 200, `{"status":"ok"}`},
 		{"a name in ALLOWED_HOSTS is served", "forms.example.com", "GET", "/api/forms", "", "", 200, ""},
-		{"a form created through the proxy", "forms.example.com", "POST", "/api/forms", "", `{"title":"Via Caddy","categories":[]}`, 201, ""},
+		{"a form created through the proxy", "forms.example.com", "POST", "/api/forms", "", `{"title":"Via the proxy","categories":[]}`, 201, ""},
+		{"a body just under 1 MiB reaches the service", "forms.example.com", "POST", "/api/forms", "", `{"title":""}` + strings.Repeat(" ", 1<<20-12), 400, `{"error":"Form title is required"}`},
 		{"a name not in ALLOWED_HOSTS: the client's Host reached the service", "open.example.com", "GET", "/api/forms", "", "", 403, `{"error":"Host not allowed"}`},
 		{"API_TOKEN set, no token", "token.example.com", "GET", "/api/forms", "", "", 401, `{"error":"Unauthorized"}`},
 		{"API_TOKEN set, the token", "token.example.com", "GET", "/api/forms", "Bearer " + token, "", 200, ""},
-		{"a body over 1 MiB: the service's own 413", "forms.example.com", "POST", "/api/forms", "", big, 413, `{"error":"Request body too large"}`},
+		{"a body over 1 MiB: the service's 413", "forms.example.com", "POST", "/api/forms", "", over, 413, `{"error":"Request body too large"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1007,137 +1038,230 @@ func TestReverseProxyCaddy(t *testing.T) {
 			if res.StatusCode != tc.status || tc.want != "" && strings.TrimSpace(string(body)) != tc.want {
 				t.Errorf("%s https://%s%s = %d %.200s, want %d %s", tc.method, tc.host, tc.path, res.StatusCode, body, tc.status, tc.want)
 			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("Content-Type %q, want the service's application/json; charset=utf-8", ct)
+			}
 		})
-	}
-	// The client connects from 127.0.0.2, Caddy from 127.0.0.1, and Caddy's
-	// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
-	for host, c := range upstreams {
-		log := c.stderr.String()
-		if !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) || strings.Contains(log, "127.0.0.2") {
-			t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client, or names the client (127.0.0.2):\n%s", host, log)
-		}
 	}
 }
 
-// readmeCaddyfile is the Caddyfile README's "Reverse proxy" gives: its global options
-// block, then one site block for forms.example.com.
-func readmeCaddyfile(t *testing.T) string {
+// readmeBlock is the code block README's "Reverse proxy" gives after the words after,
+// which must hold each of wants.
+func readmeBlock(t *testing.T, after string, wants ...string) string {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "**Reverse proxy.**")
+	_, rest, ok := strings.Cut(string(readme), "**Reverse proxy.**")
 	if ok {
-		_, after, ok = strings.Cut(after, "```\n")
+		_, rest, ok = strings.Cut(rest, after)
 	}
-	block, _, closed := strings.Cut(after, "```\n")
-	if !ok || !closed || !strings.Contains(block, "\nforms.example.com {") || !strings.Contains(block, "reverse_proxy 127.0.0.1:8080") {
-		t.Fatalf("README's Reverse proxy section has no Caddyfile for forms.example.com proxying to 127.0.0.1:8080:\n%s", block)
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```\n")
+	}
+	block, _, closed := strings.Cut(rest, "```\n")
+	for _, want := range wants {
+		ok = ok && strings.Contains(block, want)
+	}
+	if !ok || !closed {
+		t.Fatalf("README's Reverse proxy section has no code block after %q holding %q:\n%s", after, wants, block)
 	}
 	return block
 }
 
 // startCaddy runs caddy with README's Caddyfile, its site block repeated for each name
-// of upstreams (proxying to that service), on free ports and with its state in a
-// temporary folder, and answers a client that reaches every name at Caddy's HTTPS port
-// and trusts Caddy's root as README tells clients to. A port another process took
-// between freePort and Caddy's start is tried again with others.
-func startCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child) *http.Client {
+// of upstreams (proxying to that service), with its state in a temporary folder, and
+// answers a client that trusts Caddy's root as README tells clients to.
+func startCaddy(t *testing.T, upstreams map[string]*child) *http.Client {
+	t.Helper()
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		notInstalled(t, "caddy is not installed; .ci/run installs Debian's caddy")
+	}
+	global, site, _ := strings.Cut(readmeBlock(t, "[Caddy]", "\nforms.example.com {", "reverse_proxy 127.0.0.1:8080"), "\nforms.example.com {")
+	site = "forms.example.com {" + site
+	state := t.TempDir()
+	root := filepath.Join(state, "data/caddy/pki/authorities/local/root.crt")
+	start := func(httpsPort string) *exec.Cmd {
+		// admin off, the ports and loopback: a test's Caddy must not take :2019, :80 or
+		// :443, nor listen beyond the machine.
+		conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\tdefault_bind 127.0.0.1\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
+		for host, c := range upstreams {
+			s := strings.ReplaceAll(site, "forms.example.com", host)
+			conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
+		}
+		path := filepath.Join(state, "Caddyfile")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+state, "XDG_DATA_HOME="+filepath.Join(state, "data"), "XDG_CONFIG_HOME="+filepath.Join(state, "config"))
+		return cmd
+	}
+	trust := func() (*x509.CertPool, bool) {
+		data, err := os.ReadFile(root) // written once Caddy has made its authority
+		pool := x509.NewCertPool()
+		return pool, err == nil && pool.AppendCertsFromPEM(data)
+	}
+	return runProxy(t, start, trust, slices.Collect(maps.Keys(upstreams)))
+}
+
+// startNginx runs nginx with README's server block, repeated for each name of upstreams
+// (proxying to that service) with a certificate made here for every name, and answers a
+// client that trusts that certificate.
+func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		notInstalled(t, "nginx is not installed; .ci/run installs Debian's nginx")
+	}
+	server := readmeBlock(t, "With nginx", "listen 443 ssl;", "server_name forms.example.com;", "proxy_pass http://127.0.0.1:8080;")
+	state := t.TempDir()
+	// nginx started by root runs its workers as nobody, who must reach its temporary
+	// folders here.
+	for _, dir := range []string{state, filepath.Dir(state)} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := slices.Collect(maps.Keys(upstreams))
+	certFile, keyFile, pool := selfSigned(t, state, hosts)
+	start := func(httpsPort string) *exec.Cmd {
+		conf := fmt.Sprintf("daemon off;\nerror_log stderr;\npid %s;\nevents {}\nhttp {\n\taccess_log off;\n\tclient_body_temp_path %s;\n\tproxy_temp_path %s;\n",
+			filepath.Join(state, "nginx.pid"), filepath.Join(state, "body"), filepath.Join(state, "proxy"))
+		for host, c := range upstreams {
+			s := regexp.MustCompile(`ssl_certificate\s+\S+;`).ReplaceAllString(server, "ssl_certificate "+certFile+";")
+			s = regexp.MustCompile(`ssl_certificate_key\s+\S+;`).ReplaceAllString(s, "ssl_certificate_key "+keyFile+";")
+			s = strings.Replace(s, "listen 443 ssl;", "listen 127.0.0.1:"+httpsPort+" ssl;", 1)
+			s = strings.ReplaceAll(s, "forms.example.com", host)
+			conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
+		}
+		conf += "}\n"
+		path := filepath.Join(state, "nginx.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return exec.Command(nginx, "-p", state, "-c", path)
+	}
+	return runProxy(t, start, func() (*x509.CertPool, bool) { return pool, true }, hosts)
+}
+
+// selfSigned writes a self-signed certificate for hosts and its key into dir, and
+// answers their files and a pool that trusts the certificate.
+func selfSigned(t *testing.T, dir string, hosts []string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: hosts[0]},
+		DNSNames:              hosts,
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	writeFile(t, certFile, string(certPEM))
+	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+// runProxy starts the proxy that start makes for a free HTTPS port, stops it when the
+// test ends, and answers a client that trusts the pool trust gives and reaches every name
+// at that port, from 127.0.0.2, once the proxy serves /healthz for each of hosts (Caddy
+// gets each name's certificate after it starts). A port another process took between
+// freePort and the proxy's start is tried again with others.
+func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd, trust func() (*x509.CertPool, bool), hosts []string) *http.Client {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		client, log, err := tryCaddy(t, caddy, caddyfile, upstreams)
-		if err == nil {
+		port := freePort(t)
+		cmd := start(port)
+		var log syncBuffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		// Its own process group, killed whole at the end: nginx's workers outlive a
+		// killed master, and hold the log's pipe open.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(exited)
+		}()
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		})
+		client, err := proxyReady(port, trust, hosts, exited)
+		switch {
+		case err == nil:
 			return client
+		case attempt < 3 && strings.Contains(log.String(), "address already in use"):
+			continue
 		}
-		if attempt == 3 || !strings.Contains(log, "address already in use") {
-			t.Fatalf("caddy: %v\n%s", err, log)
-		}
+		t.Fatalf("%s: %v\n%s", filepath.Base(cmd.Path), err, &log)
 	}
 }
 
-// tryCaddy is one start of startCaddy's: the client once Caddy serves /healthz for every
-// name (it gets each name's certificate in the background after it starts), else an
-// error and Caddy's log.
-func tryCaddy(t *testing.T, caddy, caddyfile string, upstreams map[string]*child) (*http.Client, string, error) {
-	t.Helper()
-	global, site, _ := strings.Cut(caddyfile, "\nforms.example.com {")
-	site = "forms.example.com {" + site
-	httpsPort := freePort(t)
-	// admin off, the ports and loopback: a test's Caddy must not take :2019, :80 or :443,
-	// nor listen beyond the machine.
-	conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\tdefault_bind 127.0.0.1\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
-	var hosts []string
-	for host, c := range upstreams {
-		hosts = append(hosts, host)
-		s := strings.ReplaceAll(site, "forms.example.com", host)
-		conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
-	}
-	state := t.TempDir()
-	path := filepath.Join(state, "Caddyfile")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+state, "XDG_DATA_HOME="+filepath.Join(state, "data"), "XDG_CONFIG_HOME="+filepath.Join(state, "config"))
-	var log syncBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	root := filepath.Join(state, "data/caddy/pki/authorities/local/root.crt")
+// proxyReady polls the proxy at 127.0.0.1:port until it serves /healthz for each of hosts,
+// for 30 s at most or until exited is closed.
+func proxyReady(port string, trust func() (*x509.CertPool, bool), hosts []string, exited <-chan struct{}) (*http.Client, error) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		select {
 		case <-exited:
-			return nil, log.String(), errors.New("exited during start-up")
+			return nil, errors.New("exited during start-up")
 		default:
 		}
-		if client, ok := caddyClient(root, httpsPort, hosts); ok {
-			return client, log.String(), nil
+		pool, ok := trust()
+		if !ok {
+			continue
+		}
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+				return d.DialContext(ctx, network, "127.0.0.1:"+port)
+			},
+		}}
+		if servesAll(client, hosts) {
+			return client, nil
 		}
 	}
-	return nil, log.String(), errors.New("did not serve /healthz for every name within 30 s")
+	return nil, errors.New("did not serve /healthz for every name within 30 s")
 }
 
-// caddyClient is an HTTPS client that trusts the root certificate in the file root and
-// reaches every name at 127.0.0.1:port, from 127.0.0.2; ok once that file exists and
-// https://<host>/healthz answers 200 through it for each of hosts.
-func caddyClient(root, port string, hosts []string) (client *http.Client, ok bool) {
-	pem, err := os.ReadFile(root)
-	if err != nil {
-		return nil, false
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, false
-	}
-	client = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool},
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
-			return d.DialContext(ctx, network, "127.0.0.1:"+port)
-		},
-	}}
+// servesAll reports whether https://<host>/healthz answers 200 through client for each
+// of hosts.
+func servesAll(client *http.Client, hosts []string) bool {
 	for _, host := range hosts {
 		res, err := client.Get("https://" + host + "/healthz")
 		if err != nil {
-			return nil, false
+			return false
 		}
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
-			return nil, false
+			return false
 		}
 	}
-	return client, true
+	return true
 }
 
 // freePort is a TCP port on loopback that was free a moment ago.
