@@ -1114,6 +1114,9 @@ func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
 	t.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
+		nginx, err = exec.LookPath("/usr/sbin/nginx") // Debian's, outside a user's PATH
+	}
+	if err != nil {
 		notInstalled(t, "nginx is not installed; .ci/run installs Debian's nginx")
 	}
 	server := readmeBlock(t, "With nginx", "listen 443 ssl;", "server_name forms.example.com;", "proxy_pass http://127.0.0.1:8080;")
