@@ -1,0 +1,731 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBackupDuringWriteLoad: formsvc backup, run as the operator runs it while the
+// service takes a 32-client write load, writes a copy that passes integrity_check and
+// holds every response acknowledged before the backup began; a second backup onto it is
+// refused with a one-line message and exit status 1, the copy unchanged.
+func TestBackupDuringWriteLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service and loads it (seconds); -short skips it")
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startLoadedChild(t)
+	defer close(c.stop)
+	before := c.sofar()
+	dest := filepath.Join(t.TempDir(), "backup.db")
+	backup := func() (string, string, error) {
+		cmd := exec.Command(bin, "backup", dest)
+		cmd.Env = append(os.Environ(), "DATABASE_PATH="+c.dbPath)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := backup()
+	if err != nil {
+		t.Fatalf("formsvc backup: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.HasPrefix(out, "backup of "+c.dbPath+" written to "+dest) {
+		t.Errorf("formsvc backup printed %q", out)
+	}
+	if n := len(c.sofar()); n == len(before) {
+		t.Errorf("no write was acknowledged while the backup ran (%d before and after)", n)
+	}
+	copied, err := os.ReadFile(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDatabase(t, dest, c.formID, before)
+
+	if err := os.WriteFile(dest, copied, 0o600); err != nil { // checkDatabase opened it
+		t.Fatal(err)
+	}
+	out, errOut, err = backup()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || out != "" ||
+		errOut != "backup of "+c.dbPath+": "+dest+" already exists; a backup never replaces a file\n" {
+		t.Errorf("a backup onto an existing file: %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	if again, _ := os.ReadFile(dest); !bytes.Equal(again, copied) {
+		t.Errorf("a refused backup changed the existing file")
+	}
+}
+
+// TestRestoreFromBackup follows README's restore: stop the service, put the backup in
+// place of the database (its -wal and -shm removed), start: the service serves what the
+// backup held and nothing written after it.
+func TestRestoreFromBackup(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "forms.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	base, done, _ := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	kept := createLoadForm(t, base)
+	dest := filepath.Join(dir, "backup.db")
+	if err := run(context.Background(), []string{"backup", dest}, func(k string) string {
+		return map[string]string{"DATABASE_PATH": dbPath}[k]
+	}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lost := createLoadForm(t, base)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, dest, dbPath)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	base, done, _ = startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	for id, want := range map[int64]int{kept: 200, lost: 404} {
+		res, err := http.Get(fmt.Sprintf("%s/api/forms/%d", base, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("form %d after the restore = %d, want %d", id, res.StatusCode, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLitestreamReplica follows README's Litestream recipe with docs/litestream.yml and
+// Litestream itself: the service under a 32-client write load, `litestream replicate` to
+// a file replica, kill -9 of the service and, once the replica holds its last commit, of
+// Litestream; `litestream restore` then gives a database that passes integrity_check and
+// holds every acknowledged response. A restore from a replica that does not exist fails
+// with Litestream's error and writes nothing.
+func TestLitestreamReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service and Litestream as processes (seconds); -short skips it")
+	}
+	litestream, err := exec.LookPath("litestream")
+	if err != nil {
+		notInstalled(t, "litestream (v0.3.13) is not installed; .ci/run installs it: go install github.com/benbjohnson/litestream/cmd/litestream@v0.3.13")
+	}
+	config, err := filepath.Abs("docs/litestream.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	replica := filepath.Join(dir, "replica")
+	env := func(dbPath string) []string {
+		return append(os.Environ(), "DATABASE_PATH="+dbPath, "LITESTREAM_REPLICA_URL=file://"+replica)
+	}
+	litestreamCmd := func(dbPath string, args ...string) *exec.Cmd {
+		cmd := exec.Command(litestream, args...)
+		cmd.Env = env(dbPath)
+		return cmd
+	}
+	// restore restores the replica of dbPath into a new file and reports Litestream's exit.
+	restore := func(dbPath, out string) ([]byte, error) {
+		return litestreamCmd(dbPath, "restore", "-config", config, "-o", out, dbPath).CombinedOutput()
+	}
+
+	c := startLoadedChild(t)
+	replicating := litestreamCmd(c.dbPath, "replicate", "-config", config)
+	var replicateLog syncBuffer
+	replicating.Stdout, replicating.Stderr = &replicateLog, &replicateLog
+	if err := replicating.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replicated := make(chan struct{}) // closed when Litestream has exited
+	go func() {
+		replicating.Wait()
+		close(replicated)
+	}()
+	t.Cleanup(func() {
+		replicating.Process.Kill()
+		<-replicated
+	})
+	waitRows(t, c.dbPath, 1500) // the load goes on while Litestream takes its snapshot and ships the WAL
+
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	close(c.stop)
+	acked := c.acked()
+
+	// Litestream ships what the killed service committed: wait until a restore holds
+	// every acknowledged response, then kill it too. A probe restored while Litestream
+	// still writes the replica may fail or come out malformed (seen once in a loaded
+	// full run): v0.3.13's Replica.Restore (replica.go) lists the snapshots, then the WAL
+	// segments, in separate reads of a folder that is being written. Such a probe is
+	// only not caught up yet; the restore checked below runs once nothing writes the
+	// replica, as README's restore does.
+	deadline := time.Now().Add(30 * time.Second)
+	for n := 0; ; n++ {
+		out := filepath.Join(dir, fmt.Sprintf("probe%d.db", n))
+		msg, err := restore(c.dbPath, out)
+		if err == nil {
+			var got int
+			if got, err = countResponses(out); err == nil && got >= len(acked) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica never caught up with %d acknowledged responses: %v %s\nlitestream replicate:\n%s", len(acked), err, msg, &replicateLog)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := replicating.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-replicated
+
+	restored := filepath.Join(dir, "restored.db")
+	if msg, err := restore(c.dbPath, restored); err != nil {
+		t.Fatalf("litestream restore: %v\n%s", err, msg)
+	}
+	checkDatabase(t, restored, c.formID, acked)
+
+	os.RemoveAll(replica)
+	missing := filepath.Join(dir, "from-missing.db")
+	msg, err := restore(c.dbPath, missing)
+	if err == nil || !strings.Contains(string(msg), "no matching backups found") {
+		t.Errorf("restore from a missing replica: %v\n%s", err, msg)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("restore from a missing replica left %s: %v", missing, err)
+	}
+}
+
+// countResponses is the number of responses in the database file at path, read-only.
+func countResponses(path string) (int, error) {
+	db, err := sql.Open("sqlite3", path+"?mode=ro")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRow(`SELECT count(*) FROM responses`).Scan(&n)
+	return n, err
+}
+
+// TestSystemdUnits: docs/formsvc.service and docs/litestream.service pass systemd-analyze
+// verify (with their ExecStart pointed at the binary just built, since verify checks that
+// the program exists), keep the hardening README promises, and systemd-analyze security
+// rates each one's exposure OK.
+func TestSystemdUnits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service (seconds); -short skips it")
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		notInstalled(t, "systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var paths []string
+	for _, unit := range []struct {
+		name, program string
+		lines         []string
+	}{
+		{"formsvc.service", "/usr/local/bin/formsvc", []string{"ExecStart=/usr/local/bin/formsvc", "StateDirectory=formsvc",
+			"Restart=on-failure", "After=litestream.service"}},
+		{"litestream.service", "/usr/local/bin/litestream", []string{"ExecStart=/usr/local/bin/litestream replicate -config /etc/formsvc/litestream.yml",
+			"Before=formsvc.service"}},
+	} {
+		text, err := os.ReadFile(filepath.Join("docs", unit.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range append(unit.lines, "User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "Restart=on-failure",
+			"NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc", "PrivateTmp=yes", "ProtectHome=yes") {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(text) {
+				t.Errorf("docs/%s lacks %s", unit.name, line)
+			}
+		}
+		path := filepath.Join(dir, unit.name)
+		writeFile(t, path, strings.Replace(string(text), "ExecStart="+unit.program, "ExecStart="+bin, 1))
+		paths = append(paths, path)
+
+		out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
+		m := regexp.MustCompile(`Overall exposure level for ` + regexp.QuoteMeta(unit.name) + `: (\d+\.\d+) (\w+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security %s: %v\n%s", unit.name, err, out)
+		}
+		if exposure, _ := strconv.ParseFloat(string(m[1]), 64); exposure > 2 {
+			t.Errorf("systemd-analyze security rates %s %s %s, want at most 2.0:\n%s", unit.name, m[1], m[2], out)
+		} else {
+			t.Logf("systemd-analyze security %s: %s %s", unit.name, m[1], m[2])
+		}
+	}
+	if out, err := exec.Command(analyze, append([]string{"verify"}, paths...)...).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestEnvironmentFile: every variable docs/formsvc.env sets, or shows commented out, is
+// one the service reads (or Litestream's, for docs/litestream.yml), so that a typo in the
+// example cannot pass for configuration.
+func TestEnvironmentFile(t *testing.T) {
+	t.Parallel()
+	read := map[string]bool{"TZ": true, "LITESTREAM_REPLICA_URL": true}
+	loadConfig(func(k string) string { read[k] = true; return "" })
+	data, err := os.ReadFile("docs/formsvc.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assignment := regexp.MustCompile(`^#?([A-Z][A-Z0-9_]*)=`)
+	var names []string
+	for line := range strings.Lines(string(data)) {
+		if m := assignment.FindStringSubmatch(line); m != nil {
+			names = append(names, m[1])
+			if !read[m[1]] {
+				t.Errorf("docs/formsvc.env sets %s, which nothing reads", m[1])
+			}
+		}
+	}
+	for _, want := range []string{"ADDR", "DATABASE_PATH", "API_TOKEN", "ALLOWED_HOSTS"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("docs/formsvc.env does not show %s", want)
+		}
+	}
+}
+
+// TestReverseProxy runs README's two reverse-proxy recipes as written, Caddy's and
+// nginx's, with Debian's caddy and nginx in front of three services, as an operator
+// deploys one: TLS (Caddy's internal root, which the client trusts through the file
+// README names; for nginx a certificate made here); the Host the client asked for reaches
+// the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a proxy; a body
+// over 1 MiB gets the service's 413, status, type and body (Caddy passes the service's
+// on, nginx answers it itself as README configures it); the request log names the proxy
+// as the client.
+func TestReverseProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service, Caddy and nginx as processes (seconds); -short skips it")
+	}
+	for _, proxy := range []struct {
+		name  string
+		start func(t *testing.T, upstreams map[string]*child) *http.Client
+	}{
+		{"Caddy", startCaddy},
+		{"nginx", startNginx},
+	} {
+		t.Run(proxy.name, func(t *testing.T) {
+			const token = "proxy-test-token-0123456789"
+			dir := t.TempDir()
+			upstreams := map[string]*child{
+				"forms.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "allowed.db"), "ALLOWED_HOSTS=forms.example.com"),
+				"open.example.com":  startChild(t, "DATABASE_PATH="+filepath.Join(dir, "open.db")),
+				"token.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "token.db"), "API_TOKEN="+token),
+			}
+			client := proxy.start(t, upstreams)
+			checkThroughProxy(t, client, token)
+			// The client connects from 127.0.0.2, the proxy from 127.0.0.1, and Caddy's
+			// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
+			for host, c := range upstreams {
+				log := c.stderr.String()
+				if !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) || strings.Contains(log, "127.0.0.2") {
+					t.Errorf("%s: the request log does not name the proxy (127.0.0.1) as the client, or names the client (127.0.0.2):\n%s", host, log)
+				}
+			}
+		})
+	}
+}
+
+// checkThroughProxy sends TestReverseProxy's requests through client to the three
+// services of the names forms.example.com (in ALLOWED_HOSTS), open.example.com (not) and
+// token.example.com (API_TOKEN token), and checks each answer.
+func checkThroughProxy(t *testing.T, client *http.Client, token string) {
+	t.Helper()
+	over := strings.Repeat("a", 2<<20)
+	cases := []struct {
+		name, host, method, path, auth, body string
+		status                               int
+		want                                 string // the answer, whole; empty: any
+	}{
+		{"health", "forms.example.com", "GET", "/healthz", "", "", 200, `{"status":"ok"}`},
+		{"a name in ALLOWED_HOSTS is served", "forms.example.com", "GET", "/api/forms", "", "", 200, ""},
+		{"a form created through the proxy", "forms.example.com", "POST", "/api/forms", "", `{"title":"Via the proxy","categories":[]}`, 201, ""},
+		{"a body just under 1 MiB reaches the service", "forms.example.com", "POST", "/api/forms", "", `{"title":""}` + strings.Repeat(" ", 1<<20-12), 400, `{"error":"Form title is required"}`},
+		{"a name not in ALLOWED_HOSTS: the client's Host reached the service", "open.example.com", "GET", "/api/forms", "", "", 403, `{"error":"Host not allowed"}`},
+		{"API_TOKEN set, no token", "token.example.com", "GET", "/api/forms", "", "", 401, `{"error":"Unauthorized"}`},
+		{"API_TOKEN set, the token", "token.example.com", "GET", "/api/forms", "Bearer " + token, "", 200, ""},
+		{"a body over 1 MiB: the service's 413", "forms.example.com", "POST", "/api/forms", "", over, 413, `{"error":"Request body too large"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, "https://"+tc.host+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != tc.status || tc.want != "" && strings.TrimSpace(string(body)) != tc.want {
+				t.Errorf("%s https://%s%s = %d %.200s, want %d %s", tc.method, tc.host, tc.path, res.StatusCode, body, tc.status, tc.want)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("Content-Type %q, want the service's application/json; charset=utf-8", ct)
+			}
+		})
+	}
+}
+
+// readmeBlock is the code block README's "Reverse proxy" gives after the words after,
+// which must hold each of wants.
+func readmeBlock(t *testing.T, after string, wants ...string) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "**Reverse proxy.**")
+	if ok {
+		_, rest, ok = strings.Cut(rest, after)
+	}
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```\n")
+	}
+	block, _, closed := strings.Cut(rest, "```\n")
+	for _, want := range wants {
+		ok = ok && strings.Contains(block, want)
+	}
+	if !ok || !closed {
+		t.Fatalf("README's Reverse proxy section has no code block after %q holding %q:\n%s", after, wants, block)
+	}
+	return block
+}
+
+// startCaddy runs caddy with README's Caddyfile, its site block repeated for each name
+// of upstreams (proxying to that service), with its state in a temporary folder, and
+// answers a client that trusts Caddy's root as README tells clients to.
+func startCaddy(t *testing.T, upstreams map[string]*child) *http.Client {
+	t.Helper()
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		notInstalled(t, "caddy is not installed; .ci/run installs Debian's caddy")
+	}
+	global, site, _ := strings.Cut(readmeBlock(t, "[Caddy]", "\nforms.example.com {", "reverse_proxy 127.0.0.1:8080"), "\nforms.example.com {")
+	site = "forms.example.com {" + site
+	state := t.TempDir()
+	root := filepath.Join(state, "data/caddy/pki/authorities/local/root.crt")
+	start := func(httpsPort string) *exec.Cmd {
+		// admin off, the ports and loopback: a test's Caddy must not take :2019, :80 or
+		// :443, nor listen beyond the machine.
+		conf := strings.Replace(global, "{\n", fmt.Sprintf("{\n\tadmin off\n\tdefault_bind 127.0.0.1\n\thttp_port %s\n\thttps_port %s\n", freePort(t), httpsPort), 1) + "\n"
+		for host, c := range upstreams {
+			s := strings.ReplaceAll(site, "forms.example.com", host)
+			conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
+		}
+		path := filepath.Join(state, "Caddyfile")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+state, "XDG_DATA_HOME="+filepath.Join(state, "data"), "XDG_CONFIG_HOME="+filepath.Join(state, "config"))
+		return cmd
+	}
+	trust := func() (*x509.CertPool, bool) {
+		data, err := os.ReadFile(root) // written once Caddy has made its authority
+		pool := x509.NewCertPool()
+		return pool, err == nil && pool.AppendCertsFromPEM(data)
+	}
+	return runProxy(t, start, trust, slices.Collect(maps.Keys(upstreams)))
+}
+
+// startNginx runs nginx with README's server block, repeated for each name of upstreams
+// (proxying to that service) with a certificate made here for every name, and answers a
+// client that trusts that certificate.
+func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		nginx, err = exec.LookPath("/usr/sbin/nginx") // Debian's, outside a user's PATH
+	}
+	if err != nil {
+		notInstalled(t, "nginx is not installed; .ci/run installs Debian's nginx")
+	}
+	server := readmeBlock(t, "With nginx", "listen 443 ssl;", "server_name forms.example.com;", "proxy_pass http://127.0.0.1:8080;")
+	state := t.TempDir()
+	// nginx started by root runs its workers as nobody, who must reach its temporary
+	// folders here.
+	for _, dir := range []string{state, filepath.Dir(state)} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := slices.Collect(maps.Keys(upstreams))
+	certFile, keyFile, pool := selfSigned(t, state, hosts)
+	start := func(httpsPort string) *exec.Cmd {
+		conf := fmt.Sprintf("daemon off;\nerror_log stderr;\npid %s;\nevents {}\nhttp {\n\taccess_log off;\n\tclient_body_temp_path %s;\n\tproxy_temp_path %s;\n",
+			filepath.Join(state, "nginx.pid"), filepath.Join(state, "body"), filepath.Join(state, "proxy"))
+		for host, c := range upstreams {
+			s := regexp.MustCompile(`ssl_certificate\s+\S+;`).ReplaceAllString(server, "ssl_certificate "+certFile+";")
+			s = regexp.MustCompile(`ssl_certificate_key\s+\S+;`).ReplaceAllString(s, "ssl_certificate_key "+keyFile+";")
+			s = strings.Replace(s, "listen 443 ssl;", "listen 127.0.0.1:"+httpsPort+" ssl;", 1)
+			s = strings.ReplaceAll(s, "forms.example.com", host)
+			conf += strings.ReplaceAll(s, "127.0.0.1:8080", strings.TrimPrefix(c.base, "http://"))
+		}
+		conf += "}\n"
+		path := filepath.Join(state, "nginx.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return exec.Command(nginx, "-p", state, "-c", path)
+	}
+	return runProxy(t, start, func() (*x509.CertPool, bool) { return pool, true }, hosts)
+}
+
+// selfSigned writes a self-signed certificate for hosts and its key into dir, and
+// answers their files and a pool that trusts the certificate.
+func selfSigned(t *testing.T, dir string, hosts []string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: hosts[0]},
+		DNSNames:              hosts,
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	writeFile(t, certFile, string(certPEM))
+	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+// runProxy starts the proxy that start makes for a free HTTPS port, stops it when the
+// test ends, and answers a client that trusts the pool trust gives and reaches every name
+// at that port, from 127.0.0.2, once the proxy serves /healthz for each of hosts (Caddy
+// gets each name's certificate after it starts). A port another process took between
+// freePort and the proxy's start is tried again with others.
+func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd, trust func() (*x509.CertPool, bool), hosts []string) *http.Client {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		cmd := start(port)
+		var log syncBuffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		// Its own process group, killed whole at the end: nginx's workers outlive a
+		// killed master, and hold the log's pipe open.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(exited)
+		}()
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		})
+		client, err := proxyReady(port, trust, hosts, exited)
+		switch {
+		case err == nil:
+			return client
+		case attempt < 3 && strings.Contains(log.String(), "address already in use"):
+			continue
+		}
+		t.Fatalf("%s: %v\n%s", filepath.Base(cmd.Path), err, &log)
+	}
+}
+
+// proxyReady polls the proxy at 127.0.0.1:port until it serves /healthz for each of hosts,
+// for 30 s at most or until exited is closed.
+func proxyReady(port string, trust func() (*x509.CertPool, bool), hosts []string, exited <-chan struct{}) (*http.Client, error) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			return nil, errors.New("exited during start-up")
+		default:
+		}
+		pool, ok := trust()
+		if !ok {
+			continue
+		}
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+				return d.DialContext(ctx, network, "127.0.0.1:"+port)
+			},
+		}}
+		if servesAll(client, hosts) {
+			return client, nil
+		}
+	}
+	return nil, errors.New("did not serve /healthz for every name within 30 s")
+}
+
+// servesAll reports whether https://<host>/healthz answers 200 through client for each
+// of hosts.
+func servesAll(client *http.Client, hosts []string) bool {
+	for _, host := range hosts {
+		res, err := client.Get("https://" + host + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// freePort is a TCP port on loopback that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestDatabaseFolderNotWritable: the service started with DATABASE_PATH in a folder that
+// is missing, is a file, or that its user may not write (a folder of mode 0555; as root,
+// the service runs as nobody, for whom root's rights do not hold) exits with status 1
+// and one line naming the variable, the folder and why, and creates nothing. SQLite's own
+// error named no folder, and said "no such file or directory" for the read-only one too.
+func TestDatabaseFolderNotWritable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service as a process; -short skips it")
+	}
+	// A folder every user may enter, with a copy of this test binary every user may run.
+	top := t.TempDir()
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(top), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(top, "formsvc.test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(top, "read-only")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(top, "a-file")
+	writeFile(t, file, "not a folder")
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Under go test -cover the child writes its counters here, not to a folder of root's.
+	coverage := filepath.Join(top, "coverage")
+	if err := os.Mkdir(coverage, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(coverage, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name, folder, why string
+		userMatters       bool // root may write any folder: then the service runs as nobody
+	}{
+		{"missing", filepath.Join(top, "none"), "no such file or directory", false},
+		{"a file", file, "not a directory", false},
+		{"not writable by the service's user", readOnly, "permission denied", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), "FORMSVC_TEST_SERVE=1", "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(tc.folder, "forms.db"), "GOCOVERDIR="+coverage)
+			asNobody := tc.userMatters && os.Getuid() == 0
+			if asNobody {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			out, err := cmd.CombinedOutput()
+			if cmd.ProcessState == nil && asNobody {
+				notInstalled(t, "cannot run the service as nobody here (a TMPDIR only root may enter, or no uid 65534 in this user namespace): %v", err)
+			}
+			if cmd.ProcessState == nil {
+				t.Fatalf("the service did not start: %v", err)
+			}
+			want := "DATABASE_PATH: database folder " + tc.folder + " cannot be written: " + tc.why + "\n"
+			if code := cmd.ProcessState.ExitCode(); code != 1 || string(out) != want {
+				t.Errorf("exit status %d (%v), output:\n%s\nwant status 1 and:\n%s", code, err, out, want)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(readOnly); err != nil || len(entries) != 0 {
+		t.Errorf("the read-only folder holds %v (%v)", entries, err)
+	}
+}
