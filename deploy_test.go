@@ -392,10 +392,11 @@ func countResponses(path string) (int, error) {
 	return n, err
 }
 
-// TestSystemdUnits: docs/formsvc.service and docs/litestream.service pass systemd-analyze
-// verify (with their ExecStart pointed at the binary just built, since verify checks that
-// the program exists), keep the hardening README promises, and systemd-analyze security
-// rates each one's exposure OK.
+// TestSystemdUnits: the units in docs/ (the service, Litestream, the backup and its
+// timer) pass systemd-analyze verify (with /usr/local/bin/formsvc and litestream pointed
+// at the binary just built, since verify checks that a program exists), keep the
+// hardening the production page promises, and systemd-analyze security rates each
+// service's exposure OK.
 func TestSystemdUnits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the service (seconds); -short skips it")
@@ -408,31 +409,38 @@ func TestSystemdUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hardening := []string{"User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "NoNewPrivileges=yes",
+		"ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc", "PrivateTmp=yes", "ProtectHome=yes"}
 	dir := t.TempDir()
 	var paths []string
 	for _, unit := range []struct {
-		name, program string
-		lines         []string
+		name  string
+		lines []string
 	}{
-		{"formsvc.service", "/usr/local/bin/formsvc", []string{"ExecStart=/usr/local/bin/formsvc", "StateDirectory=formsvc",
-			"Restart=on-failure", "After=litestream.service"}},
-		{"litestream.service", "/usr/local/bin/litestream", []string{"ExecStart=/usr/local/bin/litestream replicate -config /etc/formsvc/litestream.yml",
-			"Before=formsvc.service"}},
+		{"formsvc.service", append([]string{"ExecStart=/usr/local/bin/formsvc", "StateDirectory=formsvc",
+			"Restart=on-failure", "After=litestream.service"}, hardening...)},
+		{"litestream.service", append([]string{"ExecStart=/usr/local/bin/litestream replicate -config /etc/formsvc/litestream.yml",
+			"Restart=on-failure", "Before=formsvc.service"}, hardening...)},
+		{"formsvc-backup.service", append([]string{"Type=oneshot", "StateDirectory=formsvc formsvc/backups",
+			"ExecStartPost=/usr/bin/find /var/lib/formsvc/backups -name forms-*.db -mtime +14 -delete"}, hardening...)},
+		{"formsvc-backup.timer", []string{"OnCalendar=*-*-* 02:30:00", "Persistent=true", "WantedBy=timers.target"}},
 	} {
 		text, err := os.ReadFile(filepath.Join("docs", unit.name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range append(unit.lines, "User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env", "Restart=on-failure",
-			"NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc", "PrivateTmp=yes", "ProtectHome=yes") {
+		for _, line := range unit.lines {
 			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(text) {
 				t.Errorf("docs/%s lacks %s", unit.name, line)
 			}
 		}
 		path := filepath.Join(dir, unit.name)
-		writeFile(t, path, strings.Replace(string(text), "ExecStart="+unit.program, "ExecStart="+bin, 1))
+		built := strings.NewReplacer("/usr/local/bin/formsvc", bin, "/usr/local/bin/litestream", bin).Replace(string(text))
+		writeFile(t, path, built)
 		paths = append(paths, path)
-
+		if !strings.HasSuffix(unit.name, ".service") {
+			continue
+		}
 		out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
 		m := regexp.MustCompile(`Overall exposure level for ` + regexp.QuoteMeta(unit.name) + `: (\d+\.\d+) (\w+)`).FindSubmatch(out)
 		if m == nil {
@@ -446,6 +454,69 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	if out, err := exec.Command(analyze, append([]string{"verify"}, paths...)...).CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestBackupUnit runs docs/formsvc-backup.service's two commands as systemd would (%%
+// read as %), in a temporary folder in place of /var/lib/formsvc: the first writes a
+// backup named by the date and time, the second deletes the backups older than 14 days
+// and keeps the others.
+func TestBackupUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the service (seconds); -short skips it")
+	}
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile("docs/formsvc-backup.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	backups := filepath.Join(state, "backups")
+	if err := os.Mkdir(backups, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(state, "forms.db")
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	old, recent := filepath.Join(backups, "forms-old.db"), filepath.Join(backups, "forms-recent.db")
+	for file, age := range map[string]time.Duration{old: 15 * 24 * time.Hour, recent: 13 * 24 * time.Hour} {
+		writeFile(t, file, "a backup")
+		if err := os.Chtimes(file, time.Now().Add(-age), time.Now().Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	unit := strings.NewReplacer("%%", "%", "/usr/local/bin/formsvc", bin, "/var/lib/formsvc", state).Replace(string(text))
+	for _, key := range []string{"ExecStart", "ExecStartPost"} {
+		m := regexp.MustCompile(`(?m)^` + key + `=(/\S+) (.*)$`).FindStringSubmatch(unit)
+		if m == nil {
+			t.Fatalf("docs/formsvc-backup.service has no %s", key)
+		}
+		args := strings.Fields(m[2])
+		if m[1] == "/bin/sh" { // sh -c '<script>'
+			args = []string{"-c", strings.Trim(strings.TrimPrefix(m[2], "-c "), "'")}
+		}
+		cmd := exec.Command(m[1], args...)
+		cmd.Env = append(os.Environ(), "DATABASE_PATH="+dbPath)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", key, err, out)
+		}
+	}
+	dated, _ := filepath.Glob(filepath.Join(backups, "forms-2*.db"))
+	if len(dated) != 1 || !regexp.MustCompile(`/forms-\d{4}-\d\d-\d\dT\d{4}\.db$`).MatchString(dated[0]) {
+		t.Errorf("backups named by the date: %q, want one forms-YYYY-MM-DDTHHMM.db", dated)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a backup of 15 days ago is still there: %v", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a backup of 13 days ago is gone: %v", err)
 	}
 }
 
