@@ -86,7 +86,7 @@ func TestBackupDuringWriteLoad(t *testing.T) {
 	}
 }
 
-// TestRestoreFromBackup follows README's restore: stop the service, put the backup in
+// TestRestoreFromBackup follows docs/DEPLOY.md's restore: stop the service, put the backup in
 // place of the database (its -wal and -shm removed), start: the service serves what the
 // backup held and nothing written after it.
 func TestRestoreFromBackup(t *testing.T) {
@@ -548,24 +548,25 @@ func TestEnvironmentFile(t *testing.T) {
 	}
 }
 
-// TestReverseProxy runs README's two reverse-proxy recipes as written, Caddy's and
-// nginx's, with Debian's caddy and nginx in front of three services, as an operator
+// TestReverseProxy runs docs/DEPLOY.md's two reverse-proxy recipes as written, Caddy's
+// and nginx's, with Debian's caddy and nginx in front of three services, as an operator
 // deploys one: TLS (Caddy's internal root, which the client trusts through the file
-// README names; for nginx a certificate made here); the Host the client asked for reaches
-// the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a proxy; a body
-// over 1 MiB gets the service's 413, status, type and body (Caddy passes the service's
-// on, nginx answers it itself as README configures it); the request log names the proxy
-// as the client.
+// DEPLOY.md names; for nginx a certificate made here); the Host the client asked for
+// reaches the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a proxy;
+// a body over 1 MiB gets the service's 413, status, type and body (Caddy passes the
+// service's on, nginx answers it itself as DEPLOY.md configures it); the service's
+// request log names the proxy as the client, and the proxy's own log the client.
 func TestReverseProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the service, Caddy and nginx as processes (seconds); -short skips it")
 	}
 	for _, proxy := range []struct {
-		name  string
-		start func(t *testing.T, upstreams map[string]*child) *http.Client
+		name   string
+		start  func(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer)
+		client *regexp.Regexp // in the proxy's log: the client's address, 127.0.0.2
 	}{
-		{"Caddy", startCaddy},
-		{"nginx", startNginx},
+		{"Caddy", startCaddy, regexp.MustCompile(`"remote_ip":"127\.0\.0\.2"`)},
+		{"nginx", startNginx, regexp.MustCompile(`(?m)^127\.0\.0\.2 - - \[`)},
 	} {
 		t.Run(proxy.name, func(t *testing.T) {
 			const token = "proxy-test-token-0123456789"
@@ -575,8 +576,11 @@ func TestReverseProxy(t *testing.T) {
 				"open.example.com":  startChild(t, "DATABASE_PATH="+filepath.Join(dir, "open.db")),
 				"token.example.com": startChild(t, "DATABASE_PATH="+filepath.Join(dir, "token.db"), "API_TOKEN="+token),
 			}
-			client := proxy.start(t, upstreams)
+			client, proxyLog := proxy.start(t, upstreams)
 			checkThroughProxy(t, client, token)
+			if !proxy.client.MatchString(proxyLog.String()) {
+				t.Errorf("%s's log does not name the client, 127.0.0.2 (%s):\n%s", proxy.name, proxy.client, proxyLog)
+			}
 			// The client connects from 127.0.0.2, the proxy from 127.0.0.1, and Caddy's
 			// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
 			for host, c := range upstreams {
@@ -640,15 +644,15 @@ func checkThroughProxy(t *testing.T, client *http.Client, token string) {
 	}
 }
 
-// readmeBlock is the code block README's "Reverse proxy" gives after the words after,
-// which must hold each of wants.
-func readmeBlock(t *testing.T, after string, wants ...string) string {
+// deployBlock is the code block docs/DEPLOY.md's "Reverse proxy" gives after the words
+// after, which must hold each of wants.
+func deployBlock(t *testing.T, after string, wants ...string) string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
+	page, err := os.ReadFile("docs/DEPLOY.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "**Reverse proxy.**")
+	_, rest, ok := strings.Cut(string(page), "\n## Reverse proxy\n")
 	if ok {
 		_, rest, ok = strings.Cut(rest, after)
 	}
@@ -660,21 +664,21 @@ func readmeBlock(t *testing.T, after string, wants ...string) string {
 		ok = ok && strings.Contains(block, want)
 	}
 	if !ok || !closed {
-		t.Fatalf("README's Reverse proxy section has no code block after %q holding %q:\n%s", after, wants, block)
+		t.Fatalf("docs/DEPLOY.md's Reverse proxy section has no code block after %q holding %q:\n%s", after, wants, block)
 	}
 	return block
 }
 
-// startCaddy runs caddy with README's Caddyfile, its site block repeated for each name
-// of upstreams (proxying to that service), with its state in a temporary folder, and
-// answers a client that trusts Caddy's root as README tells clients to.
-func startCaddy(t *testing.T, upstreams map[string]*child) *http.Client {
+// startCaddy runs caddy with docs/DEPLOY.md's Caddyfile, its site block repeated for each
+// name of upstreams (proxying to that service), with its state in a temporary folder, and
+// answers a client that trusts Caddy's root as DEPLOY.md tells clients to, and Caddy's log.
+func startCaddy(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer) {
 	t.Helper()
 	caddy, err := exec.LookPath("caddy")
 	if err != nil {
 		notInstalled(t, "caddy is not installed; .ci/run installs Debian's caddy")
 	}
-	global, site, _ := strings.Cut(readmeBlock(t, "[Caddy]", "\nforms.example.com {", "reverse_proxy 127.0.0.1:8080"), "\nforms.example.com {")
+	global, site, _ := strings.Cut(deployBlock(t, "[Caddy]", "\nforms.example.com {", "\tlog\n", "reverse_proxy 127.0.0.1:8080"), "\nforms.example.com {")
 	site = "forms.example.com {" + site
 	state := t.TempDir()
 	root := filepath.Join(state, "data/caddy/pki/authorities/local/root.crt")
@@ -702,10 +706,11 @@ func startCaddy(t *testing.T, upstreams map[string]*child) *http.Client {
 	return runProxy(t, start, trust, slices.Collect(maps.Keys(upstreams)))
 }
 
-// startNginx runs nginx with README's server block, repeated for each name of upstreams
-// (proxying to that service) with a certificate made here for every name, and answers a
-// client that trusts that certificate.
-func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
+// startNginx runs nginx with docs/DEPLOY.md's server block, repeated for each name of
+// upstreams (proxying to that service) with a certificate made here for every name, and
+// answers a client that trusts that certificate, and nginx's log. The request log goes
+// to stderr, where Debian's nginx.conf sends it to /var/log/nginx/access.log.
+func startNginx(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer) {
 	t.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -714,7 +719,7 @@ func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
 	if err != nil {
 		notInstalled(t, "nginx is not installed; .ci/run installs Debian's nginx")
 	}
-	server := readmeBlock(t, "With nginx", "listen 443 ssl;", "server_name forms.example.com;", "proxy_pass http://127.0.0.1:8080;")
+	server := deployBlock(t, "With nginx", "listen 443 ssl;", "server_name forms.example.com;", "proxy_pass http://127.0.0.1:8080;")
 	state := t.TempDir()
 	// nginx started by root runs its workers as nobody, who must reach its temporary
 	// folders here.
@@ -726,7 +731,7 @@ func startNginx(t *testing.T, upstreams map[string]*child) *http.Client {
 	hosts := slices.Collect(maps.Keys(upstreams))
 	certFile, keyFile, pool := selfSigned(t, state, hosts)
 	start := func(httpsPort string) *exec.Cmd {
-		conf := fmt.Sprintf("daemon off;\nerror_log stderr;\npid %s;\nevents {}\nhttp {\n\taccess_log off;\n\tclient_body_temp_path %s;\n\tproxy_temp_path %s;\n",
+		conf := fmt.Sprintf("daemon off;\nerror_log stderr;\npid %s;\nevents {}\nhttp {\n\taccess_log /dev/stderr;\n\tclient_body_temp_path %s;\n\tproxy_temp_path %s;\n",
 			filepath.Join(state, "nginx.pid"), filepath.Join(state, "body"), filepath.Join(state, "proxy"))
 		for host, c := range upstreams {
 			s := regexp.MustCompile(`ssl_certificate\s+\S+;`).ReplaceAllString(server, "ssl_certificate "+certFile+";")
@@ -784,15 +789,15 @@ func selfSigned(t *testing.T, dir string, hosts []string) (certFile, keyFile str
 // runProxy starts the proxy that start makes for a free HTTPS port, stops it when the
 // test ends, and answers a client that trusts the pool trust gives and reaches every name
 // at that port, from 127.0.0.2, once the proxy serves /healthz for each of hosts (Caddy
-// gets each name's certificate after it starts). A port another process took between
-// freePort and the proxy's start is tried again with others.
-func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd, trust func() (*x509.CertPool, bool), hosts []string) *http.Client {
+// gets each name's certificate after it starts), and the proxy's output. A port another
+// process took between freePort and the proxy's start is tried again with others.
+func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd, trust func() (*x509.CertPool, bool), hosts []string) (*http.Client, *syncBuffer) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		cmd := start(port)
-		var log syncBuffer
-		cmd.Stdout, cmd.Stderr = &log, &log
+		log := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = log, log
 		// Its own process group, killed whole at the end: nginx's workers outlive a
 		// killed master, and hold the log's pipe open.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -811,11 +816,11 @@ func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd, trust func()
 		client, err := proxyReady(port, trust, hosts, exited)
 		switch {
 		case err == nil:
-			return client
+			return client, log
 		case attempt < 3 && strings.Contains(log.String(), "address already in use"):
 			continue
 		}
-		t.Fatalf("%s: %v\n%s", filepath.Base(cmd.Path), err, &log)
+		t.Fatalf("%s: %v\n%s", filepath.Base(cmd.Path), err, log)
 	}
 }
 
