@@ -953,3 +953,38 @@ func TestDatabaseFolderNotWritable(t *testing.T) {
 		t.Errorf("the read-only folder holds %v (%v)", entries, err)
 	}
 }
+
+// TestDocLinks: README gives the test command .ci/run runs, word for word, and every
+// relative link of README and docs/*.md names a file that exists (the pages moved once).
+func TestDocLinks(t *testing.T) {
+	t.Parallel()
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := regexp.MustCompile(`(?m)^FORMSVC_CI=1 go test .*$`).Find(ci)
+	if command == nil || !bytes.Contains(readme, command) {
+		t.Errorf("README does not give .ci/run's test command %q", command)
+	}
+	pages, _ := filepath.Glob("docs/*.md")
+	links := 0
+	for _, page := range append(pages, "README.md") {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\]\(([^):#]+)(#[^)]*)?\)`).FindAllSubmatch(text, -1) {
+			links++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), string(m[1]))); err != nil {
+				t.Errorf("%s links to %s: %v", page, m[1], err)
+			}
+		}
+	}
+	if links < 8 {
+		t.Errorf("found %d relative links; README alone has more", links)
+	}
+}
