@@ -91,7 +91,7 @@ type summaryRunner interface {
 }
 
 var trackerPipeline = &pipeline[ticket]{
-	name:        "tracker summary",
+	name:        trackerJob,
 	promptVar:   "TRACKER_PROMPT_FILE",
 	promptFile:  func(c config) string { return c.TrackerPromptFile },
 	builtIn:     trackerPromptBuiltIn,
@@ -115,7 +115,7 @@ var trackerPipeline = &pipeline[ticket]{
 }
 
 var emailPipeline = &pipeline[email]{
-	name:        "email summary",
+	name:        emailJob,
 	promptVar:   "EMAIL_PROMPT_FILE",
 	promptFile:  func(c config) string { return c.EmailPromptFile },
 	builtIn:     emailPromptBuiltIn,
@@ -134,6 +134,16 @@ var emailPipeline = &pipeline[email]{
 }
 
 func (p *pipeline[T]) jobName() string { return p.name }
+
+// The jobs' names: one job of a name runs at a time.
+const (
+	trackerJob = "tracker summary"
+	emailJob   = "email summary"
+)
+
+func trackerTemplate(cfg config) (string, error) { return trackerPipeline.template(cfg) }
+
+func emailTemplate(cfg config) (string, error) { return emailPipeline.template(cfg) }
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
