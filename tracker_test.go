@@ -37,7 +37,7 @@ func TestTrackerWindowEveryWeekday(t *testing.T) {
 				}
 			}
 			e.tracker.issues = issues
-			if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+			if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			calls := e.model.calls()
@@ -136,7 +136,7 @@ func TestOutboundRetries(t *testing.T) {
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			e.tracker.failures = tc.tracker
 			e.model.failures, e.model.gemini = tc.model, tc.gemini
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("generate = %v, want success after retries", err)
@@ -529,7 +529,7 @@ func TestTrackerRefusals(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(e.tracker)
 			}
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("generate = %v,\nwant %q", err, tc.want)
 			}
@@ -579,7 +579,7 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	e := newSummaryEnv(t, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), func(c *config) {
 		c.TrackerEndpoint, c.TrackerProjectID = noReason.URL+"/api/rest", "6"
 	})
-	if err := e.srv.generate(context.Background(), trackerPipeline); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
+	if err := e.srv.generateTrackerSummary(context.Background()); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
 		t.Errorf("generate = %v, want no project 6", err)
 	}
 }
@@ -594,7 +594,7 @@ func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
 	}))
 	defer other.Close()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint = other.URL + "/api/rest" })
-	err := e.srv.generate(context.Background(), trackerPipeline)
+	err := e.srv.generateTrackerSummary(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "MantisBT's answer names no login method (no X-Mantis-LoginMethod)") {
 		t.Errorf("generate = %v, want the missing login method", err)
 	}
@@ -616,7 +616,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 		issue(1, mantisDate(now), note(11, mantisDate(now), "public note"), secretNote),
 		hidden, noState,
 	}
-	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	calls := e.model.calls()
@@ -652,7 +652,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 	}
 	withPrivate := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = true })
 	withPrivate.tracker.issues = e.tracker.issues
-	if err := withPrivate.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := withPrivate.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if calls := withPrivate.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], "private note") {
@@ -780,7 +780,7 @@ func TestOutboundAnswerTooLarge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now, tc.change)
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if want := tc.name + ": answer larger than 32 MiB (status 200)"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("generate = %v, want %q", err, want)
 			}
