@@ -329,10 +329,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := loadConfig(func(string) string { return "" })
-	get := func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	}
-	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", get); err != nil || string(body) != "ok" {
+	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil); err != nil || string(body) != "ok" {
 		t.Errorf("a 201 = %q, %v; want the answer", body, err)
 	}
 
@@ -342,7 +339,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := callWithRetry(ctx, srv.Client(), cfg, "test", get)
+		_, _, err := callWithRetry(ctx, srv.Client(), cfg, "test", "GET", srv.URL, "", nil)
 		done <- err
 	}()
 	select {
@@ -384,9 +381,7 @@ func TestRetryPauseGrows(t *testing.T) {
 	cfg := loadConfig(func(string) string { return "" })
 	const delay = 40 * time.Millisecond
 	cfg.OutboundRetryDelay = delay
-	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	})
+	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil)
 	if err != nil || len(at) != 3 {
 		t.Fatalf("callWithRetry = %v after %d requests, want success after 3", err, len(at))
 	}
