@@ -490,6 +490,13 @@ func TestTrackerRefusals(t *testing.T) {
 			asGuest, 1},
 		{"unknown token, anonymous access, REST API disabled", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous, f.restOff = "guest", true },
 			asGuest, 1},
+		// The anonymous account without a user row yet is logged in by name, not by cookie:
+		// the service must not take that login for the token's.
+		{"unknown token, anonymous access by name", "2.28.4",
+			func(c *config) { c.TrackerKey = wrongKey },
+			func(f *fakeTracker) { f.anonymous, f.anonymousByName = "guest", true },
+			`MantisBT did not accept TRACKER_API_KEY and served another account, "guest" ` +
+				`(X-Mantis-LoginMethod: anonymous)`, 1},
 		{"no token", "2.28.4", func(c *config) { c.TrackerKey = "" }, nil, "TRACKER_API_KEY is not configured", 0},
 		{"no token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = "guest" },
 			"TRACKER_API_KEY is not configured", 0},
