@@ -352,8 +352,9 @@ func TestNothingToSummarise(t *testing.T) {
 	}
 	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-100*time.Hour)))}
-	generators := []func(context.Context) error{e.srv.generateTrackerSummary, e.srv.generateEmailSummary}
-	for _, generate := range generators {
+	for _, generate := range []func(context.Context) error{
+		e.srv.generateTrackerSummary, e.srv.generateEmailSummary,
+	} {
 		if err := generate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
