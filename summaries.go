@@ -51,9 +51,14 @@ const (
 	emailJob   = "email summary"
 )
 
-// errNoModelKey is missing configuration, which the earlier variant's GET
-// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-var errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
+var (
+	// errNoModelKey is missing configuration, which the earlier variant's GET
+	// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+	errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
+	// errNothingToSummarise is a prompt's when its window holds no ticket or message: the
+	// summary is then a fixed text, stored without asking the model.
+	errNothingToSummarise = errors.New("nothing to summarise")
+)
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
@@ -87,7 +92,7 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 
 // trackerPrompt is the tracker summary's prompt for the day of now: the tickets updated
 // in the window, private ones left out unless TRACKER_INCLUDE_PRIVATE (every API client
-// reads the summary). It is "" when there is none: nothing to summarise.
+// reads the summary).
 func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
 	template, err := trackerTemplate(cfg)
 	if err != nil {
@@ -109,7 +114,7 @@ func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now tim
 }
 
 // emailPrompt is the e-mail summary's prompt for the day of now: the messages of the
-// window in MAILDIR. It is "" when there is none: nothing to summarise.
+// window in MAILDIR.
 func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
 	template, err := emailTemplate(cfg)
 	if err != nil {
@@ -133,8 +138,11 @@ func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, err
 		return "", errNoModelKey
 	}
 	prompt, err := trackerPrompt(ctx, s.client, s.cfg, now)
-	if err != nil || prompt == "" {
-		return noTicketsText, err
+	switch {
+	case errors.Is(err, errNothingToSummarise):
+		return noTicketsText, nil
+	case err != nil:
+		return "", err
 	}
 	return complete(ctx, s.client, s.cfg, prompt)
 }
@@ -157,9 +165,10 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 	}
 	now := s.now()
 	text, err := emailPrompt(ctx, s.cfg, s.log, now)
-	if err == nil && text == "" {
-		text = noEmailsText
-	} else if err == nil {
+	switch {
+	case errors.Is(err, errNothingToSummarise):
+		text, err = noEmailsText, nil
+	case err == nil:
 		text, err = complete(ctx, s.client, s.cfg, text)
 	}
 	if err != nil {
@@ -210,12 +219,11 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// prompt is template with $DATE, the day of now, and placeholder, the array; "" when no
-// item was offered.
+// prompt is template with $DATE, the day of now, and placeholder, the array.
 func (f *promptFit) prompt(template, placeholder string, now time.Time) (string, error) {
 	switch {
 	case f.offered == 0:
-		return "", nil
+		return "", errNothingToSummarise
 	case len(f.items) == 0:
 		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", f.offered, f.maxChars)
 	}
@@ -245,11 +253,13 @@ func (s *server) startJob(name string, generate func(context.Context) error) {
 	started := s.jobs.start(name, func(ctx context.Context) {
 		defer s.logPanic("job", name)
 		start := s.now()
-		if err := generate(ctx); err != nil {
-			s.log.Error("summary job failed", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond), "err", err)
-			return
+		err := generate(ctx)
+		took := s.now().Sub(start).Round(time.Millisecond)
+		if err != nil {
+			s.log.Error("summary job failed", "job", name, "duration", took, "err", err)
+		} else {
+			s.log.Info("summary job done", "job", name, "duration", took)
 		}
-		s.log.Info("summary job done", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond))
 	})
 	if !started {
 		s.log.Info("summary job already running or shutting down; none started", "job", name)
@@ -292,12 +302,11 @@ func newSummaryJobs(now func() time.Time) *summaryJobs {
 }
 
 // start runs job in a goroutine with a context that ends at jobTimeout or at stop, unless
-// a job of the same name started less than jobTimeout ago (by j.now) is running or the
-// jobs are stopped; it reports whether it started job. A job still running past its
-// timeout is stuck where no context reaches (a hung network file system under the
-// Maildir, say): it is left to end on its own, its context cancelled so that it stores
-// nothing, and the new one starts. When the stuck one ends at last, the newer one's
-// entry stays.
+// the jobs are stopped or a job of the same name started less than jobTimeout ago (by
+// j.now) is running; it reports whether it started job. A job running past its timeout is
+// stuck where no context reaches (a hung network file system under the Maildir, say): it
+// is left to end on its own, its context cancelled so that it stores nothing, and the
+// new one takes its place.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
