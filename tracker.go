@@ -17,9 +17,6 @@ import (
 	"time"
 )
 
-// tracker.go holds every outbound call: the MantisBT walk, the model (complete) and what
-// both share (callWithRetry: bounds, retries, redaction).
-
 // MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
 // first, `notes` omitted when an issue has none, times as PHP's date('c') writes them.
 const (
@@ -123,12 +120,10 @@ type ticketSet struct {
 }
 
 // read takes a page of issues. It reports whether the page brought an issue of the window
-// not read before or updated since, and whether the next page may hold more of the
-// window: the list is sorted newest-updated first, so a short page is the last one, and
-// once a page ends outside the window every later page is older still. An update time
-// that is not RFC 3339 (MantisBT writes PHP's date('c'), core/date_api.php) fails the
-// walk, as does a note's creation time: silently passed over, either would leave the
-// summary short without a word.
+// not read before or updated since, and whether the next page may hold more of the window
+// (the list is sorted newest-updated first). An update time that is not RFC 3339 (PHP's
+// date('c'), core/date_api.php) fails the walk, as does a note's creation time: silently
+// passed over, either would leave the summary short without a word.
 func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, page int) (news, more bool, err error) {
 	issues, err := fetchTicketPage(ctx, client, cfg, page)
 	if err != nil {
@@ -304,10 +299,8 @@ func trackerRefusal(err error, cfg config) string {
 }
 
 // Outbound calls to the tracker and the model share one discipline: bounded time,
-// bounded bodies, retries on 429 and 5xx, and errors that name the status and the
-// provider's message but never a key.
-
-// maxAnswerBytes bounds what is read of a body of the tracker or the model.
+// bounded bodies (maxAnswerBytes), retries on 429 and 5xx, and errors that name the
+// status and the provider's message but never a key.
 const maxAnswerBytes = 32 << 20
 
 // callWithRetry sends a JSON request with body (nil: none) and the Authorization header
