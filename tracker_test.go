@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// TestTrackerWindowEveryWeekday runs the tracker pipeline on each day of a week and
+// TestTrackerWindowEveryWeekday makes the tracker summary on each day of a week and
 // checks which tickets and notes reach the model.
 func TestTrackerWindowEveryWeekday(t *testing.T) {
 	loc := berlin(t)
@@ -648,7 +648,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 		t.Errorf("with includePrivate, an e-mail address is kept: %s", got)
 	}
 
-	// TRACKER_INCLUDE_PRIVATE=true reaches the pipeline.
+	// TRACKER_INCLUDE_PRIVATE=true reaches the tracker prompt.
 	if !loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}[k] }).TrackerIncludePrivate {
 		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
 	}
