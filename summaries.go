@@ -369,7 +369,9 @@ func (s *server) scheduleSummaries(hour, minute int) {
 	}
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("job", "summary schedule")
-		if now := s.now(); nextRun(now, hour, minute).Day() != now.Day() { // today's has passed
+		now := s.now()
+		y, m, d := now.Date()
+		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
 			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
 			switch {
 			case errors.Is(err, errNotFound):
