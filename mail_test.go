@@ -289,10 +289,10 @@ func BenchmarkEmailPromptBusyWindow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	src := sources{cfg: config{Maildir: dir}, log: slog.New(slog.DiscardHandler)}
+	log := slog.New(slog.DiscardHandler)
 	for b.Loop() {
 		fit := promptFit{maxChars: maxPromptDataChars, size: 2}
-		err := emailPipeline.gather(context.Background(), src, start, func(e email) (bool, error) { return fit.offer(e) })
+		err := readMaildir(context.Background(), os.DirFS(dir), start, log, func(e email) (bool, error) { return fit.offer(e) })
 		if err != nil || fit.offered > 1000 || len(fit.items) < 100 {
 			b.Fatalf("gather = %v after %d offers, %d kept", err, fit.offered, len(fit.items))
 		}

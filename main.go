@@ -136,21 +136,19 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 func logSummaryReadiness(log *slog.Logger, cfg config) {
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
 	for _, kind := range []struct {
-		summary interface {
-			jobName() string
-			template(config) (string, error)
-		}
-		missing []string
-	}{{trackerPipeline, trackerGaps}, {emailPipeline, emailGaps}} {
-		_, promptErr := kind.summary.template(cfg)
+		name     string
+		template func(config) (string, error)
+		missing  []string
+	}{{trackerJob, trackerTemplate, trackerGaps}, {emailJob, emailTemplate, emailGaps}} {
+		_, promptErr := kind.template(cfg)
 		if promptErr != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind.summary.jobName(), "err", promptErr)
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind.name, "err", promptErr)
 		}
 		if len(kind.missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind.summary.jobName(), "missing", strings.Join(kind.missing, ", "))
+			log.Warn("summaries cannot run until configured", "kind", kind.name, "missing", strings.Join(kind.missing, ", "))
 		}
 		if promptErr == nil && len(kind.missing) == 0 {
-			log.Info("summaries configured", "kind", kind.summary.jobName(), "model", cfg.GenAIModel)
+			log.Info("summaries configured", "kind", kind.name, "model", cfg.GenAIModel)
 		}
 	}
 }

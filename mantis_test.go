@@ -35,9 +35,15 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     No token: core.php sets $g_login_anonymous, so auth_is_user_authenticated() logs the
 //     anonymous account in by cookie when the tracker has one: X-Mantis-LoginMethod
 //     "cookie", X-Mantis-Username the anonymous account (8e84c922 L38-41, master L74-77),
-//     and the API is served even when disabled (ATTRIBUTE_FORCE_API_ENABLED). Without an
-//     anonymous account: 401 "API token required" on 2.26 (L45-46), 401 "Valid API token
-//     required" with WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
+//     and the API is served even when disabled (ATTRIBUTE_FORCE_API_ENABLED). Where the
+//     anonymous account has no user row, so no cookie (auth_get_current_user_cookie in
+//     core/authentication_api.php finds none), it is logged in by name instead, as
+//     LOGIN_METHOD_ANONYMOUS: X-Mantis-LoginMethod "anonymous" (8e84c922 L42-51; 3af60d475,
+//     the 2.27 fallback, L62-65); mci_check_login then passes where the login method
+//     creates users at their first login (BASIC_AUTH: auth_auto_create_user). That login
+//     is not by cookie, so a disabled API refuses it (503). Without an anonymous account:
+//     401 "API token required" on 2.26 (L45-46), 401 "Valid API token required" with
+//     WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
 //   - A user whose login fails (disabled): 403 "Access denied" (8e84c922 L80-81, master
 //     L91-92); below webservice_readonly_access_level_threshold: 403 "Higher access level
 //     required for API access" (8e84c922 L85-87, and in master after impersonation).
@@ -71,14 +77,16 @@ type fakeTracker struct {
 	version  string           // MANTIS_VERSION; "2.28.4" when empty
 	project  string           // the project that exists; "1" when empty
 	// anonymous is the tracker's anonymous account ($g_anonymous_account, with
-	// $g_allow_anonymous_login ON); "" when it has none.
-	anonymous string
-	disabled  bool // the token's user is disabled
-	lowAccess bool // the token's user is below the API's access threshold
-	noAccess  bool // the token's user may not see the project
-	fault     bool // the user sees the project but may not read it through the API
-	restOff   bool // $g_webservice_rest_enabled = OFF
-	offline   bool // an administrator took MantisBT offline (mantis_offline.php)
+	// $g_allow_anonymous_login ON); "" when it has none. anonymousByName: the account has
+	// no user row yet, so MantisBT logs it in as "anonymous", not by cookie.
+	anonymous       string
+	anonymousByName bool
+	disabled        bool // the token's user is disabled
+	lowAccess       bool // the token's user is below the API's access threshold
+	noAccess        bool // the token's user may not see the project
+	fault           bool // the user sees the project but may not read it through the API
+	restOff         bool // $g_webservice_rest_enabled = OFF
+	offline         bool // an administrator took MantisBT offline (mantis_offline.php)
 	// afterPage, when set, runs after each page is served, with the lock held: the
 	// tracker's data may change between the pages of one walk.
 	afterPage func(f *fakeTracker, page int)
@@ -177,8 +185,12 @@ func (f *fakeTracker) login(w http.ResponseWriter, token string) (method, user s
 	case token != "" && v226:
 		f.refuse(w, 403, "API token not found")
 		return "", "", true
-	case f.anonymous != "": // no token, or on 2.27 and later one no user has
-		return "cookie", f.anonymous, false // the anonymous account passes every check below
+	// No token, or on 2.27 and later one no user has: the anonymous account passes every
+	// check below.
+	case f.anonymous != "" && f.anonymousByName:
+		return "anonymous", f.anonymous, false
+	case f.anonymous != "":
+		return "cookie", f.anonymous, false
 	case v226:
 		f.refuse(w, 401, "API token required")
 		return "", "", true

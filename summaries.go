@@ -27,113 +27,38 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
 )
 
-// Texts stored without asking the model when there is nothing to summarise.
 const (
+	// Texts stored without asking the model when there is nothing to summarise.
 	noTicketsText = "No tracker tickets updated recently."
 	noEmailsText  = "No emails received recently."
 	// maxPromptDataChars bounds $TRACKER_TICKETS and $EMAILS, so that one busy day cannot
 	// exceed a model's context or budget.
 	maxPromptDataChars = 200_000
+	// jobTimeout bounds a summary job: a tracker walk of 20 pages and a model call take
+	// minutes at worst, and a job that outlives it no longer holds back the next one.
+	jobTimeout = 10 * time.Minute
+	// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone
+	// may ask, and each run costs a model call.
+	onDemandInterval = 30 * time.Second
+	// The jobs' names: one job of a name runs at a time.
+	trackerJob = "tracker summary"
+	emailJob   = "email summary"
 )
 
-// configError is a missing model key or prompt template, which the earlier variant's
-// GET /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-// msg goes to the client, so it names a setting, never a path; err, which may name
-// one, goes to the log only.
-type configError struct {
-	msg string
-	err error // the cause, or nil
-}
-
-func (e *configError) Error() string {
-	if e.err == nil {
-		return e.msg
-	}
-	return e.msg + ": " + e.err.Error()
-}
-
-func (e *configError) Unwrap() error { return e.err }
-
-// pipeline is one kind of summary, as a chain of typed steps: gather the items of the
-// window (T: a ticket, an e-mail), fit their JSON into the prompt, ask the model, save
-// its text.
-type pipeline[T any] struct {
-	name        string // for logs
-	promptVar   string // the variable naming a template file that replaces the built-in one
-	promptFile  func(config) string
-	builtIn     string // the template built into the binary, used when promptFile is ""
-	placeholder string // replaced by the JSON array of the items
-	emptyText   string // stored without asking the model when there is no item
-	// gather offers the items of the window to fit, newest first, and stops when fit
-	// answers false: the prompt is full.
-	gather func(ctx context.Context, src sources, start time.Time, fit func(T) (bool, error)) error
-	save   func(store *Store, ctx context.Context, date time.Time, text string) error
-}
-
-// sources is what a pipeline gathers from: the configuration and the outbound client.
-type sources struct {
-	cfg    config
-	client *http.Client
-	log    *slog.Logger
-}
-
-// summaryRunner is a pipeline of either kind, as the jobs, the schedule and the handlers
-// start them.
-type summaryRunner interface {
-	jobName() string
-	text(ctx context.Context, s *server, now time.Time) (string, error)
-	saveText(ctx context.Context, s *server, date time.Time, text string) error
-}
-
-var trackerPipeline = &pipeline[ticket]{
-	name:        "tracker summary",
-	promptVar:   "TRACKER_PROMPT_FILE",
-	promptFile:  func(c config) string { return c.TrackerPromptFile },
-	builtIn:     trackerPromptBuiltIn,
-	placeholder: "$TRACKER_TICKETS",
-	emptyText:   noTicketsText,
-	gather: func(ctx context.Context, src sources, start time.Time, fit func(ticket) (bool, error)) error {
-		// Private issues and notes stay out unless TRACKER_INCLUDE_PRIVATE: every API
-		// client reads the summary.
-		tickets, err := recentTickets(ctx, src.client, src.cfg, start, src.cfg.TrackerIncludePrivate)
-		if err != nil {
-			return err
-		}
-		for _, t := range tickets {
-			if more, err := fit(t); !more || err != nil {
-				return err
-			}
-		}
-		return nil
-	},
-	save: (*Store).SaveTrackerSummary,
-}
-
-var emailPipeline = &pipeline[email]{
-	name:        "email summary",
-	promptVar:   "EMAIL_PROMPT_FILE",
-	promptFile:  func(c config) string { return c.EmailPromptFile },
-	builtIn:     emailPromptBuiltIn,
-	placeholder: "$EMAILS",
-	emptyText:   noEmailsText,
-	gather: func(ctx context.Context, src sources, start time.Time, fit func(email) (bool, error)) error {
-		if src.cfg.Maildir == "" {
-			return errors.New("MAILDIR is not configured")
-		}
-		if err := readMaildir(ctx, os.DirFS(src.cfg.Maildir), start, src.log, fit); err != nil {
-			return fmt.Errorf("MAILDIR %s: %w", src.cfg.Maildir, err) // the fs.FS names only new/ or cur/
-		}
-		return nil
-	},
-	save: (*Store).AddEmailSummary,
-}
-
-func (p *pipeline[T]) jobName() string { return p.name }
+var (
+	// errNoModelKey is missing configuration, which the earlier variant's GET
+	// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+	errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
+	// errNothingToSummarise is a prompt's when its window holds no ticket or message: the
+	// summary is then a fixed text, stored without asking the model.
+	errNothingToSummarise = errors.New("nothing to summarise")
+)
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
@@ -143,47 +68,113 @@ var (
 	emailPromptBuiltIn string
 )
 
-// template is the pipeline's prompt template: the file its variable names, read for each
-// job so that an edit takes effect without a restart, else the built-in one.
-func (p *pipeline[T]) template(cfg config) (string, error) {
-	file := p.promptFile(cfg)
+func trackerTemplate(cfg config) (string, error) {
+	return promptTemplate(cfg.TrackerPromptFile, "TRACKER_PROMPT_FILE", trackerPromptBuiltIn)
+}
+
+func emailTemplate(cfg config) (string, error) {
+	return promptTemplate(cfg.EmailPromptFile, "EMAIL_PROMPT_FILE", emailPromptBuiltIn)
+}
+
+// promptTemplate reads file, which variable names, for each job, so that an edit takes
+// effect without a restart; without a file it is builtIn. Its error is missing
+// configuration whose message, for the client, names no path; the log gets the cause.
+func promptTemplate(file, variable, builtIn string) (string, error) {
 	if file == "" {
-		return p.builtIn, nil
+		return builtIn, nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return "", &configError{msg: "Prompt template not readable", err: fmt.Errorf("%s: %w", p.promptVar, err)}
+		err = &apiError{kind: kindRejected, msg: "Prompt template not readable", err: fmt.Errorf("%s: %w", variable, err)}
 	}
-	return string(data), nil
+	return string(data), err
 }
 
-func (p *pipeline[T]) saveText(ctx context.Context, s *server, date time.Time, text string) error {
-	return p.save(s.store, ctx, date, text)
-}
-
-// text runs the pipeline for the day of now: check the configuration, read the template,
-// gather and fit the
-// material of the window, and ask the model unless there is none.
-func (p *pipeline[T]) text(ctx context.Context, s *server, now time.Time) (string, error) {
-	if s.cfg.GenAIKey == "" {
-		return "", &configError{msg: "GENAI_API_KEY is not configured"}
+// trackerPrompt is the tracker summary's prompt for the day of now: the tickets updated
+// in the window, private ones left out unless TRACKER_INCLUDE_PRIVATE (every API client
+// reads the summary).
+func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
+	template, err := trackerTemplate(cfg)
+	if err != nil {
+		return "", err
 	}
-	template, err := p.template(s.cfg)
+	tickets, err := recentTickets(ctx, client, cfg, windowStart(now), cfg.TrackerIncludePrivate)
 	if err != nil {
 		return "", err
 	}
 	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
-	if err := p.gather(ctx, sources{cfg: s.cfg, client: s.client, log: s.log}, windowStart(now), func(item T) (bool, error) { return fit.offer(item) }); err != nil {
+	for _, t := range tickets {
+		if more, err := fit.offer(t); err != nil {
+			return "", err
+		} else if !more {
+			break
+		}
+	}
+	return fit.prompt(template, "$TRACKER_TICKETS", now)
+}
+
+// emailPrompt is the e-mail summary's prompt for the day of now: the messages of the
+// window in MAILDIR.
+func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
+	template, err := emailTemplate(cfg)
+	if err != nil {
 		return "", err
 	}
-	switch {
-	case fit.offered == 0:
-		return p.emptyText, nil
-	case len(fit.items) == 0:
-		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", fit.offered, maxPromptDataChars)
+	if cfg.Maildir == "" {
+		return "", errors.New("MAILDIR is not configured")
 	}
-	prompt := strings.NewReplacer("$DATE", now.Format("2006-01-02"), p.placeholder, string(fit.json())).Replace(template)
+	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
+	err = readMaildir(ctx, os.DirFS(cfg.Maildir), windowStart(now), log, func(m email) (bool, error) { return fit.offer(m) })
+	if err != nil {
+		return "", fmt.Errorf("MAILDIR %s: %w", cfg.Maildir, err) // the fs.FS names only new/ or cur/
+	}
+	return fit.prompt(template, "$EMAILS", now)
+}
+
+// trackerSummary is the tracker summary of the day of now: the model's text, or
+// noTicketsText without asking it. The model key is checked before the tracker is read.
+func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
+	if s.cfg.GenAIKey == "" {
+		return "", errNoModelKey
+	}
+	prompt, err := trackerPrompt(ctx, s.client, s.cfg, now)
+	switch {
+	case errors.Is(err, errNothingToSummarise):
+		return noTicketsText, nil
+	case err != nil:
+		return "", err
+	}
 	return complete(ctx, s.client, s.cfg, prompt)
+}
+
+// generateTrackerSummary stores today's tracker summary in place of any of the day.
+func (s *server) generateTrackerSummary(ctx context.Context) error {
+	now := s.now()
+	text, err := s.trackerSummary(ctx, now)
+	if err != nil {
+		return err
+	}
+	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
+}
+
+// generateEmailSummary adds a summary of today's e-mail: the model's text, or
+// noEmailsText without asking it. The model key is checked before the Maildir is read.
+func (s *server) generateEmailSummary(ctx context.Context) error {
+	if s.cfg.GenAIKey == "" {
+		return errNoModelKey
+	}
+	now := s.now()
+	text, err := emailPrompt(ctx, s.cfg, s.log, now)
+	switch {
+	case errors.Is(err, errNothingToSummarise):
+		text, err = noEmailsText, nil
+	case err == nil:
+		text, err = complete(ctx, s.client, s.cfg, text)
+	}
+	if err != nil {
+		return err
+	}
+	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
 }
 
 // promptFit builds a prompt's JSON array of at most maxChars characters from items
@@ -198,13 +189,16 @@ type promptFit struct {
 	items    [][]byte
 }
 
-// offer marshals item and keeps it if it fits; it answers false once the array is full.
+// offer marshals item and keeps it if it fits; it reports false once the array is full.
 func (f *promptFit) offer(item any) (bool, error) {
 	f.offered++
-	raw, err := marshalPlain(item)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(item); err != nil {
 		return false, fmt.Errorf("prompt data: %w", err)
 	}
+	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	chars := utf8.RuneCount(raw)
 	if 2+chars > f.maxChars {
 		return true, nil
@@ -225,15 +219,15 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// marshalPlain is json.Marshal without the escaping of <, > and &.
-func marshalPlain(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// prompt is template with $DATE, the day of now, and placeholder, the array.
+func (f *promptFit) prompt(template, placeholder string, now time.Time) (string, error) {
+	switch {
+	case f.offered == 0:
+		return "", errNothingToSummarise
+	case len(f.items) == 0:
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", f.offered, f.maxChars)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return strings.NewReplacer("$DATE", now.Format("2006-01-02"), placeholder, string(f.json())).Replace(template), nil
 }
 
 // windowStart is local midnight two days before now, four when now is a Monday, so that
@@ -254,27 +248,18 @@ func startOfDay(now time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, now.Location())
 }
 
-// generate runs a pipeline for today and stores its text; failures are the caller's to log.
-func (s *server) generate(ctx context.Context, p summaryRunner) error {
-	now := s.now()
-	text, err := p.text(ctx, s, now)
-	if err != nil {
-		return err
-	}
-	return p.saveText(ctx, s, startOfDay(now), text)
-}
-
-// startJob starts a pipeline in the background unless one of its kind is running.
-func (s *server) startJob(p summaryRunner) {
-	name := p.jobName()
+// startJob starts generate in the background unless a job of its name is running.
+func (s *server) startJob(name string, generate func(context.Context) error) {
 	started := s.jobs.start(name, func(ctx context.Context) {
 		defer s.logPanic("job", name)
 		start := s.now()
-		if err := s.generate(ctx, p); err != nil {
-			s.log.Error("summary job failed", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond), "err", err)
-			return
+		err := generate(ctx)
+		took := s.now().Sub(start).Round(time.Millisecond)
+		if err != nil {
+			s.log.Error("summary job failed", "job", name, "duration", took, "err", err)
+		} else {
+			s.log.Info("summary job done", "job", name, "duration", took)
 		}
-		s.log.Info("summary job done", "job", name, "duration", s.now().Sub(start).Round(time.Millisecond))
 	})
 	if !started {
 		s.log.Info("summary job already running or shutting down; none started", "job", name)
@@ -289,24 +274,20 @@ func (s *server) logPanic(kind, name string) {
 	}
 }
 
-// jobTimeout bounds a summary job: a tracker walk of 20 pages and a model call take
-// minutes at worst, and a job that outlives this bound no longer holds back the next one.
-const jobTimeout = 10 * time.Minute
-
-// summaryJobs tracks background work: at most one job per name within its timeout, all
-// cancelled and waited for (bounded) at shutdown.
+// summaryJobs tracks background work: at most one job of a name within jobTimeout and
+// the on-demand run, all cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
 	now     func() time.Time
-	ctx     context.Context
+	ctx     context.Context // ended by stop
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	running map[string]*runningJob
-	timeout time.Duration // of each job
-	// onDemand is the latest run of GET /api/tracker-summary, nil before the first; a new
-	// one starts at most every onDemandInterval.
-	onDemand         *sharedRun
-	onDemandInterval time.Duration
+	flight  singleflight.Group // the on-demand run in progress
+	// The latest on-demand run's start and outcome; zero before the first.
+	lastRun  time.Time
+	lastText string
+	lastErr  error
 }
 
 // runningJob is a job started and not yet ended.
@@ -317,41 +298,35 @@ type runningJob struct {
 
 func newSummaryJobs(now func() time.Time) *summaryJobs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}, timeout: jobTimeout, onDemandInterval: onDemandInterval}
+	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}}
 }
 
-// start runs job in a goroutine with a context that ends at the job's timeout or at stop,
-// unless a job of the same name started less than a timeout ago (by j.now) is running or
-// the jobs are stopped; it reports whether it started job. A job still running past its
-// timeout is stuck where no context reaches (a hung network file system under the
-// Maildir, say): it is left to end on its own, its context cancelled so that it stores
-// nothing, and the new one starts. When the stuck one ends at last, the newer one's
-// entry stays.
+// start runs job in a goroutine with a context that ends at jobTimeout or at stop, unless
+// the jobs are stopped or a job of the same name started less than jobTimeout ago (by
+// j.now) is running; it reports whether it started job. A job running past its timeout is
+// stuck where no context reaches (a hung network file system under the Maildir, say): it
+// is left to end on its own, its context cancelled so that it stores nothing, and the
+// new one takes its place.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.ctx.Err() != nil {
+	old := j.running[name]
+	if j.ctx.Err() != nil || old != nil && j.now().Sub(old.started) < jobTimeout {
 		return false
-	}
-	if old := j.running[name]; old != nil {
-		if j.now().Sub(old.started) < j.timeout {
-			return false
-		}
+	} else if old != nil {
 		old.cancel()
 	}
-	ctx, cancel := context.WithTimeout(j.ctx, j.timeout)
+	ctx, cancel := context.WithTimeout(j.ctx, jobTimeout)
 	r := &runningJob{started: j.now(), cancel: cancel}
 	j.running[name] = r
 	j.wg.Go(func() {
-		defer func() {
-			cancel()
-			j.mu.Lock()
-			if j.running[name] == r {
-				delete(j.running, name)
-			}
-			j.mu.Unlock()
-		}()
-		job(ctx)
+		job(ctx) // a panic out of job ends the process: no cleanup to defer
+		cancel()
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.running[name] == r {
+			delete(j.running, name)
+		}
 	})
 	return true
 }
@@ -388,6 +363,10 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 // stop. At start it catches up when today's run time has passed without a tracker
 // summary for today, as after a restart across the scheduled time.
 func (s *server) scheduleSummaries(hour, minute int) {
+	startBoth := func() {
+		s.startJob(trackerJob, s.generateTrackerSummary)
+		s.startJob(emailJob, s.generateEmailSummary)
+	}
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("job", "summary schedule")
 		now := s.now()
@@ -397,8 +376,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 			switch {
 			case errors.Is(err, errNotFound):
 				s.log.Info("summary schedule: catching up on today's run")
-				s.startJob(trackerPipeline)
-				s.startJob(emailPipeline)
+				startBoth()
 			case err != nil:
 				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
 			}
@@ -407,14 +385,11 @@ func (s *server) scheduleSummaries(hour, minute int) {
 			// Logged after the start-up decision: the log shows any catch-up before the wait.
 			next := nextRun(s.now(), hour, minute)
 			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
-			timer := time.NewTimer(next.Sub(s.now()))
 			select {
 			case <-s.jobs.ctx.Done():
-				timer.Stop()
 				return
-			case <-timer.C:
-				s.startJob(trackerPipeline)
-				s.startJob(emailPipeline)
+			case <-time.After(next.Sub(s.now())):
+				startBoth()
 			}
 		}
 	})
@@ -441,7 +416,7 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 	return during("fetch paginated Email summaries", s.listSummaries(w, r, emailSummaries))
 }
 
-// listSummaries answers one page of a summary list: page and limit as positiveOr reads
+// listSummaries writes one page of a summary list: page and limit as positiveOr reads
 // them (limit at most maxSummaryPage), newest summaryDate first, with the total count.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
 	page := positiveOr(r.URL.Query().Get("page"), 1)
@@ -472,118 +447,92 @@ func positiveOr(s string, def int64) int64 {
 }
 
 func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) error {
-	s.startJob(trackerPipeline)
+	s.startJob(trackerJob, s.generateTrackerSummary)
 	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
 }
 
 func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Request) error {
-	s.startJob(emailPipeline)
+	s.startJob(emailJob, s.generateEmailSummary)
 	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
 }
 
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
-// pipeline run while the client waits, storing nothing, one run shared by the callers
-// that ask at the same time (see trackerSummaryNow).
+// summary made while the client waits, storing nothing (see trackerSummaryNow).
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	text, err := s.trackerSummaryNow(r.Context())
-	var ce *configError
-	var busy *busyError
-	switch {
-	case errors.As(err, &ce):
-		// The earlier variant answers missing configuration with the bare message.
-		return &apiError{kind: kindRejected, msg: ce.msg}
-	case errors.As(err, &busy):
-		return &apiError{kind: kindUnavailable, msg: busy.Error(), retryAfter: busy.retryAfter}
-	case err != nil:
-		return during("generate summary", err)
+	if err != nil && !errors.As(err, new(*apiError)) { // missing configuration: its bare message
+		err = during("generate summary", err)
+	}
+	if err != nil {
+		return err
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }
 
-// trackerSummaryNow runs the tracker pipeline for GET /api/tracker-summary: at most one
-// run (one tracker walk, one model call) per onDemandInterval, shared by every caller
-// that asks while it runs and, when it succeeded, reused by those who ask until the
-// interval ends. A failure is logged here with its detail, once for all its callers.
-func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
-	return s.jobs.shared(ctx, func(ctx context.Context) (text string, err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
-				err = errors.New("on-demand tracker summary: panic")
-			}
-			if err != nil {
-				s.log.Error("on-demand tracker summary failed", "err", err)
-			}
-		}()
-		return trackerPipeline.text(ctx, s, s.now())
-	})
-}
-
-// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone may
-// ask, and each run costs a model call.
-const onDemandInterval = 30 * time.Second
-
-// errSummaryBusy refuses an on-demand summary asked for within onDemandInterval of a
-// run that failed; the error is a *busyError, which says when to ask again.
+// errSummaryBusy is in the error of an on-demand summary asked for within
+// onDemandInterval of a run that failed.
 var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 
-// busyError is errSummaryBusy with the time until the next run may start.
-type busyError struct{ retryAfter time.Duration }
-
-func (e *busyError) Error() string {
-	return fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(e.retryAfter))
-}
-
-func (e *busyError) Unwrap() error { return errSummaryBusy }
-
-// sharedRun is one on-demand run and its outcome once done is closed.
-type sharedRun struct {
-	started time.Time
-	done    chan struct{}
-	text    string
-	err     error
-}
-
-// shared answers with the outcome of the latest run of run when it started within
-// j.onDemandInterval: the callers that come while it runs wait for it, and those that
-// come after it succeeded share its text; after a failure they get a *busyError until the
-// interval ends. Otherwise it starts a new run, bounded by the write timeout and ended by
-// stop, not by the callers, who each wait only as long as their own ctx.
-func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) (string, error)) (string, error) {
+// trackerSummaryNow makes the tracker summary for GET /api/tracker-summary: at most one
+// run (one tracker walk, one model call) per onDemandInterval, shared by the callers
+// that ask while it runs and, when it succeeded, reused by those who ask until the
+// interval ends; after a failure they are refused until then. The run is bounded by the
+// write timeout and ended by stop, not by the callers, who each wait as long as their ctx.
+func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
+	j := s.jobs
 	j.mu.Lock()
 	if j.ctx.Err() != nil {
 		j.mu.Unlock()
 		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
 	}
-	r, interval := j.onDemand, j.onDemandInterval
-	if r != nil && j.now().Sub(r.started) < interval {
+	if wait := onDemandInterval - j.now().Sub(j.lastRun); wait > 0 {
+		text, err := j.lastText, j.lastErr
 		j.mu.Unlock()
-		select {
-		case <-r.done:
-			if r.err != nil {
-				return "", &busyError{retryAfter: interval - j.now().Sub(r.started)}
-			}
-			return r.text, nil
-		default:
+		if err != nil {
+			return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
+				msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
 		}
-	} else {
-		r = &sharedRun{started: j.now(), done: make(chan struct{})}
-		j.onDemand = r
-		// Answer, if only with the error, before the server's write timeout swallows it.
-		runCtx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
-		j.wg.Go(func() {
-			defer close(r.done)
-			defer cancel()
-			r.text, r.err = run(runCtx)
-		})
-		j.mu.Unlock()
+		return text, nil
 	}
+	// Under j.mu a caller joins the run in progress or finds the outcome that runOnDemand
+	// keeps before singleflight lets a new run start.
+	ch := j.flight.DoChan("tracker", s.runOnDemand)
+	done := make(chan singleflight.Result, 1)
+	j.wg.Go(func() { done <- <-ch }) // so that stop waits for the run
+	j.mu.Unlock()
 	select {
-	case <-r.done:
-		return r.text, r.err
+	case res := <-done:
+		text, _ := res.Val.(string)
+		return text, res.Err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// runOnDemand is one on-demand run, for singleflight, which would end the process on a
+// panic of it: a panic is a failure here. A failure is logged here with its detail, once
+// for all its callers.
+func (s *server) runOnDemand() (_ any, err error) {
+	j := s.jobs
+	started := j.now()
+	var text string
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
+			err = errors.New("on-demand tracker summary: panic")
+		}
+		if err != nil {
+			s.log.Error("on-demand tracker summary failed", "err", err)
+		}
+		j.mu.Lock()
+		j.lastRun, j.lastText, j.lastErr = started, text, err
+		j.mu.Unlock()
+	}()
+	// Reply, if only with the error, before the server's write timeout swallows it.
+	ctx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
+	defer cancel()
+	text, err = s.trackerSummary(ctx, started)
+	return text, err
 }
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program

@@ -192,7 +192,7 @@ func TestTrackerPrompt(t *testing.T) {
 	}
 	e.tracker.issues[0]["description"] = long
 	e.model.answer = "Tickets were worked on."
-	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reporter := `{"id":1,"name":"admin"}` // no real_name, no email
@@ -314,7 +314,7 @@ func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 
 	e.model.answer = "First."
-	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var first struct{ Summaries []Summary }
@@ -324,7 +324,7 @@ func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
 	e.model.answer = "Second."
 	// The template is read per job: an edit takes effect without a restart.
 	writeFile(t, e.srv.cfg.TrackerPromptFile, "Edited $DATE $TRACKER_TICKETS")
-	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var second struct {
@@ -352,8 +352,10 @@ func TestNothingToSummarise(t *testing.T) {
 	}
 	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-100*time.Hour)))}
-	for _, p := range []summaryRunner{trackerPipeline, emailPipeline} {
-		if err := e.srv.generate(context.Background(), p); err != nil {
+	for _, generate := range []func(context.Context) error{
+		e.srv.generateTrackerSummary, e.srv.generateEmailSummary,
+	} {
+		if err := generate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -575,7 +577,7 @@ func TestEmailSummaryPrompt(t *testing.T) {
 	e := newSummaryEnv(t, now)
 	e.model.answer = "Mail digest."
 	for range 2 {
-		if err := e.srv.generate(context.Background(), emailPipeline); err != nil {
+		if err := e.srv.generateEmailSummary(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -793,11 +795,11 @@ func TestBuiltInPromptTemplates(t *testing.T) {
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerPromptFile, c.EmailPromptFile = "", "" })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 	for _, tc := range []struct {
-		summary     summaryRunner
+		generate    func(context.Context) error
 		file, field string
 	}{
-		{trackerPipeline, "prompts/tracker_summary.txt", "$TRACKER_TICKETS"},
-		{emailPipeline, "prompts/email_summary.txt", "$EMAILS"},
+		{e.srv.generateTrackerSummary, "prompts/tracker_summary.txt", "$TRACKER_TICKETS"},
+		{e.srv.generateEmailSummary, "prompts/email_summary.txt", "$EMAILS"},
 	} {
 		file, err := os.ReadFile(tc.file)
 		if err != nil {
@@ -807,12 +809,12 @@ func TestBuiltInPromptTemplates(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s has no %s", tc.file, tc.field)
 		}
-		if err := e.srv.generate(context.Background(), tc.summary); err != nil {
+		if err := tc.generate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		calls := e.model.calls()
 		if last := calls[len(calls)-1]; !strings.HasPrefix(last, before+"[") || !strings.HasSuffix(last, "]"+after) {
-			t.Errorf("%s: the prompt sent is not %s's template:\n%s", tc.summary.jobName(), tc.file, last)
+			t.Errorf("%s: the prompt sent is not %s's template:\n%s", tc.field, tc.file, last)
 		}
 	}
 }
@@ -859,24 +861,16 @@ func TestStuckJobDoesNotBlockTheNext(t *testing.T) {
 	}
 }
 
-// panicRunner is a summary pipeline that panics.
-type panicRunner struct{}
-
-func (panicRunner) jobName() string { return "panicker" }
-func (panicRunner) text(context.Context, *server, time.Time) (string, error) {
-	panic("boom")
-}
-func (panicRunner) saveText(context.Context, *server, time.Time, string) error { return nil }
-
 // TestJobPanicLogged: a background job's panic is logged as a handler's is, and the
 // service and the next job of its kind go on.
 func TestJobPanicLogged(t *testing.T) {
 	t.Parallel()
 	e := newSummaryEnv(t, time.Now())
-	e.srv.startJob(panicRunner{})
+	panicker := func(context.Context) error { panic("boom") }
+	e.srv.startJob("panicker", panicker)
 	waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg=panic job=panicker panic=boom`) })
 	waitFor(t, func() bool { return len(runningJobs(e.srv.jobs)) == 0 })
-	e.srv.startJob(panicRunner{})
+	e.srv.startJob("panicker", panicker)
 	waitFor(t, func() bool { return strings.Count(e.logs.String(), "msg=panic") == 2 })
 	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz = %d after a job's panic", status)

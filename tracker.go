@@ -8,30 +8,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
-
-// tracker.go holds every outbound call: the MantisBT walk first (recentTickets, its
-// refusals, the token-login check), then the model (complete), then what both share
-// (callWithRetry: bounds, retries, redaction). Their tests: TestTrackerPaging,
-// TestTrackerListChangesDuringWalk, TestTrackerWindowEveryWeekday,
-// TestTrackerRefusals (MantisBT 2.26 and 2.27 and later, mantis_test.go's fake),
-// TestTrackerPrivateContent, TestOutboundRetries, TestOutboundAnswerTooLarge,
-// TestModelErrorKeepsChain.
 
 // MantisBT's REST API, as docs/DESIGN.md describes it: GET {endpoint}/issues, newest-updated
 // first, `notes` omitted when an issue has none, times as PHP's date('c') writes them.
 const (
 	trackerPageSize = 50
 	trackerMaxPages = 20
-	// trackerRereads bounds the re-reads of page 1 after the walk, which find the tickets
-	// updated while it ran (see recentTickets).
-	trackerRereads = 3
-	maxTextChars   = 2000 // of each ticket description and note text in a prompt
+	trackerRereads  = 3    // of page 1 after the walk (see recentTickets)
+	maxTextChars    = 2000 // of each ticket description and note text in a prompt
 	// trackerSelect names the fields requested; MantisBT answers only these.
 	trackerSelect = "id,summary,description,created_at,updated_at,reporter,view_state,notes"
 	// vsPublic is MantisBT's view_state id of a public issue or note (VS_PUBLIC in
@@ -70,45 +62,28 @@ type ticketUser struct {
 	Name string `json:"name"`
 }
 
-// mantisIssue is one issue as MantisBT's issue list writes it (api/soap/mc_issue_api.php,
-// mci_issue_data_as_array), with the fields trackerSelect requests.
+// mantisIssue is an issue as MantisBT's list writes it (api/soap/mc_issue_api.php,
+// mci_issue_data_as_array): a ticket with the view state, {id, name, label}, that decides
+// whether it is kept, and so are its notes (mci_issue_get_notes).
 type mantisIssue struct {
-	ID          int64         `json:"id"`
-	Summary     string        `json:"summary"`
-	Description string        `json:"description"`
-	CreatedAt   string        `json:"created_at"`
-	UpdatedAt   string        `json:"updated_at"`
-	Reporter    *ticketUser   `json:"reporter"`
-	ViewState   mantisEnum    `json:"view_state"`
-	Notes       *[]mantisNote `json:"notes"`
+	ticket
+	ViewState struct{ ID int } `json:"view_state"`
+	Notes     *[]mantisNote    `json:"notes"` // in place of the ticket's
 }
 
-// mantisNote is one note (mc_issue_api.php, mci_issue_get_notes); its attachments and
-// type are not read.
 type mantisNote struct {
-	ID        int64       `json:"id"`
-	Reporter  *ticketUser `json:"reporter"`
-	Text      string      `json:"text"`
-	ViewState mantisEnum  `json:"view_state"`
-	CreatedAt string      `json:"created_at"`
-	UpdatedAt string      `json:"updated_at"`
-}
-
-// mantisEnum is MantisBT's {id, name, label} of an enumeration value.
-type mantisEnum struct {
-	ID int `json:"id"`
+	ticketNote
+	ViewState struct{ ID int } `json:"view_state"`
 }
 
 // recentTickets reads the project's issues updated at or after start, newest first, with
 // their notes created before start dropped and long texts cut. Private issues and notes
-// are left out unless includePrivate; an issue or note counts as public only when
-// MantisBT says so.
+// are left out unless includePrivate; only what MantisBT says is public counts as such.
 //
-// MantisBT pages are LIMIT/OFFSET slices of a list sorted by last update, and a note
-// added meanwhile moves its issue to the top: the page after the move repeats a ticket
-// already read, and the moved one, unread, is now on page 1. So tickets are kept by id
-// (the latest version wins) and page 1 is read again after the walk until it brings
-// nothing new, at most trackerRereads times.
+// MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update, and a note
+// added meanwhile moves its issue to the top, unread, and repeats one on the next page.
+// So tickets are kept by id (the latest version wins) and page 1 is read again after the
+// walk until it brings nothing new, at most trackerRereads times.
 func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time, includePrivate bool) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
 		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
@@ -119,35 +94,18 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 		return nil, errors.New("TRACKER_API_KEY is not configured")
 	}
 	set := ticketSet{start: start, includePrivate: includePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
-	pages := 0 // read in the walk
-	for pages < trackerMaxPages {
+	var err error
+	pages, more := 0, true // pages read in the walk
+	for more && pages < trackerMaxPages {
 		pages++
-		issues, err := fetchTicketPage(ctx, client, cfg, pages)
-		if err != nil {
+		if _, more, err = set.read(ctx, client, cfg, pages); err != nil {
 			return nil, err
-		}
-		_, lastInWindow, err := set.add(issues)
-		if err != nil {
-			return nil, err
-		}
-		// The list is sorted newest-updated first: a short page is the last one, and once
-		// a page ends outside the window every later page is older still.
-		if len(issues) < trackerPageSize || !lastInWindow {
-			break
 		}
 	}
 	// Only a change between two reads shifts the pages: a walk of one page needs no re-read.
-	for i := 0; i < trackerRereads && pages > 1; i++ {
-		issues, err := fetchTicketPage(ctx, client, cfg, 1)
-		if err != nil {
+	for news, i := true, 0; news && i < trackerRereads && pages > 1; i++ {
+		if news, _, err = set.read(ctx, client, cfg, 1); err != nil {
 			return nil, err
-		}
-		news, _, err := set.add(issues)
-		if err != nil {
-			return nil, err
-		}
-		if !news {
-			break
 		}
 	}
 	return set.list(), nil
@@ -161,144 +119,120 @@ type ticketSet struct {
 	kept           map[int64]ticket
 }
 
-// add takes a page of issues. It reports whether the page brought an issue of the window
-// not read before or updated since, and whether its last issue is in the window. An
-// update time that is not RFC 3339 (MantisBT writes PHP's date('c'), core/date_api.php)
-// fails the walk, as does a note's creation time: silently passed over, either would
-// leave the summary short without a word.
-func (s *ticketSet) add(issues []mantisIssue) (news, lastInWindow bool, err error) {
+// read takes a page of issues. It reports whether the page brought an issue of the window
+// not read before or updated since, and whether the next page may hold more of the window
+// (the list is sorted newest-updated first). An update time that is not RFC 3339 (PHP's
+// date('c'), core/date_api.php) fails the walk, as does a note's creation time: silently
+// passed over, either would leave the summary short without a word.
+func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, page int) (news, more bool, err error) {
+	issues, err := fetchTicketPage(ctx, client, cfg, page)
+	if err != nil {
+		return false, false, err
+	}
+	lastInWindow := false
 	for _, is := range issues {
 		updated, err := time.Parse(time.RFC3339, is.UpdatedAt)
 		if err != nil {
 			return false, false, fmt.Errorf("issue %d: updated_at %q is not a date the tracker writes: %w", is.ID, cutText(is.UpdatedAt, 40), err)
 		}
 		lastInWindow = !updated.Before(s.start)
-		if !lastInWindow {
-			continue
-		}
-		if before, ok := s.seen[is.ID]; ok && !updated.After(before) {
+		if before, ok := s.seen[is.ID]; !lastInWindow || ok && !updated.After(before) {
 			continue
 		}
 		news = true
 		s.seen[is.ID] = updated
-		if s.includePrivate || is.ViewState.ID == vsPublic {
-			t, err := trimTicket(is, s.start, s.includePrivate)
-			if err != nil {
-				return false, false, err
-			}
-			s.kept[is.ID] = t
-		} else {
+		if !s.includePrivate && is.ViewState.ID != vsPublic {
 			delete(s.kept, is.ID) // made private since it was read
+			continue
 		}
+		t, err := trimTicket(is, s.start, s.includePrivate)
+		if err != nil {
+			return false, false, err
+		}
+		s.kept[is.ID] = t
 	}
-	return news, lastInWindow, nil
+	return news, len(issues) >= trackerPageSize && lastInWindow, nil
 }
 
 // list is the kept tickets, newest-updated first.
 func (s *ticketSet) list() []ticket {
-	list := make([]ticket, 0, len(s.kept))
-	for _, t := range s.kept {
-		list = append(list, t)
-	}
-	slices.SortFunc(list, func(a, b ticket) int {
-		if c := s.seen[b.ID].Compare(s.seen[a.ID]); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
+	return slices.SortedFunc(maps.Values(s.kept), func(a, b ticket) int {
+		return cmp.Or(s.seen[b.ID].Compare(s.seen[a.ID]), cmp.Compare(b.ID, a.ID))
 	})
-	return list
 }
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
 // unless includePrivate, its private notes dropped, long texts cut. A note's creation
 // time that is not RFC 3339 is an error.
 func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, error) {
-	t := ticket{
-		ID: is.ID, Summary: is.Summary, Description: cutText(is.Description, maxTextChars),
-		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt, Reporter: is.Reporter,
+	t := is.ticket
+	t.Description = cutText(t.Description, maxTextChars)
+	if is.Notes == nil {
+		return t, nil
 	}
-	if is.Notes != nil {
-		notes := []ticketNote{}
-		for _, n := range *is.Notes {
-			created, err := time.Parse(time.RFC3339, n.CreatedAt)
-			if err != nil {
-				return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
-			}
-			if created.Before(start) || (!includePrivate && n.ViewState.ID != vsPublic) {
-				continue
-			}
-			notes = append(notes, ticketNote{ID: n.ID, Reporter: n.Reporter, Text: cutText(n.Text, maxTextChars),
-				CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt})
+	notes := []ticketNote{}
+	for _, n := range *is.Notes {
+		created, err := time.Parse(time.RFC3339, n.CreatedAt)
+		if err != nil {
+			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
 		}
-		t.Notes = &notes
+		if !created.Before(start) && (includePrivate || n.ViewState.ID == vsPublic) {
+			n.Text = cutText(n.Text, maxTextChars)
+			notes = append(notes, n.ticketNote)
+		}
 	}
+	t.Notes = &notes
 	return t, nil
 }
 
-// fetchTicketPage reads one page of issues.
-func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) ([]mantisIssue, error) {
-	q := url.Values{
-		"project_id": {cfg.TrackerProjectID},
-		"page_size":  {fmt.Sprint(trackerPageSize)},
-		"page":       {fmt.Sprint(page)},
-		"select":     {trackerSelect},
-	}
-	u := strings.TrimRight(cfg.TrackerEndpoint, "/") + "/issues?" + q.Encode()
-	body, header, err := callWithRetry(ctx, client, cfg, "tracker", func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+// fetchTicketPage reads one page of issues. Its errors name the page and never the
+// token: MantisBT's refusals have empty bodies, but a proxy or another server at the
+// endpoint may echo the header it was sent.
+func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []mantisIssue, err error) {
+	defer func() {
 		if err != nil {
-			return nil, err
+			err = &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
 		}
-		req.Header.Set("Authorization", cfg.TrackerKey)
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Content-Type", "application/json")
-		return req, nil
-	})
+	}()
+	q := url.Values{"project_id": {cfg.TrackerProjectID}, "page_size": {strconv.Itoa(trackerPageSize)},
+		"page": {strconv.Itoa(page)}, "select": {trackerSelect}}
+	u := strings.TrimRight(cfg.TrackerEndpoint, "/") + "/issues?" + q.Encode()
+	body, header, err := callWithRetry(ctx, client, cfg, "tracker", http.MethodGet, u, cfg.TrackerKey, nil)
+	if meaning := trackerRefusal(err, cfg); meaning != "" {
+		err = fmt.Errorf("%s: %w", meaning, err)
+	}
 	if err != nil {
-		var se *statusError
-		if errors.As(err, &se) {
-			if meaning := trackerRefusal(se, cfg); meaning != "" {
-				err = fmt.Errorf("%s: %w", meaning, err)
-			}
-		}
-		// MantisBT's refusals have empty bodies, but a proxy or another server at the
-		// endpoint may echo the header it was sent; the token never leaves the process.
-		return nil, &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
+		return nil, err
 	}
 	if err := checkTokenLogin(header); err != nil {
-		return nil, fmt.Errorf("read tracker page %d: %w", page, err)
+		return nil, err
 	}
-	var answer struct {
-		Issues json.RawMessage `json:"issues"`
-	}
-	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, fmt.Errorf("read tracker page %d: answer is not MantisBT's issue list: %w", page, err)
-	}
-	// With a project the token's user may not read, issues_rest.php still answers 200,
-	// with the SOAP fault mc_filter_get_issues returned in place of the list.
-	var fault struct {
-		StatusCode  int    `json:"status_code"`
-		FaultString string `json:"fault_string"`
-	}
-	if bytes.HasPrefix(bytes.TrimSpace(answer.Issues), []byte("{")) && json.Unmarshal(answer.Issues, &fault) == nil {
-		return nil, fmt.Errorf("read tracker page %d: MantisBT refused the issue list, the token's user may not read the project (status_code %d): %s", page, fault.StatusCode, cutText(fault.FaultString, 200))
-	}
-	var issues []mantisIssue
-	if len(answer.Issues) > 0 {
-		if err := json.Unmarshal(answer.Issues, &issues); err != nil {
-			return nil, fmt.Errorf("read tracker page %d: answer is not MantisBT's issue list: %w", page, err)
+	var list struct{ Issues []mantisIssue }
+	if err := json.Unmarshal(body, &list); err != nil {
+		// With a project the token's user may not read, issues_rest.php still answers 200,
+		// with the SOAP fault of mc_filter_get_issues in place of the list.
+		var fault struct {
+			Issues struct {
+				StatusCode  int    `json:"status_code"`
+				FaultString string `json:"fault_string"`
+			}
 		}
+		if json.Unmarshal(body, &fault) == nil {
+			return nil, fmt.Errorf("MantisBT refused the issue list, the token's user may not read the project (status_code %d): %s",
+				fault.Issues.StatusCode, cutText(fault.Issues.FaultString, 200))
+		}
+		return nil, fmt.Errorf("answer is not MantisBT's issue list: %w", err)
 	}
-	return issues, nil
+	return list.Issues, nil
 }
 
 // checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY.
-// AuthMiddleware.php names the login method of every answer it lets through in
+// AuthMiddleware.php names the login method of every request it lets through in
 // X-Mantis-LoginMethod: "api-token" for a token it knows. A token it does not know is,
-// on 2.27 and later, served as if none had been sent: the anonymous account, where the
-// tracker has one, logged in by cookie (core.php's $g_login_anonymous), with the answer
-// "cookie" and X-Mantis-Username the anonymous account. Any answer not logged in by the
-// token is refused, or a guest's view of the project would pass for the whole.
+// on 2.27 and later, served as if none had been sent: as the anonymous account, where the
+// tracker has one, logged in by its cookie ("cookie") or, where it has no cookie yet, by
+// name ("anonymous"), with X-Mantis-Username the anonymous account. Any page not served
+// to the token's user is refused, or a guest's view of the project would pass for the whole.
 func checkTokenLogin(header http.Header) error {
 	method, user := header.Get("X-Mantis-LoginMethod"), header.Get("X-Mantis-Username")
 	switch method {
@@ -311,29 +245,42 @@ func checkTokenLogin(header http.Header) error {
 		cutText(user, 100), cutText(method, 40))
 }
 
-// trackerRefusal says what a refusal of MantisBT means, by its status and reason phrase
-// (over HTTP/2, which has no reason phrase, by its status alone), as 2.26 and as 2.27 and
-// later write them (AuthMiddleware.php, issues_rest.php, ApiEnabledMiddleware.php,
-// OfflineMiddleware.php; mantis_test.go's fakeTracker cites the lines).
-func trackerRefusal(se *statusError, cfg config) string {
-	const unknownToken = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
-	switch se.status {
-	case http.StatusUnauthorized:
-		// 2.27 and later: "Valid API token required", for a token no user has where the
-		// tracker has no anonymous account. (2.26's "API token required" is for no token,
-		// which is never sent.)
-		return unknownToken + ", and the tracker has no anonymous access"
-	case http.StatusForbidden:
-		switch se.reason {
-		case "API token not found": // 2.26
-			return unknownToken
-		case "Access denied":
-			return "MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled"
-		case "Higher access level required for API access":
-			return "MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold)"
-		}
-		return "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"
-	case http.StatusNotFound:
+const (
+	noUserHasToken = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
+	restDisabled   = "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"
+)
+
+// trackerRefusals say what MantisBT's refusals mean, by status and reason phrase ("" for
+// any other, or none: HTTP/2 has none), as 2.26 and as 2.27 and later write them
+// (AuthMiddleware.php, ApiEnabledMiddleware.php, OfflineMiddleware.php, issues_rest.php;
+// mantis_test.go's fakeTracker cites the lines). The first that matches is meant.
+var trackerRefusals = []struct {
+	status          int
+	reason, meaning string
+}{
+	// "Valid API token required", 2.27 and later: a token no user has where the tracker
+	// has no anonymous account. (2.26's "API token required" is for no token, never sent.)
+	{401, "", noUserHasToken + ", and the tracker has no anonymous access"},
+	{403, "API token not found", noUserHasToken}, // 2.26
+	{403, "Access denied", "MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled"},
+	{403, "Higher access level required for API access", "MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold)"},
+	{403, "", "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
+	// json_encode fails on text that is not UTF-8 (issues_rest.php's withJson).
+	{500, "", "MantisBT failed to write the list: an issue's stored text may not be valid UTF-8"},
+	{503, "API disabled", restDisabled},
+	{503, "Mantis REST API disabled.", restDisabled}, // ApiEnabledMiddleware.php's first versions
+	{503, "Mantis Offline", "MantisBT is offline: an administrator took it offline (mantis_offline.php)"},
+	{503, "", "MantisBT, or a proxy before it, is unavailable"},
+}
+
+// trackerRefusal says what err means when it is a refusal of MantisBT: a 404 by its
+// reason or, without one, by MantisBT's own header; any other status by trackerRefusals.
+func trackerRefusal(err error, cfg config) string {
+	var se *statusError
+	if !errors.As(err, &se) {
+		return ""
+	}
+	if se.status == http.StatusNotFound {
 		// A 404 of MantisBT's own carries X-Mantis-Version (VersionMiddleware.php).
 		// issues_rest.php's reason for a project that does not exist or that the user may
 		// not see is "Project '<id>' doesn't exist".
@@ -342,54 +289,51 @@ func trackerRefusal(se *statusError, cfg config) string {
 			return fmt.Sprintf("MantisBT shows the token's user no project %s (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it", cfg.TrackerProjectID)
 		}
 		return "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"
-	case http.StatusInternalServerError:
-		// json_encode fails on text that is not UTF-8 (issues_rest.php's withJson).
-		return "MantisBT failed to write the list: an issue's stored text may not be valid UTF-8"
-	case http.StatusServiceUnavailable:
-		switch se.reason {
-		case "API disabled", "Mantis REST API disabled.":
-			return "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"
-		case "Mantis Offline":
-			return "MantisBT is offline: an administrator took it offline (mantis_offline.php)"
+	}
+	for _, r := range trackerRefusals {
+		if r.status == se.status && (r.reason == se.reason || r.reason == "") {
+			return r.meaning
 		}
-		return "MantisBT, or a proxy before it, is unavailable"
 	}
 	return ""
 }
 
 // Outbound calls to the tracker and the model share one discipline: bounded time,
-// bounded answers, retries on 429 and 5xx, and errors that name the status and the
-// provider's message but never a key.
-
-// maxAnswerBytes bounds what is read of an answer of the tracker or the model.
+// bounded bodies (maxAnswerBytes), retries on 429 and 5xx, and errors that name the
+// status and the provider's message but never a key.
 const maxAnswerBytes = 32 << 20
 
-// callWithRetry sends the request newRequest builds and returns the body and header of a
-// 2xx answer. A 429 or 5xx answer is retried twice with a growing pause. Every attempt is
-// bounded by cfg.OutboundTimeout and by ctx, which shutdown cancels. A refusal is a
-// *statusError; no error names a key.
-func callWithRetry(ctx context.Context, client *http.Client, cfg config, service string, newRequest func(context.Context) (*http.Request, error)) ([]byte, http.Header, error) {
+// callWithRetry sends a JSON request with body (nil: none) and the Authorization header
+// auth, and returns the body and header of a 2xx reply. A 429 or 5xx is retried twice with
+// a growing pause. Every attempt is bounded by cfg.OutboundTimeout and by ctx, which
+// shutdown cancels. A refusal is a *statusError; no error names a key.
+func callWithRetry(ctx context.Context, client *http.Client, cfg config, service, method, rawURL, auth string, body []byte) ([]byte, http.Header, error) {
 	for attempt := 0; ; attempt++ {
-		ans, err := callOnce(ctx, client, cfg.OutboundTimeout, newRequest)
-		if err != nil {
+		res, reply, err := callOnce(ctx, client, cfg.OutboundTimeout, method, rawURL, auth, body)
+		switch {
+		case err != nil:
 			return nil, nil, fmt.Errorf("%s: %w", service, err)
-		}
-		if ans.status >= 200 && ans.status < 300 {
-			return ans.body, ans.header, nil
-		}
-		if (ans.status == http.StatusTooManyRequests || ans.status >= 500) && attempt < 2 {
+		case res.StatusCode >= 200 && res.StatusCode < 300:
+			return reply, res.Header, nil
+		case (res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500) && attempt < 2:
 			select {
 			case <-time.After(retryPause(cfg.OutboundRetryDelay, attempt)):
+				continue
 			case <-ctx.Done():
 				return nil, nil, fmt.Errorf("%s: %w", service, ctx.Err())
 			}
-			continue
 		}
-		return nil, nil, &statusError{service: service, status: ans.status, reason: ans.reason, header: ans.header, message: providerMessage(ans.body)}
+		// res.Status is "404 Project '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
+		reason := strings.TrimSpace(strings.TrimPrefix(res.Status, strconv.Itoa(res.StatusCode)))
+		if reason == http.StatusText(res.StatusCode) {
+			reason = ""
+		}
+		return nil, nil, &statusError{service: service, status: res.StatusCode, reason: cutText(reason, 200),
+			header: res.Header, message: providerMessage(reply)}
 	}
 }
 
-// statusError is a refusal: an answer outside 2xx after any retries.
+// statusError is a refusal: a status outside 2xx after any retries.
 type statusError struct {
 	service string
 	status  int
@@ -415,42 +359,31 @@ func retryPause(first time.Duration, attempt int) time.Duration {
 	return first << attempt
 }
 
-// outboundAnswer is one answer of the tracker or the model.
-type outboundAnswer struct {
-	status int
-	reason string // the reason phrase, when it is not the status's standard text
-	header http.Header
-	body   []byte // at most maxAnswerBytes
-}
-
-// callOnce makes one request within timeout and returns its answer; an error status is
-// not an error here, as callWithRetry decides what to retry.
-func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, newRequest func(context.Context) (*http.Request, error)) (outboundAnswer, error) {
+// callOnce makes one request within timeout and returns its status and header (res, its
+// body closed) and body; an error status is not an error here, as callWithRetry decides
+// what to retry.
+func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, method, rawURL, auth string, body []byte) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := newRequest(ctx)
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
 	if err != nil {
-		return outboundAnswer{}, err
+		return nil, nil, err
 	}
+	req.Header = http.Header{"Authorization": {auth}, "Accept": {"application/json"}, "Content-Type": {"application/json"}}
 	res, err := client.Do(req)
 	if err != nil {
-		return outboundAnswer{}, redactURLError(err)
+		return nil, nil, redactURLError(err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
+	reply, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
 	if err != nil {
-		return outboundAnswer{}, fmt.Errorf("read answer: %w", redactURLError(err))
+		return nil, nil, fmt.Errorf("read answer: %w", redactURLError(err))
 	}
-	if len(body) > maxAnswerBytes {
-		// Cut, it would read as a malformed answer; refused, it says what it is.
-		return outboundAnswer{}, fmt.Errorf("answer larger than %d MiB (status %d)", maxAnswerBytes>>20, res.StatusCode)
+	if len(reply) > maxAnswerBytes {
+		// Cut, it would read as malformed; refused, it says what it is.
+		return nil, nil, fmt.Errorf("answer larger than %d MiB (status %d)", maxAnswerBytes>>20, res.StatusCode)
 	}
-	// res.Status is "404 Project '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
-	reason := strings.TrimSpace(strings.TrimPrefix(res.Status, fmt.Sprint(res.StatusCode)))
-	if reason == http.StatusText(res.StatusCode) {
-		reason = ""
-	}
-	return outboundAnswer{status: res.StatusCode, reason: cutText(reason, 200), header: res.Header, body: body}, nil
+	return res, reply, nil
 }
 
 // redactURLError strips user information (a name and a password, either of which may be
@@ -466,35 +399,20 @@ func redactURLError(err error) error {
 	return err
 }
 
-// providerMessage picks the message out of an error answer: OpenAI-style
-// {"error": {"message"}}, Gemini's list of those, MantisBT's {"message"}; else the start
-// of the body.
+// providerMessage picks the message out of an error body: OpenAI's {"error":
+// {"message"}}, Gemini's list of those, Ollama's {"error": "…"}, MantisBT's {"message"};
+// else the start of the body.
 func providerMessage(body []byte) string {
-	var one struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
+	var v any
+	json.Unmarshal(body, &v) // not JSON: v stays nil
+	if list, ok := v.([]any); ok && len(list) > 0 {
+		v = list[0]
 	}
-	var list []struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	switch {
-	case json.Unmarshal(body, &list) == nil && len(list) > 0 && list[0].Error.Message != "":
-		return list[0].Error.Message
-	case json.Unmarshal(body, &one) == nil:
-		var inner struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(one.Error, &inner) == nil && inner.Message != "" {
-			return inner.Message
-		}
-		var s string
-		if json.Unmarshal(one.Error, &s) == nil && s != "" {
+	obj, _ := v.(map[string]any)
+	inner, _ := obj["error"].(map[string]any)
+	for _, m := range []any{inner["message"], obj["error"], obj["message"]} {
+		if s, ok := m.(string); ok && s != "" {
 			return s
-		}
-		if one.Message != "" {
-			return one.Message
 		}
 	}
 	return cutText(strings.TrimSpace(string(body)), 200)
@@ -502,50 +420,33 @@ func providerMessage(body []byte) string {
 
 // cutText keeps the first n characters (runes) of s.
 func cutText(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
+	for i := range s {
+		if n == 0 {
+			return s[:i]
 		}
-		i++
+		n--
 	}
 	return s
 }
 
 // complete asks the model behind an OpenAI-compatible chat-completions API (Gemini's
-// compatibility endpoint, OpenAI, Ollama, vLLM) to answer one user message, and returns
+// compatibility endpoint, OpenAI, Ollama, vLLM) to reply to one user message, and returns
 // choices[0].message.content.
 func complete(ctx context.Context, client *http.Client, cfg config, prompt string) (string, error) {
-	body, err := json.Marshal(map[string]any{
+	body, _ := json.Marshal(map[string]any{ // strings always encode
 		"model":    cfg.GenAIModel,
 		"messages": []map[string]string{{"role": "user", "content": prompt}},
 	})
-	if err != nil {
-		return "", fmt.Errorf("model request: %w", err)
-	}
 	u := strings.TrimRight(cfg.GenAIBaseURL, "/") + "/chat/completions"
-	answer, _, err := callWithRetry(ctx, client, cfg, "model", func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+cfg.GenAIKey)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		return req, nil
-	})
+	reply, _, err := callWithRetry(ctx, client, cfg, "model", http.MethodPost, u, "Bearer "+cfg.GenAIKey, body)
 	if err != nil {
 		// A provider may quote the key it refused; it never leaves the process.
 		return "", &redactedError{err: err, secret: cfg.GenAIKey}
 	}
 	var out struct {
-		Choices []struct {
-			Message struct {
-				Content *string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
+		Choices []struct{ Message struct{ Content *string } }
 	}
-	if err := json.Unmarshal(answer, &out); err != nil {
+	if err := json.Unmarshal(reply, &out); err != nil {
 		return "", fmt.Errorf("model answer is not a chat completion: %w", err)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// TestTrackerWindowEveryWeekday runs the tracker pipeline on each day of a week and
+// TestTrackerWindowEveryWeekday makes the tracker summary on each day of a week and
 // checks which tickets and notes reach the model.
 func TestTrackerWindowEveryWeekday(t *testing.T) {
 	loc := berlin(t)
@@ -37,7 +37,7 @@ func TestTrackerWindowEveryWeekday(t *testing.T) {
 				}
 			}
 			e.tracker.issues = issues
-			if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+			if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			calls := e.model.calls()
@@ -136,7 +136,7 @@ func TestOutboundRetries(t *testing.T) {
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			e.tracker.failures = tc.tracker
 			e.model.failures, e.model.gemini = tc.model, tc.gemini
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("generate = %v, want success after retries", err)
@@ -329,10 +329,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := loadConfig(func(string) string { return "" })
-	get := func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	}
-	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", get); err != nil || string(body) != "ok" {
+	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil); err != nil || string(body) != "ok" {
 		t.Errorf("a 201 = %q, %v; want the answer", body, err)
 	}
 
@@ -342,7 +339,7 @@ func TestOutboundCallEdges(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := callWithRetry(ctx, srv.Client(), cfg, "test", get)
+		_, _, err := callWithRetry(ctx, srv.Client(), cfg, "test", "GET", srv.URL, "", nil)
 		done <- err
 	}()
 	select {
@@ -384,9 +381,7 @@ func TestRetryPauseGrows(t *testing.T) {
 	cfg := loadConfig(func(string) string { return "" })
 	const delay = 40 * time.Millisecond
 	cfg.OutboundRetryDelay = delay
-	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	})
+	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil)
 	if err != nil || len(at) != 3 {
 		t.Fatalf("callWithRetry = %v after %d requests, want success after 3", err, len(at))
 	}
@@ -495,6 +490,13 @@ func TestTrackerRefusals(t *testing.T) {
 			asGuest, 1},
 		{"unknown token, anonymous access, REST API disabled", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous, f.restOff = "guest", true },
 			asGuest, 1},
+		// The anonymous account without a user row yet is logged in by name, not by cookie:
+		// the service must not take that login for the token's.
+		{"unknown token, anonymous access by name", "2.28.4",
+			func(c *config) { c.TrackerKey = wrongKey },
+			func(f *fakeTracker) { f.anonymous, f.anonymousByName = "guest", true },
+			`MantisBT did not accept TRACKER_API_KEY and served another account, "guest" ` +
+				`(X-Mantis-LoginMethod: anonymous)`, 1},
 		{"no token", "2.28.4", func(c *config) { c.TrackerKey = "" }, nil, "TRACKER_API_KEY is not configured", 0},
 		{"no token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = "guest" },
 			"TRACKER_API_KEY is not configured", 0},
@@ -529,7 +531,7 @@ func TestTrackerRefusals(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(e.tracker)
 			}
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("generate = %v,\nwant %q", err, tc.want)
 			}
@@ -579,7 +581,7 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	e := newSummaryEnv(t, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), func(c *config) {
 		c.TrackerEndpoint, c.TrackerProjectID = noReason.URL+"/api/rest", "6"
 	})
-	if err := e.srv.generate(context.Background(), trackerPipeline); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
+	if err := e.srv.generateTrackerSummary(context.Background()); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
 		t.Errorf("generate = %v, want no project 6", err)
 	}
 }
@@ -594,7 +596,7 @@ func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
 	}))
 	defer other.Close()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint = other.URL + "/api/rest" })
-	err := e.srv.generate(context.Background(), trackerPipeline)
+	err := e.srv.generateTrackerSummary(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "MantisBT's answer names no login method (no X-Mantis-LoginMethod)") {
 		t.Errorf("generate = %v, want the missing login method", err)
 	}
@@ -616,7 +618,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 		issue(1, mantisDate(now), note(11, mantisDate(now), "public note"), secretNote),
 		hidden, noState,
 	}
-	if err := e.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	calls := e.model.calls()
@@ -646,13 +648,13 @@ func TestTrackerPrivateContent(t *testing.T) {
 		t.Errorf("with includePrivate, an e-mail address is kept: %s", got)
 	}
 
-	// TRACKER_INCLUDE_PRIVATE=true reaches the pipeline.
+	// TRACKER_INCLUDE_PRIVATE=true reaches the tracker prompt.
 	if !loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}[k] }).TrackerIncludePrivate {
 		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
 	}
 	withPrivate := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = true })
 	withPrivate.tracker.issues = e.tracker.issues
-	if err := withPrivate.srv.generate(context.Background(), trackerPipeline); err != nil {
+	if err := withPrivate.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if calls := withPrivate.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], "private note") {
@@ -780,7 +782,7 @@ func TestOutboundAnswerTooLarge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now, tc.change)
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-			err := e.srv.generate(context.Background(), trackerPipeline)
+			err := e.srv.generateTrackerSummary(context.Background())
 			if want := tc.name + ": answer larger than 32 MiB (status 200)"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("generate = %v, want %q", err, want)
 			}
