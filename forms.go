@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,8 +12,8 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update, as readJSON decodes it: members by exact
-// name at every level. Valid checks its title, its description and the number of its
+// FormInput is the body of create and update, members read by exact name at every
+// level (see UnmarshalJSON). Valid checks its title, its description and the number of its
 // categories and fields before the store is called; each category and field is checked
 // by the store while it inserts them, inside the transaction, so that a missing form is
 // a 404 before a bad field is a 500 (the original's order) and a bad last field undoes
@@ -35,6 +36,25 @@ type FieldInput struct {
 	Label       *string         `json:"label"`
 	Type        json.RawMessage `json:"type"`
 	Description *string         `json:"description"`
+}
+
+// UnmarshalJSON reads a body by exact member names (see jsonObject); a member of the
+// wrong kind is a 400 that names its place: categories[0].fields[2].label must be a string.
+func (in *FormInput) UnmarshalJSON(b []byte) error {
+	o, err := readObject(b, "")
+	if err != nil {
+		return err
+	}
+	in.Categories, err = getList(o, "categories", func(c jsonObject) (CategoryInput, error) {
+		var cat CategoryInput
+		fields, err := getList(c, "fields", func(f jsonObject) (FieldInput, error) {
+			fd := FieldInput{Type: f.members["type"]}
+			return fd, cmp.Or(f.get("label", &fd.Label, "a string"), f.get("description", &fd.Description, "a string"))
+		})
+		cat.Fields = fields
+		return cat, cmp.Or(c.get("name", &cat.Name, "a string"), err)
+	})
+	return cmp.Or(o.get("title", &in.Title, "a string"), o.get("description", &in.Description, "a string"), err)
 }
 
 // Valid checks what a 400 answers: the title (absent, null, empty or only white space),
@@ -179,7 +199,3 @@ func checkField(fd FieldInput) (string, error) {
 	}
 	return typ, nil
 }
-
-// rejected is a form rule broken: a *ruleError, which docs/SPEC.md §7 answers with 500
-// and its message inside "Failed to <context>: …", rather than a 400.
-func rejected(msg string) error { return &ruleError{msg: msg} }

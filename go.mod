@@ -8,3 +8,5 @@ require (
 	golang.org/x/image v0.48.0
 	golang.org/x/text v0.44.0
 )
+
+require golang.org/x/sync v0.25.0

@@ -483,17 +483,22 @@ func occupyHeavy(t *testing.T, s *server) func() {
 }
 
 // gateWaiting is how many wait at g.
-func gateWaiting(g *gate) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.queue)
-}
+func gateWaiting(g *gate) int { return int(g.waiting.Load()) }
 
-// gateUsed is what g has handed out.
+// gateUsed is what g has handed out, found by taking the most it still gives at once
+// (and giving it back): while nobody waits at g, the rest is in use.
 func gateUsed(g *gate) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.used
+	lo, hi := int64(0), g.capacity // lo can be taken; more than hi cannot
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if g.sem.TryAcquire(mid) {
+			g.sem.Release(mid)
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return g.capacity - lo
 }
 
 // builtBinary builds the service once per test run, for the tests that run it as an

@@ -184,12 +184,12 @@ func TestListsAcrossPages(t *testing.T) {
 func TestAnswersAndUploadsBounded(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	e.srv.answers = newGate(1<<20, 4, 50*time.Millisecond)
-	e.srv.uploads = newGate(1<<20, 4, 50*time.Millisecond)
+	e.srv.replies = newGate(1<<20, smallReplyBytes, 4, 50*time.Millisecond)
+	e.srv.uploads = newGate(1<<20, smallBodyBytes, 4, 50*time.Millisecond)
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
 	responseID := e.submit(f.ID, map[string]any{field: strings.Repeat("x", 70_000)}) // a list over 64 KiB
-	holdAnswers, _ := e.srv.answers.acquire(context.Background(), 1<<20)
+	holdAnswers, _ := e.srv.replies.acquire(context.Background(), 1<<20)
 	holdUploads, _ := e.srv.uploads.acquire(context.Background(), 1<<20)
 	for _, path := range []string{"/api/forms/" + itoa(f.ID) + "/responses", "/api/responses/" + itoa(responseID) + "/export/pdf"} {
 		res, body := e.getRaw(path)
@@ -238,7 +238,7 @@ func TestWritesQueued(t *testing.T) {
 		return res
 	}
 	responses := "/api/forms/" + itoa(f.ID) + "/responses"
-	e.srv.writes = newGate(1, 1, 300*time.Millisecond)
+	e.srv.writes = newGate(1, 0, 1, 300*time.Millisecond)
 	hold, _ := e.srv.writes.acquire(context.Background(), 1)
 	queued := func() bool { return gateWaiting(e.srv.writes) == 1 }
 	waited := make(chan *http.Response)
@@ -263,7 +263,7 @@ func TestWritesQueued(t *testing.T) {
 		t.Errorf("after refused writes: %d responses, setting %v; want none stored", e.count("responses"), k)
 	}
 	hold()
-	e.srv.writes = newGate(1, 1, 10*time.Second) // a wait long enough to be let in below
+	e.srv.writes = newGate(1, 0, 1, 10*time.Second) // a wait long enough to be let in below
 	hold, _ = e.srv.writes.acquire(context.Background(), 1)
 	go func() { waited <- send("POST", responses, submit) }()
 	waitFor(t, queued)
@@ -339,7 +339,7 @@ func TestPDFTooLongAnswer(t *testing.T) {
 func TestGate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newGate(10, 2, 100*time.Millisecond)
+	g := newGate(10, 0, 2, 100*time.Millisecond)
 	hold, err := g.acquire(ctx, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func TestGate(t *testing.T) {
 // it comes next, and the gate ends holding nothing.
 func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	t.Parallel()
-	g := newGate(1, 3, time.Minute)
+	g := newGate(1, 0, 3, time.Minute)
 	hold, err := g.acquire(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)

@@ -294,7 +294,7 @@ func TestErrorTable(t *testing.T) {
 // TestErrorTableComplete: every error kind has its status.
 func TestErrorTableComplete(t *testing.T) {
 	t.Parallel()
-	for kind := kindInternal; kind <= kindClientGone; kind++ {
+	for kind := kindInternal; kind <= kindUnavailable; kind++ {
 		if _, ok := errorStatus[kind]; !ok {
 			t.Errorf("error kind %d has no status in errorStatus", kind)
 		}

@@ -31,6 +31,16 @@ func checkSettingKey(key string) error {
 	return nil
 }
 
+// settingInput is the body of a setting write: its value member, read by exact name,
+// raw; nil when absent.
+type settingInput struct{ Value json.RawMessage }
+
+func (in *settingInput) UnmarshalJSON(b []byte) error {
+	o, err := readObject(b, "")
+	in.Value = o.members["value"]
+	return err
+}
+
 func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := checkSettingKey(key); err != nil {
@@ -48,9 +58,7 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err := checkSettingKey(key); err != nil {
 		return err
 	}
-	in, err := readJSON[struct {
-		Value json.RawMessage `json:"value"`
-	}](r)
+	in, err := readJSON[settingInput](r)
 	if err != nil {
 		return err
 	}
