@@ -485,6 +485,16 @@ func occupyHeavy(t *testing.T, s *server) func() {
 // gateWaiting is how many wait at g.
 func gateWaiting(g *gate) int { return int(g.waiting.Load()) }
 
+// gateQueued reports whether someone waits at g, which has a unit free: semaphore's
+// TryAcquire refuses even what fits while anyone waits.
+func gateQueued(g *gate) bool {
+	if g.sem.TryAcquire(1) {
+		g.sem.Release(1)
+		return false
+	}
+	return true
+}
+
 // gateUsed is what g has handed out, found by taking the most it still gives at once
 // (and giving it back): while nobody waits at g, the rest is in use.
 func gateUsed(g *gate) int64 {

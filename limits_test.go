@@ -9,7 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -401,8 +405,8 @@ func TestGate(t *testing.T) {
 // it comes next, and the gate ends holding nothing.
 func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	t.Parallel()
-	g := newGate(1, 0, 3, time.Minute)
-	hold, err := g.acquire(context.Background(), 1)
+	g := newGate(2, 0, 3, time.Minute)
+	hold, err := g.acquire(context.Background(), 1) // one unit free, each waiter wants two
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +414,7 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	wait := func(name string, ctx context.Context) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			release, err := g.acquire(ctx, 1)
+			release, err := g.acquire(ctx, 2)
 			if err == nil {
 				admitted <- name
 				release()
@@ -420,7 +424,7 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 		return done
 	}
 	first := wait("first", context.Background())
-	waitFor(t, func() bool { return gateWaiting(g) == 1 })
+	waitFor(t, func() bool { return gateQueued(g) })
 	ctx, leave := context.WithCancel(context.Background())
 	middle := wait("middle", ctx)
 	waitFor(t, func() bool { return gateWaiting(g) == 2 })
@@ -441,6 +445,51 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	}
 	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
 		t.Errorf("the gate holds %d with %d waiting, want nothing", used, waiting)
+	}
+}
+
+// TestGateLargeWaiterLeaves: a large waiter at the head of the queue holds up the smaller
+// ones behind it, which fit; when it gives up, they are admitted at once.
+func TestGateLargeWaiterLeaves(t *testing.T) {
+	t.Parallel()
+	g := newGate(10, 0, 2, time.Minute)
+	hold, err := g.acquire(context.Background(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	ctx, leave := context.WithCancel(context.Background())
+	large := make(chan error, 1)
+	go func() {
+		_, err := g.acquire(ctx, 10)
+		large <- err
+	}()
+	waitFor(t, func() bool { return gateQueued(g) })
+	small := make(chan error, 1)
+	go func() {
+		release, err := g.acquire(context.Background(), 2)
+		if err == nil {
+			release()
+		}
+		small <- err
+	}()
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
+	select {
+	case err := <-small:
+		t.Fatalf("a small waiter passed the large one at the head of the queue: %v", err)
+	default:
+	}
+	leave()
+	if err := <-large; !errors.Is(err, context.Canceled) {
+		t.Errorf("the large waiter that left = %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-small:
+		if err != nil {
+			t.Errorf("the small waiter = %v, want admitted", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the small waiter is still waiting after the large one at the head left")
 	}
 }
 
@@ -520,4 +569,93 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == maxBodyBytes })
 	conn.Close()
 	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == 0 })
+}
+
+// TestDocumentedLimits reads each number of docs/DESIGN.md's "Limits" table (and the
+// shutdown grace, the PDF's name budget and the busy timeout it states elsewhere)
+// literally, and compares it with the value the service runs with; the fields limit is
+// also tried at the documented number and one past it.
+func TestDocumentedLimits(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	design := string(raw)
+	thousands := func(n int) string { // 1,000 as the table writes it
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	size := func(n int) string {
+		if n%(1<<20) == 0 {
+			return fmt.Sprintf("%d MiB", n>>20)
+		}
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%d s", int(d/time.Second)) }
+	e := newTestEnv(t)
+	hs := newHTTPServer(e.srv.cfg, nil, e.srv.log)
+	var busy int
+	if err := e.store.write.QueryRow("PRAGMA busy_timeout").Scan(&busy); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pattern string   // a regular expression whose groups are the documented values
+		want    []string // the values of the code, as the document writes them
+	}{
+		{`\| request body \| ([^|]+) \|`, []string{size(maxBodyBytes)}},
+		{`\| form title \| ([\d,]+) characters \|`, []string{thousands(maxTitleChars)}},
+		{`\| form description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{`\| categories per form \| ([\d,]+) \|`, []string{thousands(maxCategories)}},
+		{`\| fields per form, all categories \| ([\d,]+) \|`, []string{thousands(maxFields)}},
+		{`\| field label, category name \| ([\d,]+) characters \|`, []string{thousands(maxLabelChars)}},
+		{`\| field description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{`\| submitted value[^|]*\| ([\d,]+) characters \|`, []string{thousands(maxValueChars)}},
+		{`\| summary page size[^|]*\| ([\d,]+) \|`, []string{thousands(maxSummaryPage)}},
+		{`\| PDF pages \| ([\d,]+) \|`, []string{thousands(pdfMaxPages)}},
+		{`names total at most ([\d,]+) letters`, []string{thousands(pdfNameBudget)}},
+		{`\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
+		{`\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
+		{`\| (?:answers|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+			[]string{size(smallReplyBytes), size(maxReplyBytes), secs(maxReplyWait)}},
+		{`\| heavy [^|]*\| one per core; (\d+) waiting, each at most (\d+ s) \|`,
+			[]string{strconv.Itoa(heavyQueue), secs(heavyWait)}},
+		{`\| requests that change data[^|]*\| (\d+) at once; (\d+) waiting, each at most (\d+ s) \(half the shutdown's grace\)`,
+			[]string{strconv.Itoa(writeSlots), strconv.Itoa(writeQueue), secs(writeWait)}},
+		{`Shutdown: requests in flight get up to (\d+ s);[^;]*waited for up to (\d+ s)`,
+			[]string{secs(e.srv.cfg.RequestGrace), secs(e.srv.cfg.JobGrace)}},
+		{`\| headers, whole body, whole \w+, idle connection \| (\d+ s), (\d+ s), (\d+ s), (\d+ s) \|`,
+			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout), secs(hs.IdleTimeout)}},
+		{`\((\d+ s): the single writer waits them out\)`, []string{secs(time.Duration(busy) * time.Millisecond)}},
+	} {
+		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
+		if m == nil {
+			t.Errorf("docs/DESIGN.md has no %s", tc.pattern)
+			continue
+		}
+		if got := m[1:]; !slices.Equal(got, tc.want) {
+			t.Errorf("docs/DESIGN.md: %s = %q, the code %q", tc.pattern, got, tc.want)
+		}
+	}
+	if e.srv.cfg.RequestGrace != 2*writeWait {
+		t.Errorf("writeWait %v is not half the shutdown's grace %v", writeWait, e.srv.cfg.RequestGrace)
+	}
+
+	// The fields limit, at the documented number and one past it.
+	documented, _ := strconv.Atoi(strings.ReplaceAll(
+		regexp.MustCompile(`\| fields per form, all categories \| ([\d,]+) \|`).FindStringSubmatch(design)[1], ",", ""))
+	for _, n := range []int{documented, documented + 1} {
+		fields := make([]any, n)
+		for i := range fields {
+			fields[i] = map[string]any{"label": "f", "type": "text"}
+		}
+		status, raw := e.do("POST", "/api/forms", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
+		if want := map[bool]int{true: 201, false: 400}[n == documented]; status != want {
+			t.Errorf("a form of %d fields = %d %.100s, want %d", n, status, raw, want)
+		}
+	}
 }

@@ -244,14 +244,24 @@ func TestRecoverPanics(t *testing.T) {
 	after.ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/x", nil))
 }
 
-// TestLogRequests alone: one line per request with method, path and status.
+// TestLogRequests alone: one line per request with method, path and status, and
+// whether the handler ended without returning (a panic passing through).
 func TestLogRequests(t *testing.T) {
 	t.Parallel()
 	s, logs := newBareServer(t, nil)
 	h := s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	h.ServeHTTP(httptest.NewRecorder(), apiRequest("DELETE", "/api/forms/3", nil))
-	if line := logs.String(); !strings.Contains(line, "method=DELETE") || !strings.Contains(line, "path=/api/forms/3") || !strings.Contains(line, "status=418") {
+	if line := logs.String(); !strings.Contains(line, "method=DELETE") || !strings.Contains(line, "path=/api/forms/3") ||
+		!strings.Contains(line, "status=418") || !strings.Contains(line, "aborted=false") {
 		t.Errorf("log line: %s", line)
+	}
+	aborts := s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }))
+	func() {
+		defer func() { recover() }()
+		aborts.ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/api/forms", nil))
+	}()
+	if !strings.Contains(logs.String(), "path=/api/forms status=200") || !strings.Contains(logs.String(), "aborted=true") {
+		t.Errorf("log of an aborted request: %s", logs)
 	}
 }
 

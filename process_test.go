@@ -123,9 +123,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	err = run(context.Background(), []string{"bakup", dest}, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
-	if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
-		t.Errorf("run bakup DEST = %v (DEST %v), want a usage error and no file", err, statErr)
+	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
+		err = run(context.Background(), args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
+		if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
+			t.Errorf("run %q = %v (DEST %v), want a usage error and no file", args, err, statErr)
+		}
 	}
 }
 
