@@ -12,30 +12,27 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update, members read by exact name at every
-// level (see UnmarshalJSON). Valid checks its title, its description and the number of its
-// categories and fields before the store is called; each category and field is checked
-// by the store while it inserts them, inside the transaction, so that a missing form is
-// a 404 before a bad field is a 500 (the original's order) and a bad last field undoes
-// everything before it.
+// FormInput is the body of create and update. Valid checks it before the store is
+// called; the store checks each category and field as it inserts them, so that a
+// missing form is a 404 before a bad field is a 500 (the original's order) and a bad
+// last field undoes everything before it.
 type FormInput struct {
-	Title       string          `json:"title"` // absent or null: ""
-	Description *string         `json:"description"`
-	Categories  []CategoryInput `json:"categories"`
+	Title       string // absent or null: ""
+	Description *string
+	Categories  []CategoryInput
 }
 
 // CategoryInput is one category of a FormInput; a missing name is "".
 type CategoryInput struct {
-	Name   string       `json:"name"`
-	Fields []FieldInput `json:"fields"`
+	Name   string
+	Fields []FieldInput
 }
 
-// FieldInput is one field of a CategoryInput. Type stays raw JSON so that a wrong type of
-// any JSON kind is reported as "Invalid field type: <type>", as the original wrote it.
+// FieldInput is one field; Type stays raw JSON for "Invalid field type: <type>".
 type FieldInput struct {
-	Label       *string         `json:"label"`
-	Type        json.RawMessage `json:"type"`
-	Description *string         `json:"description"`
+	Label       *string
+	Type        json.RawMessage
+	Description *string
 }
 
 // UnmarshalJSON reads a body by exact member names (see jsonObject); a member of the
@@ -57,9 +54,8 @@ func (in *FormInput) UnmarshalJSON(b []byte) error {
 	return cmp.Or(o.get("title", &in.Title, "a string"), o.get("description", &in.Description, "a string"), err)
 }
 
-// Valid checks what a 400 answers: the title (absent, null, empty or only white space),
-// and the limits of docs/DESIGN.md on the title, the description and the number of
-// categories and fields. The field rules are the store's (see FormInput).
+// Valid checks the title (absent, null or blank) and docs/DESIGN.md's limits but the
+// field rules, which are the store's.
 func (in FormInput) Valid() error {
 	fields := 0
 	for _, c := range in.Categories {
@@ -80,22 +76,18 @@ func (in FormInput) Valid() error {
 	return nil
 }
 
-// formAnswer is what create and update answer: the form without createdAt.
+// formAnswer is what create and update reply: the form without createdAt.
 type formAnswer struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
 	Description *string `json:"description"`
 }
 
-// handleListForms answers every form, newest first, as a JSON array written a page at a
-// time (see pagedWriter): a list of any length costs the memory of a page.
+// handleListForms replies with every form, newest first, a page at a time.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
-	start := listStart()
-	for after := &start; after != nil; {
-		var page []Form
-		var err error
-		page, after, err = s.store.ListForms(r.Context(), *after)
+	for after := new(listStart()); after != nil; {
+		page, next, err := s.store.ListForms(r.Context(), *after)
 		if err != nil {
 			return during("fetch forms", err)
 		}
@@ -107,12 +99,11 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 		if err := out.flush(); err != nil {
 			return err
 		}
+		after = next
 	}
 	return out.endArray()
 }
 
-// handleCreateForm creates a form from its body, which readJSON decodes and checks with
-// FormInput.Valid; the store checks each category and field as it inserts them.
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
 	in, err := readJSON[FormInput](r)
 	if err != nil {
@@ -166,12 +157,10 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 	})
 }
 
-// errInvalidFormID is docs/SPEC.md §7's answer to a form id that is not one, which
-// several handlers share.
 var errInvalidFormID = invalid("Invalid form ID")
 
-// checkCategory applies the limit on a category's name, which, like the field rules,
-// docs/SPEC.md §7 answers with 500 and the message.
+// checkCategory and checkField are the rules the store applies to each category and
+// field, in docs/DESIGN.md's order; checkField returns the field's type.
 func checkCategory(c CategoryInput) error {
 	if utf8.RuneCountInString(c.Name) > maxLabelChars {
 		return rejected(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))
@@ -179,10 +168,6 @@ func checkCategory(c CategoryInput) error {
 	return nil
 }
 
-// checkField applies the field checks in order (docs/DESIGN.md, "Smaller decisions")
-// and returns the field's type: label absent, empty or only white space, then a type
-// that is not one of the five, then the limits on the label and the description.
-// docs/SPEC.md §7 answers each with 500 and the message.
 func checkField(fd FieldInput) (string, error) {
 	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
 		return "", rejected("Field label is required")

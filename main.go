@@ -50,30 +50,20 @@ func main() {
 
 // config is the service's configuration, read from the environment (docs/DESIGN.md's table).
 type config struct {
-	Addr             string
-	DatabasePath     string
-	APIToken         string
-	TrackerEndpoint  string
-	TrackerKey       string
-	TrackerProjectID string
+	Addr, DatabasePath, APIToken                  string
+	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (README, Summaries).
-	TrackerIncludePrivate bool
-	GenAIKey              string
-	GenAIBaseURL          string
-	GenAIModel            string
-	TrackerPromptFile     string
-	EmailPromptFile       string
-	Maildir               string
-	SummarySchedule       string
-	CORSOrigins           []string      // origins allowed to call the API from a browser; "*" is any
-	AllowedHosts          []string      // Host names served without API_TOKEN besides localhost and IP addresses
-	PDFFontDir            string        // folders (":"-separated) searched first for fallback fonts
-	HeaderTimeout         time.Duration // how long a client may take to send its headers
-	RequestGrace          time.Duration // how long requests in flight get at shutdown
-	JobGrace              time.Duration // how long jobs (and handlers past RequestGrace) get at shutdown
-	OutboundTimeout       time.Duration // bound of every call to the tracker and the model
-	OutboundRetryDelay    time.Duration // first backoff of a retried outbound call
+	TrackerIncludePrivate                                        bool
+	GenAIKey, GenAIBaseURL, GenAIModel                           string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
+	CORSOrigins, AllowedHosts                                    []string
+	PDFFontDir                                                   string // folders searched first for fallback fonts
+	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace
+	// and JobGrace how long requests in flight, then jobs (and handlers past
+	// RequestGrace) get at shutdown; OutboundTimeout every call to the tracker and the
+	// model, whose first backoff is OutboundRetryDelay.
+	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
 func loadConfig(getenv func(string) string) config {
@@ -113,28 +103,20 @@ func loadConfig(getenv func(string) string) config {
 
 // summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
 func summaryConfigGaps(cfg config) (tracker, email []string) {
-	var model []string
-	if cfg.GenAIKey == "" {
-		model = append(model, "GENAI_API_KEY")
+	need := func(gaps []string, value, name string) []string {
+		if value == "" {
+			return append(gaps, name)
+		}
+		return gaps
 	}
-	tracker = slices.Clone(model)
-	if cfg.TrackerEndpoint == "" {
-		tracker = append(tracker, "TRACKER_API_ENDPOINT")
-	}
-	if cfg.TrackerKey == "" {
-		tracker = append(tracker, "TRACKER_API_KEY")
-	}
-	email = slices.Clone(model)
-	if cfg.Maildir == "" {
-		email = append(email, "MAILDIR")
-	}
-	return tracker, email
+	model := need(nil, cfg.GenAIKey, "GENAI_API_KEY")
+	tracker = need(need(slices.Clone(model), cfg.TrackerEndpoint, "TRACKER_API_ENDPOINT"), cfg.TrackerKey, "TRACKER_API_KEY")
+	return tracker, need(slices.Clone(model), cfg.Maildir, "MAILDIR")
 }
 
-// logReadiness says at start-up what an operator should know before the first request:
-// for each summary whether it can run, and if not why (a failed job shows only in the
-// log: docs/SPEC.md keeps it out of the caller's reply), and whether the API is open to
-// whoever reaches it.
+// logReadiness tells the operator at start-up whether each summary can run, and if not
+// why (a failed job shows only in the log), and whether the API is open to whoever
+// reaches it.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
 	for _, kind := range []struct {
@@ -277,9 +259,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return err
 }
 
-// stopServing stops accepting and gives the requests in flight cfg.RequestGrace to end.
-// Past it, their connections are closed, which cancels their contexts, so that their
-// handlers return soon. serveErr is Serve's result.
+// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past
+// it, closing their connections cancels their contexts. serveErr is Serve's result.
 func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestGrace)
 	defer cancel()
@@ -292,12 +273,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	}
 }
 
-// closeStore cancels the background jobs, waits for them and for the request handlers
-// still running, cfg.JobGrace for both together, so that the process ends within
-// RequestGrace + JobGrace of the signal, and then closes the store. With work still
-// running it leaves the store open: closing the database under that work would turn
-// its last statements into errors, the process ends anyway, and the WAL keeps every
-// commit. It reports whether it closed the store.
+// closeStore cancels the jobs, waits cfg.JobGrace for them and the handlers still
+// running, then closes the store and reports whether it did. With work still running it
+// leaves the store open: closing it would turn that work's last statements into errors,
+// the process ends anyway, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
 	var jobsDone bool
 	var stopping sync.WaitGroup
@@ -336,12 +315,8 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // Limits that no real form or client reaches, and the bounds on what all clients
-// together may hold, each listed in docs/DESIGN.md's "Limits" table with the reply a
-// client gets past it. Those a client meets are written here; the rest beside the code
-// they bound: pdfMaxPages and pdfNameBudget (pdf.go), maxSettingKeyBytes (settings.go),
-// the prompt's and the mail reader's bounds (summaries.go), the tracker's pages and the
-// outbound reply size (tracker.go), a list's page (store.go) and the connection
-// timeouts (newHTTPServer, loadConfig).
+// together may hold: docs/DESIGN.md's "Limits" table (TestDocumentedLimits). The others
+// are beside the code they bound.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -354,27 +329,22 @@ const (
 
 	// maxConnections bounds the open connections; one more is refused 503 and closed.
 	maxConnections = 2048
-	// maxUploadBytes bounds the request bodies being read and held at once; a body
-	// that finds no room within maxUploadWait is refused 503. Small bodies (at most
-	// smallBodyBytes, every ordinary request) go in without it: maxConnections bounds
-	// them, and a crowd of stalled large uploads cannot hold them up.
+	// maxUploadBytes bounds the request bodies being read and held at once, waited for
+	// up to maxUploadWait. Small bodies (every ordinary request) go in without it:
+	// maxConnections bounds them, and stalled large uploads cannot hold them up.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
-	// maxReplyBytes bounds the replies built and not yet read by their clients; a reply
-	// that finds no room within maxReplyWait is refused 503. Small replies (at most
-	// smallReplyBytes) go out without it: maxConnections bounds them.
+	// maxReplyBytes bounds the replies built and not yet read by their clients, waited
+	// for up to maxReplyWait; small replies go out without it.
 	maxReplyBytes   = 64 << 20
 	maxReplyWait    = 5 * time.Second
 	smallReplyBytes = 64 << 10
-	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots (see
-	// server.heavy); past either bound the request is refused 503.
+	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots.
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
 	// writeSlots requests that change data run at once; writeQueue more wait, each up
-	// to writeWait; past either bound the request is refused 503 (see queueWrites).
-	// writeWait is half the shutdown's grace for requests in flight, so that a writer
-	// let in at the last moment still has time to finish.
+	// to writeWait: half the shutdown's grace, so that the last let in can finish.
 	writeSlots = 4
 	writeQueue = 256
 	writeWait  = 5 * time.Second
@@ -387,24 +357,17 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	mux   *http.ServeMux
-	// handler is mux behind the middleware (see newServer).
-	handler http.Handler
-	// client makes the outbound calls to the tracker and the model.
-	client *http.Client
-	jobs   *summaryJobs
-	// handlers counts the requests being served, so that shutdown closes the database
-	// only after the last one has returned.
-	handlers sync.WaitGroup
+	// handler is mux behind the middleware; client makes the outbound calls.
+	handler  http.Handler
+	client   *http.Client
+	jobs     *summaryJobs
+	handlers sync.WaitGroup // the requests being served, for shutdown
 	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a response
-	// list or CSV), as many at once as there are cores: more at once would only add
-	// memory. Held while the data is read and the reply built, never while a client reads.
-	heavy *gate
-	// uploads bounds the bytes of request bodies in memory, replies those of replies.
-	uploads, replies *gate
-	// writes admits the requests that change data (see queueWrites).
-	writes *gate
-	// fonts are the PDF's fallback fonts, found once here rather than per export.
-	fonts *fontIndex
+	// list or CSV), one per core: more would only add memory. It is held while the reply
+	// is built, never while a client reads. uploads bounds the bytes of request bodies in
+	// memory, replies those of replies, writes the requests that change data.
+	heavy, uploads, replies, writes *gate
+	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
@@ -490,8 +453,7 @@ func chain(h http.Handler, mws ...middleware) http.Handler {
 	return h
 }
 
-// countHandlers counts the requests being served, so that shutdown closes the database
-// only after the last one has returned.
+// countHandlers counts the requests being served: shutdown waits for them.
 func (s *server) countHandlers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
@@ -508,8 +470,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		aborted := true // unless next returns: a panic passes through
 		defer func() {
-			// client is the TCP peer: behind a reverse proxy, the proxy (DESIGN: its own log
-			// names the client; a forwarded header is not trusted).
+			// client is the TCP peer (behind a proxy, the proxy): a header is not trusted.
 			s.log.Info("request", "client", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "status", rec.status,
 				"duration", time.Since(start).Round(time.Microsecond), "aborted", aborted)
 		}()
@@ -563,12 +524,9 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// allowCORS lets the browser front end of the original, served from another origin,
-// call the API: a reply to an allowed origin names it in Access-Control-Allow-Origin,
-// and a preflight (OPTIONS with Access-Control-Request-Method) of an allowed origin is
-// answered here with 204, the route's methods and the request headers the API reads,
-// before the token check, since browsers send preflights without credentials. A foreign
-// origin gets no CORS header, and with CORS_ORIGINS unset nothing changes.
+// allowCORS lets the original's browser front end, served from another origin, call the
+// API: a reply to an allowed origin names it, and its preflight is answered here, before
+// the token check, since browsers send preflights without credentials.
 func (s *server) allowCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.preflight(w, r) {
@@ -577,8 +535,8 @@ func (s *server) allowCORS(next http.Handler) http.Handler {
 	})
 }
 
-// preflight sets the CORS headers of r's reply and reports whether it replied to r, a
-// preflight.
+// preflight sets the CORS headers of r's reply, and replies 204 to r when it is the
+// preflight of an allowed origin.
 func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
@@ -614,11 +572,8 @@ func isAPI(r *http.Request) bool {
 }
 
 // checkHost refuses API requests for a Host name the service does not know while no
-// API_TOKEN guards it. A page on another site cannot read the API's replies (no CORS
-// header names it), unless it makes its own name resolve to this service (DNS
-// rebinding): then the browser's request carries the page's Host. Localhost, IP
-// addresses and ALLOWED_HOSTS are names no such page controls. With a token, the
-// browser of such a page has none to send.
+// API_TOKEN guards it: a page on another site that makes its own name resolve to this
+// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
 func (s *server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.APIToken == "" && isAPI(r) && !s.knownHost(r.Host) {
@@ -655,9 +610,8 @@ func (s *server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// validToken checks an Authorization header against "Bearer <token>"; the scheme is
-// case-insensitive. The token is compared through its SHA-256 in constant time, so that
-// neither its content nor its length shows in the time a reply takes.
+// validToken checks an Authorization header against "Bearer <token>", the scheme in any
+// case, through SHA-256 in constant time: neither content nor length shows in the timing.
 func validToken(header, token string) bool {
 	scheme, given, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -667,8 +621,8 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// refuseUncleanPaths refuses with 404 a path that is not in its clean form. The mux
-// would redirect /api//forms or /api/x/../forms with an HTML body; no resource lives there.
+// refuseUncleanPaths refuses with 404 a path not in its clean form, which the mux would
+// redirect with an HTML body.
 func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isCleanPath(r.URL.EscapedPath()) {
@@ -679,9 +633,7 @@ func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
 	})
 }
 
-// isCleanPath reports whether the escaped path p is already in the form path.Clean
-// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
-// slash (%2F) is data inside a segment, not a separator.
+// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
 func isCleanPath(p string) bool {
 	clean := path.Clean(p)
 	if strings.HasSuffix(p, "/") && clean != "/" {
@@ -691,11 +643,9 @@ func isCleanPath(p string) bool {
 }
 
 // readBody reads every request body before its route, as the original's body parser
-// did: one that is not application/json (415; a cross-site form cannot send that type
-// without a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every
-// route, those that read none included, and changes nothing. A large body holds its
-// room in s.uploads from before its first byte is read until the handler returns.
-// readJSON decodes the checked bytes.
+// did: one that is not application/json (415; no cross-site form sends that type without
+// a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
+// large body holds its room in s.uploads until the handler returns. readJSON decodes it.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 { // -1 is a body of unknown length
@@ -710,8 +660,7 @@ func (s *server) readBody(next http.Handler) http.Handler {
 	})
 }
 
-// bufferBody reads and checks r's body for readBody and puts it back as r.Body; release
-// gives its room back.
+// bufferBody reads and checks r's body and puts it back as r.Body.
 func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
 	if r.ContentLength > maxBodyBytes {
 		return nil, errBodyTooLarge // refused from its announced length, unread
@@ -742,13 +691,9 @@ func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release fun
 	return release, nil
 }
 
-// queueWrites lets writeSlots requests that change data (those of a POST, PUT or DELETE
-// route) run at once, and queues writeQueue more for at most writeWait each; past either
-// bound it refuses with 503. The database has one write connection, which serves writers
-// in turn: without this queue, every writer the connection cap lets in would wait there,
-// with no bound of its own on their number or their wait. It comes after readBody, so
-// that a slow upload holds no write slot (the hostile suite's stalled uploads show it).
-// The summary jobs write outside it: one job of each kind runs at a time.
+// queueWrites bounds the requests of POST, PUT and DELETE routes waiting for the one
+// write connection, in number and time, where database/sql's pool would queue them
+// without bound. It comes after readBody, so that a slow upload holds no write slot.
 func (s *server) queueWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
@@ -784,9 +729,8 @@ func (s *server) routeMethods(r *http.Request) []string {
 	return methods
 }
 
-// handleNoRoute replies to what no pattern matched: 405 with Allow when the path exists
-// under another method, else 404. The mux would reply to both in plain text; the API
-// speaks JSON.
+// handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
+// 405 with Allow when the path exists under another method, else 404.
 func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -796,16 +740,14 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 }
 
 // limitListener accepts at most cap(slots) connections at once. One more is refused
-// with 503 and closed at once rather than left in the kernel's queue, where a crowd of
-// idle connections would hold up every client behind it. (x/net's netutil.LimitListener
-// leaves it in the queue.)
+// with 503 and closed, not left in the kernel's queue behind a crowd of idle ones, as
+// x/net's netutil.LimitListener leaves it.
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
 }
 
-// tooManyConnections is what writeError would write for a busy server, sent to a
-// connection past the cap before any request is read: no handler runs for it.
+// tooManyConnections is the reply to a connection past the cap, before any request.
 const tooManyConnections = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + jsonType +
 	"\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 33\r\n\r\n" +
 	`{"error":"Too many connections"}` + "\n"
@@ -838,13 +780,10 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// gate bounds what the service holds at once (docs/DESIGN.md, Limits): request bodies
-// being read (s.uploads), replies not yet read by their clients (s.replies), PDFs and
-// list pages being built (s.heavy), writes (s.writes). It admits work while the units in
-// use (slots, bytes) stay within its capacity, first come first served; a request of at
-// most free units goes in without counting. A request that finds maxQueue others
-// waiting, or waits longer than maxWait, is refused with errBusy: a crowd gets a quick
-// 503 instead of an endless queue.
+// gate admits work while the units in use (slots, bytes) stay within its capacity, first
+// come first served; a request of at most free units goes in uncounted. One that finds
+// maxQueue others waiting, or waits past maxWait, is refused with errBusy: a crowd gets
+// a quick 503 instead of an endless queue.
 type gate struct {
 	sem      *semaphore.Weighted
 	capacity int64
@@ -859,9 +798,8 @@ func newGate(capacity, free int64, maxQueue int, maxWait time.Duration) *gate {
 		maxQueue: int64(maxQueue), maxWait: maxWait}
 }
 
-// acquire waits until n units are free (n above the capacity counts as all of it) and
-// returns the function that frees them. It fails with errBusy past the queue's length
-// or its wait, and with the context's error when the client leaves while it waits.
+// acquire waits until n units are free (at most the capacity) and returns the function
+// that frees them; a client that leaves gets its context's error.
 func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error) {
 	if n <= g.free {
 		return func() {}, nil
@@ -886,8 +824,7 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 	return func() { g.sem.Release(n) }, nil
 }
 
-// openAPI is docs/openapi.json, the API's description, written by hand so that it reads
-// as documentation, and kept true by tests against the route table and real replies.
+// openAPI is docs/openapi.json, written by hand, kept true by tests.
 //
 //go:embed docs/openapi.json
 var openAPI []byte
@@ -909,9 +846,8 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 // jsonType is the Content-Type of every body the service sends but the PDF and the CSV.
 const jsonType = "application/json; charset=utf-8"
 
-// writeJSON sends v as the JSON body with status. The body is encoded whole before the
-// header goes out, so that an encoding failure is still a clean 500; one larger than
-// smallReplyBytes first takes its room in s.replies, kept until the client has it.
+// writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
+// is still a clean 500, and held in s.replies until the client has it.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
@@ -934,10 +870,9 @@ func (s *server) holdAnswer(ctx context.Context, n int) (release func(), err err
 	return s.replies.acquire(ctx, int64(n))
 }
 
-// pagedWriter sends a list a page at a time: each page is built in buf, then takes its
-// room in s.replies until the client has it, as writeJSON's bodies do. The status and
-// header go out with the first page, so that an error before it is still a clean JSON
-// error.
+// pagedWriter sends a list a page at a time, each built in buf and held in s.replies
+// until the client has it. The header goes out with the first page, so that an error
+// before it is still a clean JSON error.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
@@ -958,11 +893,7 @@ func (p *pagedWriter) arrayItem(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode list item %d: %w", p.items, err)
 	}
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	} else {
-		p.buf.WriteByte(',')
-	}
+	p.buf.WriteByte("[,"[min(p.items, 1)]) // "[" before the first item, "," before the others
 	p.items++
 	p.buf.Write(b)
 	return nil
@@ -993,11 +924,9 @@ func (p *pagedWriter) flush() error {
 	return writeFailed(err)
 }
 
-// errClientGone marks an error writing a reply whose header is out: the client sees a
-// cut reply, which writeError logs as the client's leaving and answers nothing.
+// errClientGone marks an error writing a reply: writeError logs the client as gone.
 var errClientGone = errors.New("client gone")
 
-// writeFailed marks err, an error writing a reply, as errClientGone.
 func writeFailed(err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClientGone, err)
@@ -1005,7 +934,7 @@ func writeFailed(err error) error {
 	return nil
 }
 
-// retrySeconds is a wait in whole seconds, at least 1: the value of a Retry-After header.
+// retrySeconds is a Retry-After: whole seconds, at least 1.
 func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
@@ -1041,15 +970,13 @@ var errorStatus = map[errorKind]int{
 }
 
 // apiError is the service's one error type, as wtf's Error: kind chooses the status,
-// msg is the message the client reads, err, when set, is the cause, for the log only.
-// The store returns two of them, errNotFound and rejected's, knowing nothing of HTTP.
+// msg is what the client reads, err, when set, the cause, for the log only.
 type apiError struct {
 	kind   errorKind
 	msg    string
 	member string // the message's JSON member; "error" when empty
 	err    error
-	// retryAfter is when a refused request (kindUnavailable) may come again; a second
-	// when zero.
+	// retryAfter is when a refused request (kindUnavailable) may come again, or a second.
 	retryAfter time.Duration
 }
 
@@ -1065,12 +992,9 @@ func (e *apiError) Unwrap() error { return e.err }
 // invalid is the 400 of a request that breaks one of the API's rules.
 func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
 
-// rejected is a form rule broken (a field's label or type, a name's length), found in
-// the store's transaction that writes the form, so that a bad last field undoes the
-// rest. docs/SPEC.md §7 replies with 500 and its message inside "Failed to <context>: …".
+// rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
 func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }
 
-// internalError is what the client of a failure of ours reads.
 const internalError = "Internal server error"
 
 // The errors the middleware and most handlers return.
@@ -1113,9 +1037,8 @@ func missing(op string, err error, msg string) error {
 }
 
 // writeError replies to err: the one place where errors become statuses. A failure of
-// ours (an error that is no *apiError, or one of kindInternal with a cause) is logged
-// whole; the client reads docs/SPEC.md §7's message without addresses, paths or causes.
-// A client that left gets nothing, and the request log shows 499, as nginx logs it.
+// ours is logged whole, its client reads no cause. A client that left gets nothing, and
+// the request log shows 499, as nginx's does.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	rec, _ := w.(*statusRecorder)
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -1133,8 +1056,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if rec != nil && rec.wrote {
-		// Part of the reply is out (a list written page by page): the client sees it cut,
-		// which is all docs/SPEC.md asks, and the log says why.
+		// Part of a list is out: the client sees it cut, as docs/SPEC.md asks.
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
 	}
@@ -1148,10 +1070,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{member: ae.msg})
 }
 
-// jsonObject is a JSON object's members by exact name, for the input types'
-// UnmarshalJSON: encoding/json would take {"Title": …} for title, where the original read
-// req.body.title. Of a name given twice the last counts, as in JavaScript. path is the
-// object's place in the body, for messages ("categories[0]"; "" for the body).
+// jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
+// encoding/json would take {"Title": …} for title. Of a name given twice the last counts,
+// as in JavaScript. path is its place in the body ("categories[0]"; "" for the body).
 type jsonObject struct {
 	members map[string]json.RawMessage
 	path    string
@@ -1169,6 +1090,11 @@ func readObject(raw []byte, path string) (jsonObject, error) {
 	return o, nil
 }
 
+func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
+	*o, err = readObject(b, "")
+	return err
+}
+
 // at is the path of the member name.
 func (o jsonObject) at(name string) string {
 	if o.path == "" {
@@ -1177,8 +1103,7 @@ func (o jsonObject) at(name string) string {
 	return o.path + "." + name
 }
 
-// get decodes the member name, when there is one, into v, which takes JSON of kind ("a
-// string"); another kind is a 400 that names the member.
+// get decodes the member name, if any, into v, which takes JSON of kind ("a string").
 func (o jsonObject) get(name string, v any, kind string) error {
 	if raw, ok := o.members[name]; ok && json.Unmarshal(raw, v) != nil {
 		return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", o.at(name), kind))
@@ -1186,8 +1111,7 @@ func (o jsonObject) get(name string, v any, kind string) error {
 	return nil
 }
 
-// getList decodes the member name, when there is one, as an array of objects, each
-// read by read, so that an error names its place (categories[0].fields[2].label).
+// getList decodes the member name, if any, an array of objects, each read by read.
 func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error)) ([]T, error) {
 	var items []json.RawMessage
 	if err := o.get(name, &items, "an array"); err != nil {
@@ -1206,10 +1130,9 @@ func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error))
 	return list, nil
 }
 
-// readJSON decodes the request's body, which readBody has checked, into a T, and checks
-// it with its Valid method where T has one. T's own UnmarshalJSON reads members by exact
-// name (see jsonObject). No body, or an array, whose members the original read as
-// undefined, is the zero T.
+// readJSON decodes the body readBody checked into a T by T's UnmarshalJSON, and calls
+// its Valid method where T has one. No body, or an array, whose members the original
+// read as undefined, is the zero T.
 func readJSON[T any](r *http.Request) (T, error) {
 	var v T
 	body, err := io.ReadAll(r.Body)
@@ -1232,18 +1155,14 @@ func readJSON[T any](r *http.Request) (T, error) {
 	return v, nil
 }
 
-// parseID reads an id in a path or a key of values: the whole text base-10 digits, as
-// docs/DESIGN.md wants it; signs, spaces and fractions are not ids. Digits beyond int64
-// are an id all the same, of no row, as they were to the original's parseInt: they read
-// as 0, which no row has either (AUTOINCREMENT starts at 1), so the endpoint replies
-// with its 404 as for any other missing id.
+// parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).
+// Digits beyond int64 are the id of no row, as to the original's parseInt: 0.
 func parseID(s string) (int64, bool) {
 	n, ok := parseDigits(s)
 	return max(n, 0), ok
 }
 
-// parseDigits reads s when it is one or more ASCII digits and nothing else; digits
-// beyond int64 read as -1.
+// parseDigits reads s when it is ASCII digits only; beyond int64 as -1.
 func parseDigits(s string) (int64, bool) {
 	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, false
