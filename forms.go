@@ -76,12 +76,15 @@ func (in FormInput) Valid() error {
 	return nil
 }
 
-// formAnswer is what create and update reply: the form without createdAt.
-type formAnswer struct {
+// savedForm is what create and update reply: the form without createdAt.
+type savedForm struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
 	Description *string `json:"description"`
 }
+
+// formAnswer is savedForm's old name, until the other files' tests use the new one.
+type formAnswer = savedForm
 
 // handleListForms replies with every form, newest first, a page at a time.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
@@ -113,7 +116,7 @@ func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return during("create form", err)
 	}
-	return s.writeJSON(w, r, http.StatusCreated, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusCreated, savedForm{f.ID, f.Title, f.Description})
 }
 
 func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
@@ -141,7 +144,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return during(fmt.Sprintf("update form %d", id), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusOK, savedForm{f.ID, f.Title, f.Description})
 }
 
 func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error {

@@ -74,7 +74,7 @@ func TestFormLifecycle(t *testing.T) {
 	}
 
 	// Update keeps id and createdAt and replaces the tree with new ids.
-	var updated formAnswer
+	var updated savedForm
 	status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{
 		"title": "Renamed",
 		"categories": []any{map[string]any{"name": "Only", "fields": []any{

@@ -203,7 +203,7 @@ func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantM
 // createForm creates a form through the API and returns its tree as read back.
 func (e *testEnv) createForm(body any) FormDetail {
 	e.t.Helper()
-	var created formAnswer
+	var created savedForm
 	if status := e.doJSON("POST", "/api/forms", body, &created); status != http.StatusCreated {
 		e.t.Fatalf("create form: status %d", status)
 	}
@@ -345,7 +345,7 @@ func (e *testEnv) createFormWithToken(token string) int64 {
 	if status != 201 {
 		e.t.Fatalf("create with token = %d %s", status, raw)
 	}
-	var f formAnswer
+	var f savedForm
 	if err := json.Unmarshal(raw, &f); err != nil {
 		e.t.Fatalf("decode %s: %v", raw, err)
 	}

@@ -254,7 +254,7 @@ func TestMemberNamesExact(t *testing.T) {
 
 	t.Run("ignored", func(t *testing.T) {
 		// Wrongly cased members beside the right ones are other members: ignored.
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "a", "TITLE": "b", "Description": "d",
 			"categories": [{"name": "c", "Name": "C", "Fields": [{"label": "x", "type": "text"}],
 				"fields": [{"label": "l", "Label": "L", "type": "text", "TYPE": "number", "Description": "D"}]}]}`, &created)
@@ -276,7 +276,7 @@ func TestMemberNamesExact(t *testing.T) {
 	})
 
 	t.Run("last of a repeated member", func(t *testing.T) {
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "first", "title": "second"}`, &created)
 		if created.Title != "second" {
 			t.Errorf("title = %q, want second", created.Title)

@@ -252,7 +252,7 @@ func createLoadForm(t *testing.T, base string) int64 {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var f formAnswer
+	var f savedForm
 	if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != 201 {
 		t.Fatalf("create form: %d %v", res.StatusCode, err)
 	}
