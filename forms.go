@@ -83,9 +83,6 @@ type savedForm struct {
 	Description *string `json:"description"`
 }
 
-// formAnswer is savedForm's old name, until the other files' tests use the new one.
-type formAnswer = savedForm
-
 // handleListForms replies with every form, newest first, a page at a time.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)

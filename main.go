@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"path"
-	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -864,12 +863,6 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	return writeFailed(err)
 }
 
-// holdAnswer takes room in s.replies for a reply of n bytes about to be written, until
-// release.
-func (s *server) holdAnswer(ctx context.Context, n int) (release func(), err error) {
-	return s.replies.acquire(ctx, int64(n))
-}
-
 // pagedWriter sends a list a page at a time, each built in buf and held in s.replies
 // until the client has it. The header goes out with the first page, so that an error
 // before it is still a clean JSON error.
@@ -972,10 +965,9 @@ var errorStatus = map[errorKind]int{
 // apiError is the service's one error type, as wtf's Error: kind chooses the status,
 // msg is what the client reads, err, when set, the cause, for the log only.
 type apiError struct {
-	kind   errorKind
-	msg    string
-	member string // the message's JSON member; "error" when empty
-	err    error
+	kind errorKind
+	msg  string
+	err  error
 	// retryAfter is when a refused request (kindUnavailable) may come again, or a second.
 	retryAfter time.Duration
 }
@@ -1063,11 +1055,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.kind == kindUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
-	member := ae.member
-	if member == "" {
-		member = "error"
-	}
-	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{member: ae.msg})
+	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{"error": ae.msg})
 }
 
 // jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
@@ -1130,22 +1118,24 @@ func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error))
 	return list, nil
 }
 
-// readJSON decodes the body readBody checked into a T by T's UnmarshalJSON, and calls
-// its Valid method where T has one. No body, or an array, whose members the original
-// read as undefined, is the zero T.
-func readJSON[T any](r *http.Request) (T, error) {
+// jsonBody is a request body's type: its own UnmarshalJSON reads members by exact name
+// (see jsonObject), where encoding/json would match them whatever their case.
+type jsonBody[T any] interface {
+	*T
+	json.Unmarshaler
+}
+
+// readJSON decodes the body readBody checked into a T, and calls its Valid method where
+// T has one. No body, or an array, whose members the original read as undefined, is the
+// zero T.
+func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return v, err
 	}
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
-		if u, ok := any(&v).(json.Unmarshaler); ok {
-			err = u.UnmarshalJSON(body)
-		} else {
-			err = decodeMembers(reflect.ValueOf(&v).Elem(), body, "")
-		}
-		if err != nil {
+		if err := P(&v).UnmarshalJSON(body); err != nil {
 			return v, err
 		}
 	}
@@ -1172,20 +1162,4 @@ func parseDigits(s string) (int64, bool) {
 		return -1, true // out of range, the one error digits can give
 	}
 	return n, true
-}
-
-// decodeMembers reads raw, a JSON object, into v, a struct, by its fields' json tags and
-// exact member names, for a body type without its own UnmarshalJSON.
-func decodeMembers(v reflect.Value, raw json.RawMessage, path string) error {
-	o, err := readObject(raw, path)
-	if err != nil {
-		return err
-	}
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-		if err := o.get(name, v.Field(i).Addr().Interface(), "of another kind"); name != "" && err != nil {
-			return err
-		}
-	}
-	return nil
 }
