@@ -156,7 +156,7 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 	return res.StatusCode, out
 }
 
-// getRaw sends a GET with optional header pairs and returns the answer with its body read.
+// getRaw sends a GET with optional header pairs and returns the reply with its body read.
 func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
 	req, err := http.NewRequest("GET", e.http.URL+path, nil)
@@ -178,7 +178,7 @@ func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte)
 	return res, body
 }
 
-// doJSON is do that also decodes the answer into out.
+// doJSON is do that also decodes the reply into out.
 func (e *testEnv) doJSON(method, path string, body, out any) int {
 	e.t.Helper()
 	status, raw := e.do(method, path, body)
@@ -190,7 +190,7 @@ func (e *testEnv) doJSON(method, path string, body, out any) int {
 	return status
 }
 
-// wantError checks a JSON error answer byte for byte.
+// wantError checks a JSON error reply byte for byte.
 func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantMsg string) {
 	e.t.Helper()
 	status, raw := e.do(method, path, body)
@@ -404,20 +404,20 @@ func seedFormBody() map[string]any {
 	return map[string]any{"title": "Site inspection report", "description": "Benchmark form", "categories": cats}
 }
 
-// submitBody answers every field of f, as seed.mjs does.
+// submitBody replies every field of f, as seed.mjs does.
 func submitBody(f FormDetail) string {
 	var parts []string
 	for _, c := range f.Categories {
 		for _, fd := range c.Fields {
-			v := map[string]string{"text": `"Answer text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
-				"textarea": `"A longer answer, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
+			v := map[string]string{"text": `"Reply text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
+				"textarea": `"A longer reply, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
 			parts = append(parts, fmt.Sprintf(`"%d": %s`, fd.ID, v))
 		}
 	}
 	return `{"values": {` + strings.Join(parts, ", ") + `}}`
 }
 
-// serve runs one request through the handler and checks its status. The answer is
+// serve runs one request through the handler and checks its status. The reply is
 // counted and dropped, so that allocations are the handler's own, not a recorder's.
 func serve(b *testing.B, h http.Handler, method, path, body string, want int) {
 	var r io.Reader
@@ -448,7 +448,7 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// fuzzServe runs one request through the handler and checks the rules every answer
+// fuzzServe runs one request through the handler and checks the rules every reply
 // keeps: JSON, and a 500 only for docs/SPEC.md's validation failures.
 func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	t.Helper()
@@ -460,7 +460,7 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {
-		t.Fatalf("%s %s %q: answer %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
+		t.Fatalf("%s %s %q: reply %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
 	}
 	if w.Code == 500 {
 		var e struct{ Error string }

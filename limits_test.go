@@ -69,25 +69,25 @@ func TestFormLimits(t *testing.T) {
 				for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
 					before := e.snapshot()
 					text := strings.TrimSuffix(string(raw), "}") + `,"categories":[` + s + `]}`
-					status, answer := e.do(target.method, target.path, text)
-					if status != tc.status || !strings.Contains(string(answer), tc.msg) || e.snapshot() != before {
-						t.Errorf("%s %s = %d %s, want %d %q and nothing changed", target.method, target.path, status, answer, tc.status, tc.msg)
+					status, reply := e.do(target.method, target.path, text)
+					if status != tc.status || !strings.Contains(string(reply), tc.msg) || e.snapshot() != before {
+						t.Errorf("%s %s = %d %s, want %d %q and nothing changed", target.method, target.path, status, reply, tc.status, tc.msg)
 					}
 				}
 				return
 			}
 			for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
 				before := e.snapshot()
-				status, answer := e.do(target.method, target.path, body)
+				status, reply := e.do(target.method, target.path, body)
 				want := tc.msg
 				if strings.Contains(want, "%s") {
 					want = fmt.Sprintf(want, target.op)
 				}
 				if status != tc.status && !(tc.status == 201 && target.method == "PUT" && status == 200) {
-					t.Errorf("%s %s = %d %.200s, want %d", target.method, target.path, status, answer, tc.status)
+					t.Errorf("%s %s = %d %.200s, want %d", target.method, target.path, status, reply, tc.status)
 				}
 				if tc.status >= 400 {
-					if got := strings.TrimSpace(string(answer)); got != `{"error":"`+want+`"}` {
+					if got := strings.TrimSpace(string(reply)); got != `{"error":"`+want+`"}` {
 						t.Errorf("%s %s = %.200s, want %q", target.method, target.path, got, want)
 					}
 					if e.snapshot() != before {
@@ -181,11 +181,11 @@ func TestListsAcrossPages(t *testing.T) {
 	}
 }
 
-// TestAnswersAndUploadsBounded: with the room for answers in memory taken, a large
-// answer (a PDF, a list over 64 KiB) waits and is refused 503 with Retry-After, while a
+// TestRepliesAndUploadsBounded: with the room for replies in memory taken, a large
+// reply (a PDF, a list over 64 KiB) waits and is refused 503 with Retry-After, while a
 // small one goes out; with the room for bodies taken, a large body is refused 503 and
 // stores nothing, while a small one goes in.
-func TestAnswersAndUploadsBounded(t *testing.T) {
+func TestRepliesAndUploadsBounded(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	e.srv.replies = newGate(1<<20, smallReplyBytes, 4, 50*time.Millisecond)
@@ -193,16 +193,16 @@ func TestAnswersAndUploadsBounded(t *testing.T) {
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
 	responseID := e.submit(f.ID, map[string]any{field: strings.Repeat("x", 70_000)}) // a list over 64 KiB
-	holdAnswers, _ := e.srv.replies.acquire(context.Background(), 1<<20)
+	holdReplies, _ := e.srv.replies.acquire(context.Background(), 1<<20)
 	holdUploads, _ := e.srv.uploads.acquire(context.Background(), 1<<20)
 	for _, path := range []string{"/api/forms/" + itoa(f.ID) + "/responses", "/api/responses/" + itoa(responseID) + "/export/pdf"} {
 		res, body := e.getRaw(path)
 		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-			t.Errorf("GET %s with no room for answers = %d %.100s, want 503 with Retry-After", path, res.StatusCode, body)
+			t.Errorf("GET %s with no room for replies = %d %.100s, want 503 with Retry-After", path, res.StatusCode, body)
 		}
 	}
 	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
-		t.Errorf("a small answer with no room for large ones = %d, want 200", res.StatusCode)
+		t.Errorf("a small reply with no room for large ones = %d, want 200", res.StatusCode)
 	}
 	before := e.count("responses")
 	status, _ := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("y", 80_000)}})
@@ -212,7 +212,7 @@ func TestAnswersAndUploadsBounded(t *testing.T) {
 	if id := e.submit(f.ID, map[string]any{field: "small"}); id == 0 {
 		t.Error("a small body was refused")
 	}
-	holdAnswers()
+	holdReplies()
 	holdUploads()
 	if res, _ := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf"); res.StatusCode != 200 {
 		t.Errorf("the PDF once the room is free = %d, want 200", res.StatusCode)
@@ -321,9 +321,9 @@ func TestResponsePageCutByBytes(t *testing.T) {
 	}
 }
 
-// TestPDFTooLongAnswer: a response whose PDF would pass pdfMaxPages (a textarea of
+// TestPDFTooLongReply: a response whose PDF would pass pdfMaxPages (a textarea of
 // newlines at the value limit) is answered 500 with the limit named, nothing sent.
-func TestPDFTooLongAnswer(t *testing.T) {
+func TestPDFTooLongReply(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	textarea := map[string]any{"label": "Notes", "type": "textarea"}
@@ -517,9 +517,9 @@ func TestHeavyQueueBounded(t *testing.T) {
 	}
 }
 
-// TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
+// TestHeavyRepliesWaitForASlot: with every heavy slot busy, a PDF export, a response
 // list and a CSV export wait; the moment a slot frees, the waiting one is answered.
-func TestHeavyAnswersWaitForASlot(t *testing.T) {
+func TestHeavyRepliesWaitForASlot(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
@@ -541,7 +541,7 @@ func TestHeavyAnswersWaitForASlot(t *testing.T) {
 			t.Errorf("%s answered %d while every slot was busy", path, status)
 			release()
 			continue
-		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
+		case <-time.After(300 * time.Millisecond): // an reply without a slot takes a few ms
 		}
 		release()
 		select {
@@ -620,7 +620,7 @@ func TestDocumentedLimits(t *testing.T) {
 		{`\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
 		{`\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
 			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
-		{`\| (?:answers|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+		{`\| (?:replies|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
 			[]string{size(smallReplyBytes), size(maxReplyBytes), secs(maxReplyWait)}},
 		{`\| heavy [^|]*\| one per core; (\d+) waiting, each at most (\d+ s) \|`,
 			[]string{strconv.Itoa(heavyQueue), secs(heavyWait)}},

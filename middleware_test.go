@@ -27,7 +27,7 @@ func newBareServer(t *testing.T, change func(*config)) (*server, *syncBuffer) {
 	return newServer(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)), time.Now, &http.Client{}), logs
 }
 
-// okHandler answers 200 "ok" and reports that it ran.
+// okHandler replies 200 "ok" and reports that it ran.
 func okHandler(ran *bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*ran = true
@@ -63,7 +63,7 @@ func TestValidToken(t *testing.T) {
 	}
 }
 
-// TestRequireToken: the middleware alone lets the token through and answers anything
+// TestRequireToken: the middleware alone lets the token through and replies anything
 // else 401 with WWW-Authenticate, on /api paths only.
 func TestRequireToken(t *testing.T) {
 	t.Parallel()
@@ -166,7 +166,7 @@ func TestCheckHost(t *testing.T) {
 			t.Errorf("Host %q %s (token %v) = %d, want %d", tc.host, tc.path, tc.s.cfg.APIToken != "", w.Code, tc.want)
 		}
 		if tc.want == 403 && strings.TrimSpace(w.Body.String()) != `{"error":"Host not allowed"}` {
-			t.Errorf("Host %q: answer %s", tc.host, w.Body)
+			t.Errorf("Host %q: reply %s", tc.host, w.Body)
 		}
 	}
 }
@@ -339,10 +339,10 @@ func TestConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a connection past the cap: %v", err)
 	}
-	answer, err := io.ReadAll(refused.Body)
+	reply, err := io.ReadAll(refused.Body)
 	c.Close()
-	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(answer) != "{\"error\":\"Too many connections\"}\n" {
-		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, answer, refused.Header.Get("Retry-After"), err)
+	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(reply) != "{\"error\":\"Too many connections\"}\n" {
+		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, reply, refused.Header.Get("Retry-After"), err)
 	}
 	held[0].Close()
 	waitFor(t, func() bool { return len(ln.slots) == 1 })
@@ -399,7 +399,7 @@ func TestAPIToken(t *testing.T) {
 	}
 }
 
-// TestCORS: with CORS_ORIGINS set, an allowed origin is named on answers and its
+// TestCORS: with CORS_ORIGINS set, an allowed origin is named on replies and its
 // preflights are answered with the route's methods, without the token; a foreign origin
 // gets no CORS header; unset, nothing changes.
 func TestCORS(t *testing.T) {
@@ -522,10 +522,10 @@ func TestCORSOriginsConfig(t *testing.T) {
 	}
 }
 
-// TestPanicEndsTheAnswer: a panic before anything is written is a JSON 500; a panic
-// after part of the answer is out ends the connection, so the client sees an error and
-// never a short answer that parses.
-func TestPanicEndsTheAnswer(t *testing.T) {
+// TestPanicEndsTheReply: a panic before anything is written is a JSON 500; a panic
+// after part of the reply is out ends the connection, so the client sees an error and
+// never a short reply that parses.
+func TestPanicEndsTheReply(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	e.srv.mux.HandleFunc("GET /test/panic-before", func(w http.ResponseWriter, r *http.Request) {
@@ -549,7 +549,7 @@ func TestPanicEndsTheAnswer(t *testing.T) {
 	body, err := io.ReadAll(res.Body)
 	res.Body.Close()
 	if err == nil {
-		t.Errorf("a panic after the first bytes gave a complete answer: %d %q", res.StatusCode, body)
+		t.Errorf("a panic after the first bytes gave a complete reply: %d %q", res.StatusCode, body)
 	}
 	if !strings.Contains(e.logs.String(), `panic=after`) {
 		t.Errorf("the panic was not logged:\n%s", e.logs)
