@@ -46,12 +46,14 @@ func (in *FormInput) UnmarshalJSON(b []byte) error {
 		var cat CategoryInput
 		fields, err := getList(c, "fields", func(f jsonObject) (FieldInput, error) {
 			fd := FieldInput{Type: f.members["type"]}
-			return fd, cmp.Or(f.get("label", &fd.Label, "a string"), f.get("description", &fd.Description, "a string"))
+			return fd, cmp.Or(f.get("label", &fd.Label, "a string"),
+				f.get("description", &fd.Description, "a string"))
 		})
 		cat.Fields = fields
 		return cat, cmp.Or(c.get("name", &cat.Name, "a string"), err)
 	})
-	return cmp.Or(o.get("title", &in.Title, "a string"), o.get("description", &in.Description, "a string"), err)
+	return cmp.Or(o.get("title", &in.Title, "a string"),
+		o.get("description", &in.Description, "a string"), err)
 }
 
 // Valid checks the title (absent, null or blank) and docs/DESIGN.md's limits but the

@@ -409,8 +409,8 @@ func submitBody(f FormDetail) string {
 	var parts []string
 	for _, c := range f.Categories {
 		for _, fd := range c.Fields {
-			v := map[string]string{"text": `"Reply text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
-				"textarea": `"A longer reply, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
+			v := map[string]string{"text": `"Answer text for the field"`, "number": "42.5", "date": `"2026-11-25"`,
+				"textarea": `"A longer answer, written over a few sentences to look like a real one."`, "boolean": "true"}[fd.Type]
 			parts = append(parts, fmt.Sprintf(`"%d": %s`, fd.ID, v))
 		}
 	}

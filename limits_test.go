@@ -620,17 +620,21 @@ func TestDocumentedLimits(t *testing.T) {
 		{`\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
 		{`\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
 			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
-		{`\| (?:replies|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+		{`\| (?:answers|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|` +
+			`[^|]*after waiting (\d+ s)`,
 			[]string{size(smallReplyBytes), size(maxReplyBytes), secs(maxReplyWait)}},
 		{`\| heavy [^|]*\| one per core; (\d+) waiting, each at most (\d+ s) \|`,
 			[]string{strconv.Itoa(heavyQueue), secs(heavyWait)}},
-		{`\| requests that change data[^|]*\| (\d+) at once; (\d+) waiting, each at most (\d+ s) \(half the shutdown's grace\)`,
+		{`\| requests that change data[^|]*\| (\d+) at once; (\d+) waiting, ` +
+			`each at most (\d+ s) \(half the shutdown's grace\)`,
 			[]string{strconv.Itoa(writeSlots), strconv.Itoa(writeQueue), secs(writeWait)}},
 		{`Shutdown: requests in flight get up to (\d+ s);[^;]*waited for up to (\d+ s)`,
 			[]string{secs(e.srv.cfg.RequestGrace), secs(e.srv.cfg.JobGrace)}},
 		{`\| headers, whole body, whole \w+, idle connection \| (\d+ s), (\d+ s), (\d+ s), (\d+ s) \|`,
-			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout), secs(hs.IdleTimeout)}},
-		{`\((\d+ s): the single writer waits them out\)`, []string{secs(time.Duration(busy) * time.Millisecond)}},
+			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout),
+				secs(hs.IdleTimeout)}},
+		{`\((\d+ s): the single writer waits them out\)`,
+			[]string{secs(time.Duration(busy) * time.Millisecond)}},
 	} {
 		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
 		if m == nil {
@@ -646,14 +650,15 @@ func TestDocumentedLimits(t *testing.T) {
 	}
 
 	// The fields limit, at the documented number and one past it.
-	documented, _ := strconv.Atoi(strings.ReplaceAll(
-		regexp.MustCompile(`\| fields per form, all categories \| ([\d,]+) \|`).FindStringSubmatch(design)[1], ",", ""))
+	fieldsRow := regexp.MustCompile(`\| fields per form, all categories \| ([\d,]+) \|`)
+	documented, _ := strconv.Atoi(strings.ReplaceAll(fieldsRow.FindStringSubmatch(design)[1], ",", ""))
 	for _, n := range []int{documented, documented + 1} {
 		fields := make([]any, n)
 		for i := range fields {
 			fields[i] = map[string]any{"label": "f", "type": "text"}
 		}
-		status, raw := e.do("POST", "/api/forms", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
+		body := map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}}
+		status, raw := e.do("POST", "/api/forms", body)
 		if want := map[bool]int{true: 201, false: 400}[n == documented]; status != want {
 			t.Errorf("a form of %d fields = %d %.100s, want %d", n, status, raw, want)
 		}

@@ -390,7 +390,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
 	s.mux.Handle("/", s.handle(s.handleNoRoute))
 	// Every request passes these, the first outermost (queueWrites acts on writes only).
-	s.handler = chain(s.mux, s.countHandlers, s.logRequests, s.recoverPanics,
+	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
 		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
 	return s
 }
@@ -452,19 +452,13 @@ func chain(h http.Handler, mws ...middleware) http.Handler {
 	return h
 }
 
-// countHandlers counts the requests being served: shutdown waits for them.
-func (s *server) countHandlers(next http.Handler) http.Handler {
+// logRequests writes one line per request, and counts the requests being served, which
+// shutdown waits for. It gives the inner handlers a *statusRecorder, which
+// recoverPanics and writeError use.
+func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
 		defer s.handlers.Done()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// logRequests writes one line per request. It gives the inner handlers a
-// *statusRecorder, which recoverPanics and writeError use.
-func (s *server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		aborted := true // unless next returns: a panic passes through

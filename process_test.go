@@ -67,7 +67,7 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 	acked := 0
 	for i := range 100 {
 		res, err := http.Post(base+"/api/forms/1/responses", "application/json",
-			strings.NewReader(fmt.Sprintf(`{"values": {"1": "reply %d"}}`, i)))
+			strings.NewReader(fmt.Sprintf(`{"values": {"1": "answer %d"}}`, i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func writeLoad(base string, formID int64, stop <-chan struct{}) (sofar, all func
 					return
 				default:
 				}
-				body := fmt.Sprintf(`{"values": {"1": "client %d reply %d"}}`, i, n)
+				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
 				res, err := client.Post(fmt.Sprintf("%s/api/forms/%d/responses", base, formID), "application/json", strings.NewReader(body))
 				if err != nil {
 					continue // the server is going away; nothing was acknowledged
