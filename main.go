@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -807,11 +808,8 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 		err := g.sem.Acquire(wait, n)
 		cancel()
 		g.waiting.Add(-1)
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case err != nil:
-			return nil, errBusy
+		if err != nil {
+			return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
 		}
 	}
 	return func() { g.sem.Release(n) }, nil
