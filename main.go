@@ -1070,6 +1070,7 @@ func readObject(raw []byte, path string) (jsonObject, error) {
 	return o, nil
 }
 
+// UnmarshalJSON reads a body of raw members: a setting's value, a submit's values.
 func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
 	*o, err = readObject(b, "")
 	return err
