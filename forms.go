@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,35 +12,52 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update, as readJSON decodes it: members by exact
-// name at every level. Valid checks its title, its description and the number of its
-// categories and fields before the store is called; each category and field is checked
-// by the store while it inserts them, inside the transaction, so that a missing form is
-// a 404 before a bad field is a 500 (the original's order) and a bad last field undoes
-// everything before it.
+// FormInput is the body of create and update. Valid checks it before the store is
+// called; the store checks each category and field as it inserts them, so that a
+// missing form is a 404 before a bad field is a 500 (the original's order) and a bad
+// last field undoes everything before it.
 type FormInput struct {
-	Title       string          `json:"title"` // absent or null: ""
-	Description *string         `json:"description"`
-	Categories  []CategoryInput `json:"categories"`
+	Title       string // absent or null: ""
+	Description *string
+	Categories  []CategoryInput
 }
 
 // CategoryInput is one category of a FormInput; a missing name is "".
 type CategoryInput struct {
-	Name   string       `json:"name"`
-	Fields []FieldInput `json:"fields"`
+	Name   string
+	Fields []FieldInput
 }
 
-// FieldInput is one field of a CategoryInput. Type stays raw JSON so that a wrong type of
-// any JSON kind is reported as "Invalid field type: <type>", as the original wrote it.
+// FieldInput is one field; Type stays raw JSON for "Invalid field type: <type>".
 type FieldInput struct {
-	Label       *string         `json:"label"`
-	Type        json.RawMessage `json:"type"`
-	Description *string         `json:"description"`
+	Label       *string
+	Type        json.RawMessage
+	Description *string
 }
 
-// Valid checks what a 400 answers: the title (absent, null, empty or only white space),
-// and the limits of docs/DESIGN.md on the title, the description and the number of
-// categories and fields. The field rules are the store's (see FormInput).
+// UnmarshalJSON reads a body by exact member names (see jsonObject); a member of the
+// wrong kind is a 400 that names its place: categories[0].fields[2].label must be a string.
+func (in *FormInput) UnmarshalJSON(b []byte) error {
+	o, err := readObject(b, "")
+	if err != nil {
+		return err
+	}
+	in.Categories, err = getList(o, "categories", func(c jsonObject) (CategoryInput, error) {
+		var cat CategoryInput
+		fields, err := getList(c, "fields", func(f jsonObject) (FieldInput, error) {
+			fd := FieldInput{Type: f.members["type"]}
+			return fd, cmp.Or(f.get("label", &fd.Label, "a string"),
+				f.get("description", &fd.Description, "a string"))
+		})
+		cat.Fields = fields
+		return cat, cmp.Or(c.get("name", &cat.Name, "a string"), err)
+	})
+	return cmp.Or(o.get("title", &in.Title, "a string"),
+		o.get("description", &in.Description, "a string"), err)
+}
+
+// Valid checks the title (absent, null or blank) and docs/DESIGN.md's limits but the
+// field rules, which are the store's.
 func (in FormInput) Valid() error {
 	fields := 0
 	for _, c := range in.Categories {
@@ -60,22 +78,18 @@ func (in FormInput) Valid() error {
 	return nil
 }
 
-// formAnswer is what create and update answer: the form without createdAt.
-type formAnswer struct {
+// savedForm is what create and update reply: the form without createdAt.
+type savedForm struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
 	Description *string `json:"description"`
 }
 
-// handleListForms answers every form, newest first, as a JSON array written a page at a
-// time (see pagedWriter): a list of any length costs the memory of a page.
+// handleListForms replies with every form, newest first, a page at a time.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
-	start := listStart()
-	for after := &start; after != nil; {
-		var page []Form
-		var err error
-		page, after, err = s.store.ListForms(r.Context(), *after)
+	for after := new(listStart()); after != nil; {
+		page, next, err := s.store.ListForms(r.Context(), *after)
 		if err != nil {
 			return during("fetch forms", err)
 		}
@@ -87,12 +101,11 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 		if err := out.flush(); err != nil {
 			return err
 		}
+		after = next
 	}
 	return out.endArray()
 }
 
-// handleCreateForm creates a form from its body, which readJSON decodes and checks with
-// FormInput.Valid; the store checks each category and field as it inserts them.
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
 	in, err := readJSON[FormInput](r)
 	if err != nil {
@@ -102,7 +115,7 @@ func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return during("create form", err)
 	}
-	return s.writeJSON(w, r, http.StatusCreated, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusCreated, savedForm{f.ID, f.Title, f.Description})
 }
 
 func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
@@ -130,7 +143,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return during(fmt.Sprintf("update form %d", id), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, formAnswer{f.ID, f.Title, f.Description})
+	return s.writeJSON(w, r, http.StatusOK, savedForm{f.ID, f.Title, f.Description})
 }
 
 func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error {
@@ -146,12 +159,10 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 	})
 }
 
-// errInvalidFormID is docs/SPEC.md §7's answer to a form id that is not one, which
-// several handlers share.
 var errInvalidFormID = invalid("Invalid form ID")
 
-// checkCategory applies the limit on a category's name, which, like the field rules,
-// docs/SPEC.md §7 answers with 500 and the message.
+// checkCategory and checkField are the rules the store applies to each category and
+// field, in docs/DESIGN.md's order; checkField returns the field's type.
 func checkCategory(c CategoryInput) error {
 	if utf8.RuneCountInString(c.Name) > maxLabelChars {
 		return rejected(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))
@@ -159,10 +170,6 @@ func checkCategory(c CategoryInput) error {
 	return nil
 }
 
-// checkField applies the field checks in order (docs/DESIGN.md, "Smaller decisions")
-// and returns the field's type: label absent, empty or only white space, then a type
-// that is not one of the five, then the limits on the label and the description.
-// docs/SPEC.md §7 answers each with 500 and the message.
 func checkField(fd FieldInput) (string, error) {
 	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
 		return "", rejected("Field label is required")
@@ -179,7 +186,3 @@ func checkField(fd FieldInput) (string, error) {
 	}
 	return typ, nil
 }
-
-// rejected is a form rule broken: a *ruleError, which docs/SPEC.md §7 answers with 500
-// and its message inside "Failed to <context>: …", rather than a 400.
-func rejected(msg string) error { return &ruleError{msg: msg} }

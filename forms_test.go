@@ -67,14 +67,14 @@ func TestFormLifecycle(t *testing.T) {
 		t.Errorf("unnamed category name = %q, want empty", f.Categories[1].Name)
 	}
 
-	// The raw answer must carry description: null, never omit it.
+	// The raw reply must carry description: null, never omit it.
 	_, raw := e.do("GET", "/api/forms/"+itoa(f.ID), nil)
 	if !strings.Contains(string(raw), `"label":"Rooms","type":"number","description":null`) {
 		t.Errorf("single read does not write description null: %s", raw)
 	}
 
 	// Update keeps id and createdAt and replaces the tree with new ids.
-	var updated formAnswer
+	var updated savedForm
 	status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), map[string]any{
 		"title": "Renamed",
 		"categories": []any{map[string]any{"name": "Only", "fields": []any{
@@ -246,7 +246,7 @@ func TestFormValidation(t *testing.T) {
 		{"field not an object", map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{"label"}}}}, 400, "Invalid JSON body: categories[0].fields[0] must be an object"},
 		{"number label", field(map[string]any{"label": 5, "type": "text"}), 400, "Invalid JSON body: categories[1].fields[1].label must be a string"},
 		// The whole body is decoded before its rules are checked: a member of the wrong
-		// kind anywhere answers before a missing title.
+		// kind anywhere replies before a missing title.
 		{"no title and a number name", map[string]any{"categories": []any{map[string]any{"name": 5}}}, 400, "Invalid JSON body: categories[0].name must be a string"},
 		{"white space body", " \n\t", 400, "Form title is required"},
 		{"invalid JSON", `{"title": "T",`, 400, "Invalid JSON body"},
@@ -363,7 +363,7 @@ func BenchmarkFormRead(b *testing.B) {
 	}
 }
 
-// FuzzFormBody: any body for create and update answers JSON, never an unexpected 500,
+// FuzzFormBody: any body for create and update replies JSON, never an unexpected 500,
 // and leaves the database consistent.
 func FuzzFormBody(f *testing.F) {
 	for _, s := range []string{
@@ -460,9 +460,9 @@ func TestReadsFollowSortOrder(t *testing.T) {
 	}
 }
 
-// TestGetFormAnswerIsTheCallers: changing what GetForm returned changes neither the
+// TestGetFormReplyIsTheCallers: changing what GetForm returned changes neither the
 // cache nor a later read.
-func TestGetFormAnswerIsTheCallers(t *testing.T) {
+func TestGetFormReplyIsTheCallers(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())

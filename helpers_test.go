@@ -156,7 +156,7 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 	return res.StatusCode, out
 }
 
-// getRaw sends a GET with optional header pairs and returns the answer with its body read.
+// getRaw sends a GET with optional header pairs and returns the reply with its body read.
 func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
 	req, err := http.NewRequest("GET", e.http.URL+path, nil)
@@ -178,7 +178,7 @@ func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte)
 	return res, body
 }
 
-// doJSON is do that also decodes the answer into out.
+// doJSON is do that also decodes the reply into out.
 func (e *testEnv) doJSON(method, path string, body, out any) int {
 	e.t.Helper()
 	status, raw := e.do(method, path, body)
@@ -190,7 +190,7 @@ func (e *testEnv) doJSON(method, path string, body, out any) int {
 	return status
 }
 
-// wantError checks a JSON error answer byte for byte.
+// wantError checks a JSON error reply byte for byte.
 func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantMsg string) {
 	e.t.Helper()
 	status, raw := e.do(method, path, body)
@@ -203,7 +203,7 @@ func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantM
 // createForm creates a form through the API and returns its tree as read back.
 func (e *testEnv) createForm(body any) FormDetail {
 	e.t.Helper()
-	var created formAnswer
+	var created savedForm
 	if status := e.doJSON("POST", "/api/forms", body, &created); status != http.StatusCreated {
 		e.t.Fatalf("create form: status %d", status)
 	}
@@ -345,7 +345,7 @@ func (e *testEnv) createFormWithToken(token string) int64 {
 	if status != 201 {
 		e.t.Fatalf("create with token = %d %s", status, raw)
 	}
-	var f formAnswer
+	var f savedForm
 	if err := json.Unmarshal(raw, &f); err != nil {
 		e.t.Fatalf("decode %s: %v", raw, err)
 	}
@@ -404,7 +404,7 @@ func seedFormBody() map[string]any {
 	return map[string]any{"title": "Site inspection report", "description": "Benchmark form", "categories": cats}
 }
 
-// submitBody answers every field of f, as seed.mjs does.
+// submitBody replies every field of f, as seed.mjs does.
 func submitBody(f FormDetail) string {
 	var parts []string
 	for _, c := range f.Categories {
@@ -417,7 +417,7 @@ func submitBody(f FormDetail) string {
 	return `{"values": {` + strings.Join(parts, ", ") + `}}`
 }
 
-// serve runs one request through the handler and checks its status. The answer is
+// serve runs one request through the handler and checks its status. The reply is
 // counted and dropped, so that allocations are the handler's own, not a recorder's.
 func serve(b *testing.B, h http.Handler, method, path, body string, want int) {
 	var r io.Reader
@@ -448,7 +448,7 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// fuzzServe runs one request through the handler and checks the rules every answer
+// fuzzServe runs one request through the handler and checks the rules every reply
 // keeps: JSON, and a 500 only for docs/SPEC.md's validation failures.
 func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	t.Helper()
@@ -460,7 +460,7 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || !json.Valid(w.Body.Bytes()) {
-		t.Fatalf("%s %s %q: answer %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
+		t.Fatalf("%s %s %q: reply %d %q is not JSON (%s)", method, path, body, w.Code, w.Body, ct)
 	}
 	if w.Code == 500 {
 		var e struct{ Error string }
@@ -483,17 +483,32 @@ func occupyHeavy(t *testing.T, s *server) func() {
 }
 
 // gateWaiting is how many wait at g.
-func gateWaiting(g *gate) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.queue)
+func gateWaiting(g *gate) int { return int(g.waiting.Load()) }
+
+// gateQueued reports whether someone waits at g, which has a unit free: semaphore's
+// TryAcquire refuses even what fits while anyone waits.
+func gateQueued(g *gate) bool {
+	if g.sem.TryAcquire(1) {
+		g.sem.Release(1)
+		return false
+	}
+	return true
 }
 
-// gateUsed is what g has handed out.
+// gateUsed is what g has handed out, found by taking the most it still gives at once
+// (and giving it back): while nobody waits at g, the rest is in use.
 func gateUsed(g *gate) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.used
+	lo, hi := int64(0), g.capacity // lo can be taken; more than hi cannot
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if g.sem.TryAcquire(mid) {
+			g.sem.Release(mid)
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return g.capacity - lo
 }
 
 // builtBinary builds the service once per test run, for the tests that run it as an

@@ -66,7 +66,7 @@ func (c *hostileChild) peakRSS() int64 {
 	return kb << 10
 }
 
-// send sends a JSON body (none when body is nil) and returns the answer's status and body.
+// send sends a JSON body (none when body is nil) and returns the reply's status and body.
 func (c *hostileChild) send(method, path string, body any) (int, []byte) {
 	c.t.Helper()
 	var r io.Reader = http.NoBody
@@ -89,13 +89,13 @@ func (c *hostileChild) send(method, path string, body any) (int, []byte) {
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		c.t.Fatalf("%s %s: reading the reply: %v", method, path, err)
 	}
 	return res.StatusCode, raw
 }
 
-// call sends a JSON body, fails the test unless the answer's status is want, and decodes
-// the answer into out (when not nil).
+// call sends a JSON body, fails the test unless the reply's status is want, and decodes
+// the reply into out (when not nil).
 func (c *hostileChild) call(method, path string, body any, want int, out any) {
 	c.t.Helper()
 	status, raw := c.send(method, path, body)
@@ -110,7 +110,7 @@ func (c *hostileChild) call(method, path string, body any, want int, out any) {
 }
 
 // read GETs path into out. Right after an attack the service may still rightly refuse
-// with 503 (its heavy queue full of the attack's unread answers); read asks again until
+// with 503 (its heavy queue full of the attack's unread replies); read asks again until
 // limit has passed, and fails the test on any other status.
 func (c *hostileChild) read(path string, out any, limit time.Duration) {
 	c.t.Helper()

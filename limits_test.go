@@ -9,7 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,25 +69,25 @@ func TestFormLimits(t *testing.T) {
 				for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
 					before := e.snapshot()
 					text := strings.TrimSuffix(string(raw), "}") + `,"categories":[` + s + `]}`
-					status, answer := e.do(target.method, target.path, text)
-					if status != tc.status || !strings.Contains(string(answer), tc.msg) || e.snapshot() != before {
-						t.Errorf("%s %s = %d %s, want %d %q and nothing changed", target.method, target.path, status, answer, tc.status, tc.msg)
+					status, reply := e.do(target.method, target.path, text)
+					if status != tc.status || !strings.Contains(string(reply), tc.msg) || e.snapshot() != before {
+						t.Errorf("%s %s = %d %s, want %d %q and nothing changed", target.method, target.path, status, reply, tc.status, tc.msg)
 					}
 				}
 				return
 			}
 			for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
 				before := e.snapshot()
-				status, answer := e.do(target.method, target.path, body)
+				status, reply := e.do(target.method, target.path, body)
 				want := tc.msg
 				if strings.Contains(want, "%s") {
 					want = fmt.Sprintf(want, target.op)
 				}
 				if status != tc.status && !(tc.status == 201 && target.method == "PUT" && status == 200) {
-					t.Errorf("%s %s = %d %.200s, want %d", target.method, target.path, status, answer, tc.status)
+					t.Errorf("%s %s = %d %.200s, want %d", target.method, target.path, status, reply, tc.status)
 				}
 				if tc.status >= 400 {
-					if got := strings.TrimSpace(string(answer)); got != `{"error":"`+want+`"}` {
+					if got := strings.TrimSpace(string(reply)); got != `{"error":"`+want+`"}` {
 						t.Errorf("%s %s = %.200s, want %q", target.method, target.path, got, want)
 					}
 					if e.snapshot() != before {
@@ -177,28 +181,28 @@ func TestListsAcrossPages(t *testing.T) {
 	}
 }
 
-// TestAnswersAndUploadsBounded: with the room for answers in memory taken, a large
-// answer (a PDF, a list over 64 KiB) waits and is refused 503 with Retry-After, while a
+// TestRepliesAndUploadsBounded: with the room for replies in memory taken, a large
+// reply (a PDF, a list over 64 KiB) waits and is refused 503 with Retry-After, while a
 // small one goes out; with the room for bodies taken, a large body is refused 503 and
 // stores nothing, while a small one goes in.
-func TestAnswersAndUploadsBounded(t *testing.T) {
+func TestRepliesAndUploadsBounded(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	e.srv.answers = newGate(1<<20, 4, 50*time.Millisecond)
-	e.srv.uploads = newGate(1<<20, 4, 50*time.Millisecond)
+	e.srv.replies = newGate(1<<20, smallReplyBytes, 4, 50*time.Millisecond)
+	e.srv.uploads = newGate(1<<20, smallBodyBytes, 4, 50*time.Millisecond)
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
 	responseID := e.submit(f.ID, map[string]any{field: strings.Repeat("x", 70_000)}) // a list over 64 KiB
-	holdAnswers, _ := e.srv.answers.acquire(context.Background(), 1<<20)
+	holdReplies, _ := e.srv.replies.acquire(context.Background(), 1<<20)
 	holdUploads, _ := e.srv.uploads.acquire(context.Background(), 1<<20)
 	for _, path := range []string{"/api/forms/" + itoa(f.ID) + "/responses", "/api/responses/" + itoa(responseID) + "/export/pdf"} {
 		res, body := e.getRaw(path)
 		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-			t.Errorf("GET %s with no room for answers = %d %.100s, want 503 with Retry-After", path, res.StatusCode, body)
+			t.Errorf("GET %s with no room for replies = %d %.100s, want 503 with Retry-After", path, res.StatusCode, body)
 		}
 	}
 	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
-		t.Errorf("a small answer with no room for large ones = %d, want 200", res.StatusCode)
+		t.Errorf("a small reply with no room for large ones = %d, want 200", res.StatusCode)
 	}
 	before := e.count("responses")
 	status, _ := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("y", 80_000)}})
@@ -208,7 +212,7 @@ func TestAnswersAndUploadsBounded(t *testing.T) {
 	if id := e.submit(f.ID, map[string]any{field: "small"}); id == 0 {
 		t.Error("a small body was refused")
 	}
-	holdAnswers()
+	holdReplies()
 	holdUploads()
 	if res, _ := e.getRaw("/api/responses/" + itoa(responseID) + "/export/pdf"); res.StatusCode != 200 {
 		t.Errorf("the PDF once the room is free = %d, want 200", res.StatusCode)
@@ -238,7 +242,7 @@ func TestWritesQueued(t *testing.T) {
 		return res
 	}
 	responses := "/api/forms/" + itoa(f.ID) + "/responses"
-	e.srv.writes = newGate(1, 1, 300*time.Millisecond)
+	e.srv.writes = newGate(1, 0, 1, 300*time.Millisecond)
 	hold, _ := e.srv.writes.acquire(context.Background(), 1)
 	queued := func() bool { return gateWaiting(e.srv.writes) == 1 }
 	waited := make(chan *http.Response)
@@ -263,7 +267,7 @@ func TestWritesQueued(t *testing.T) {
 		t.Errorf("after refused writes: %d responses, setting %v; want none stored", e.count("responses"), k)
 	}
 	hold()
-	e.srv.writes = newGate(1, 1, 10*time.Second) // a wait long enough to be let in below
+	e.srv.writes = newGate(1, 0, 1, 10*time.Second) // a wait long enough to be let in below
 	hold, _ = e.srv.writes.acquire(context.Background(), 1)
 	go func() { waited <- send("POST", responses, submit) }()
 	waitFor(t, queued)
@@ -317,9 +321,9 @@ func TestResponsePageCutByBytes(t *testing.T) {
 	}
 }
 
-// TestPDFTooLongAnswer: a response whose PDF would pass pdfMaxPages (a textarea of
+// TestPDFTooLongReply: a response whose PDF would pass pdfMaxPages (a textarea of
 // newlines at the value limit) is answered 500 with the limit named, nothing sent.
-func TestPDFTooLongAnswer(t *testing.T) {
+func TestPDFTooLongReply(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	textarea := map[string]any{"label": "Notes", "type": "textarea"}
@@ -339,7 +343,7 @@ func TestPDFTooLongAnswer(t *testing.T) {
 func TestGate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newGate(10, 2, 100*time.Millisecond)
+	g := newGate(10, 0, 2, 100*time.Millisecond)
 	hold, err := g.acquire(ctx, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -401,8 +405,8 @@ func TestGate(t *testing.T) {
 // it comes next, and the gate ends holding nothing.
 func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	t.Parallel()
-	g := newGate(1, 3, time.Minute)
-	hold, err := g.acquire(context.Background(), 1)
+	g := newGate(2, 0, 3, time.Minute)
+	hold, err := g.acquire(context.Background(), 1) // one unit free, each waiter wants two
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +414,7 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	wait := func(name string, ctx context.Context) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			release, err := g.acquire(ctx, 1)
+			release, err := g.acquire(ctx, 2)
 			if err == nil {
 				admitted <- name
 				release()
@@ -420,7 +424,7 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 		return done
 	}
 	first := wait("first", context.Background())
-	waitFor(t, func() bool { return gateWaiting(g) == 1 })
+	waitFor(t, func() bool { return gateQueued(g) })
 	ctx, leave := context.WithCancel(context.Background())
 	middle := wait("middle", ctx)
 	waitFor(t, func() bool { return gateWaiting(g) == 2 })
@@ -441,6 +445,51 @@ func TestGateWaiterLeavesMidQueue(t *testing.T) {
 	}
 	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
 		t.Errorf("the gate holds %d with %d waiting, want nothing", used, waiting)
+	}
+}
+
+// TestGateLargeWaiterLeaves: a large waiter at the head of the queue holds up the smaller
+// ones behind it, which fit; when it gives up, they are admitted at once.
+func TestGateLargeWaiterLeaves(t *testing.T) {
+	t.Parallel()
+	g := newGate(10, 0, 2, time.Minute)
+	hold, err := g.acquire(context.Background(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	ctx, leave := context.WithCancel(context.Background())
+	large := make(chan error, 1)
+	go func() {
+		_, err := g.acquire(ctx, 10)
+		large <- err
+	}()
+	waitFor(t, func() bool { return gateQueued(g) })
+	small := make(chan error, 1)
+	go func() {
+		release, err := g.acquire(context.Background(), 2)
+		if err == nil {
+			release()
+		}
+		small <- err
+	}()
+	waitFor(t, func() bool { return gateWaiting(g) == 2 })
+	select {
+	case err := <-small:
+		t.Fatalf("a small waiter passed the large one at the head of the queue: %v", err)
+	default:
+	}
+	leave()
+	if err := <-large; !errors.Is(err, context.Canceled) {
+		t.Errorf("the large waiter that left = %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-small:
+		if err != nil {
+			t.Errorf("the small waiter = %v, want admitted", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the small waiter is still waiting after the large one at the head left")
 	}
 }
 
@@ -468,9 +517,9 @@ func TestHeavyQueueBounded(t *testing.T) {
 	}
 }
 
-// TestHeavyAnswersWaitForASlot: with every heavy slot busy, a PDF export, a response
+// TestHeavyRepliesWaitForASlot: with every heavy slot busy, a PDF export, a response
 // list and a CSV export wait; the moment a slot frees, the waiting one is answered.
-func TestHeavyAnswersWaitForASlot(t *testing.T) {
+func TestHeavyRepliesWaitForASlot(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
@@ -492,7 +541,7 @@ func TestHeavyAnswersWaitForASlot(t *testing.T) {
 			t.Errorf("%s answered %d while every slot was busy", path, status)
 			release()
 			continue
-		case <-time.After(300 * time.Millisecond): // an answer without a slot takes a few ms
+		case <-time.After(300 * time.Millisecond): // an reply without a slot takes a few ms
 		}
 		release()
 		select {
@@ -520,4 +569,98 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == maxBodyBytes })
 	conn.Close()
 	waitFor(t, func() bool { return gateUsed(e.srv.uploads) == 0 })
+}
+
+// TestDocumentedLimits reads each number of docs/DESIGN.md's "Limits" table (and the
+// shutdown grace, the PDF's name budget and the busy timeout it states elsewhere)
+// literally, and compares it with the value the service runs with; the fields limit is
+// also tried at the documented number and one past it.
+func TestDocumentedLimits(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	design := string(raw)
+	thousands := func(n int) string { // 1,000 as the table writes it
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	size := func(n int) string {
+		if n%(1<<20) == 0 {
+			return fmt.Sprintf("%d MiB", n>>20)
+		}
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%d s", int(d/time.Second)) }
+	e := newTestEnv(t)
+	hs := newHTTPServer(e.srv.cfg, nil, e.srv.log)
+	var busy int
+	if err := e.store.write.QueryRow("PRAGMA busy_timeout").Scan(&busy); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pattern string   // a regular expression whose groups are the documented values
+		want    []string // the values of the code, as the document writes them
+	}{
+		{`\| request body \| ([^|]+) \|`, []string{size(maxBodyBytes)}},
+		{`\| form title \| ([\d,]+) characters \|`, []string{thousands(maxTitleChars)}},
+		{`\| form description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{`\| categories per form \| ([\d,]+) \|`, []string{thousands(maxCategories)}},
+		{`\| fields per form, all categories \| ([\d,]+) \|`, []string{thousands(maxFields)}},
+		{`\| field label, category name \| ([\d,]+) characters \|`, []string{thousands(maxLabelChars)}},
+		{`\| field description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{`\| submitted value[^|]*\| ([\d,]+) characters \|`, []string{thousands(maxValueChars)}},
+		{`\| summary page size[^|]*\| ([\d,]+) \|`, []string{thousands(maxSummaryPage)}},
+		{`\| PDF pages \| ([\d,]+) \|`, []string{thousands(pdfMaxPages)}},
+		{`names total at most ([\d,]+) letters`, []string{thousands(pdfNameBudget)}},
+		{`\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
+		{`\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
+		{`\| (?:answers|replies) in memory[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|` +
+			`[^|]*after waiting (\d+ s)`,
+			[]string{size(smallReplyBytes), size(maxReplyBytes), secs(maxReplyWait)}},
+		{`\| heavy [^|]*\| one per core; (\d+) waiting, each at most (\d+ s) \|`,
+			[]string{strconv.Itoa(heavyQueue), secs(heavyWait)}},
+		{`\| requests that change data[^|]*\| (\d+) at once; (\d+) waiting, ` +
+			`each at most (\d+ s) \(half the shutdown's grace\)`,
+			[]string{strconv.Itoa(writeSlots), strconv.Itoa(writeQueue), secs(writeWait)}},
+		{`Shutdown: requests in flight get up to (\d+ s);[^;]*waited for up to (\d+ s)`,
+			[]string{secs(e.srv.cfg.RequestGrace), secs(e.srv.cfg.JobGrace)}},
+		{`\| headers, whole body, whole \w+, idle connection \| (\d+ s), (\d+ s), (\d+ s), (\d+ s) \|`,
+			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout),
+				secs(hs.IdleTimeout)}},
+		{`\((\d+ s): the single writer waits them out\)`,
+			[]string{secs(time.Duration(busy) * time.Millisecond)}},
+	} {
+		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
+		if m == nil {
+			t.Errorf("docs/DESIGN.md has no %s", tc.pattern)
+			continue
+		}
+		if got := m[1:]; !slices.Equal(got, tc.want) {
+			t.Errorf("docs/DESIGN.md: %s = %q, the code %q", tc.pattern, got, tc.want)
+		}
+	}
+	if e.srv.cfg.RequestGrace != 2*writeWait {
+		t.Errorf("writeWait %v is not half the shutdown's grace %v", writeWait, e.srv.cfg.RequestGrace)
+	}
+
+	// The fields limit, at the documented number and one past it.
+	fieldsRow := regexp.MustCompile(`\| fields per form, all categories \| ([\d,]+) \|`)
+	documented, _ := strconv.Atoi(strings.ReplaceAll(fieldsRow.FindStringSubmatch(design)[1], ",", ""))
+	for _, n := range []int{documented, documented + 1} {
+		fields := make([]any, n)
+		for i := range fields {
+			fields[i] = map[string]any{"label": "f", "type": "text"}
+		}
+		body := map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}}
+		status, raw := e.do("POST", "/api/forms", body)
+		if want := map[bool]int{true: 201, false: 400}[n == documented]; status != want {
+			t.Errorf("a form of %d fields = %d %.100s, want %d", n, status, raw, want)
+		}
+	}
 }

@@ -23,14 +23,16 @@ import (
 	"os"
 	"os/signal"
 	"path"
-	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 func main() {
@@ -48,30 +50,20 @@ func main() {
 
 // config is the service's configuration, read from the environment (docs/DESIGN.md's table).
 type config struct {
-	Addr             string
-	DatabasePath     string
-	APIToken         string
-	TrackerEndpoint  string
-	TrackerKey       string
-	TrackerProjectID string
+	Addr, DatabasePath, APIToken                  string
+	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (README, Summaries).
-	TrackerIncludePrivate bool
-	GenAIKey              string
-	GenAIBaseURL          string
-	GenAIModel            string
-	TrackerPromptFile     string
-	EmailPromptFile       string
-	Maildir               string
-	SummarySchedule       string
-	CORSOrigins           []string      // origins allowed to call the API from a browser; "*" is any
-	AllowedHosts          []string      // Host names served without API_TOKEN besides localhost and IP addresses
-	PDFFontDir            string        // folders (":"-separated) searched first for fallback fonts
-	HeaderTimeout         time.Duration // how long a client may take to send its headers
-	RequestGrace          time.Duration // how long requests in flight get at shutdown
-	JobGrace              time.Duration // how long cancelled background jobs (and handlers past RequestGrace) get at shutdown
-	OutboundTimeout       time.Duration // bound of every call to the tracker and the model
-	OutboundRetryDelay    time.Duration // first backoff of a retried outbound call
+	TrackerIncludePrivate                                        bool
+	GenAIKey, GenAIBaseURL, GenAIModel                           string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
+	CORSOrigins, AllowedHosts                                    []string
+	PDFFontDir                                                   string // folders searched first for fallback fonts
+	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace
+	// and JobGrace how long requests in flight, then jobs (and handlers past
+	// RequestGrace) get at shutdown; OutboundTimeout every call to the tracker and the
+	// model, whose first backoff is OutboundRetryDelay.
+	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
 func loadConfig(getenv func(string) string) config {
@@ -109,31 +101,23 @@ func loadConfig(getenv func(string) string) config {
 	}
 }
 
-// summaryConfigGaps names the settings the tracker and the e-mail summary still lack: the
-// start-up log says which summaries can run, since a failed job only shows in the log
-// (docs/SPEC.md keeps it out of the caller's answer).
+// summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
 func summaryConfigGaps(cfg config) (tracker, email []string) {
-	var model []string
-	if cfg.GenAIKey == "" {
-		model = append(model, "GENAI_API_KEY")
+	need := func(gaps []string, value, name string) []string {
+		if value == "" {
+			return append(gaps, name)
+		}
+		return gaps
 	}
-	tracker = slices.Clone(model)
-	if cfg.TrackerEndpoint == "" {
-		tracker = append(tracker, "TRACKER_API_ENDPOINT")
-	}
-	if cfg.TrackerKey == "" {
-		tracker = append(tracker, "TRACKER_API_KEY")
-	}
-	email = slices.Clone(model)
-	if cfg.Maildir == "" {
-		email = append(email, "MAILDIR")
-	}
-	return tracker, email
+	model := need(nil, cfg.GenAIKey, "GENAI_API_KEY")
+	tracker = need(need(slices.Clone(model), cfg.TrackerEndpoint, "TRACKER_API_ENDPOINT"), cfg.TrackerKey, "TRACKER_API_KEY")
+	return tracker, need(slices.Clone(model), cfg.Maildir, "MAILDIR")
 }
 
-// logSummaryReadiness says at start-up, for each summary, whether it can run, and if not
-// why: a failed job shows only in the log (docs/SPEC.md keeps it out of the caller's answer).
-func logSummaryReadiness(log *slog.Logger, cfg config) {
+// logReadiness tells the operator at start-up whether each summary can run, and if not
+// why (a failed job shows only in the log), and whether the API is open to whoever
+// reaches it.
+func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
 	for _, kind := range []struct {
 		name     string
@@ -151,13 +135,16 @@ func logSummaryReadiness(log *slog.Logger, cfg config) {
 			log.Info("summaries configured", "kind", kind.name, "model", cfg.GenAIModel)
 		}
 	}
-}
-
-// isLoopback reports whether addr, a listener's address, is reachable from this machine
-// only. The unspecified address (ADDR=:8080) is every interface.
-func isLoopback(addr net.Addr) bool {
-	tcp, ok := addr.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
+	if cfg.APIToken != "" {
+		return
+	}
+	log.Info("no API_TOKEN: /api serves only Host names localhost, IP addresses and ALLOWED_HOSTS")
+	// The unspecified address (ADDR=:8080) is every interface.
+	if tcp, ok := addr.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		log.Warn("no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN", "addr", addr.String())
+	} else if len(cfg.AllowedHosts) > 0 { // served by those names, through a proxy on this machine
+		log.Warn("no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN", "hosts", strings.Join(cfg.AllowedHosts, ","))
+	}
 }
 
 // splitList splits a configured list, dropping blanks around and between items.
@@ -171,12 +158,11 @@ func splitList(s, sep string) []string {
 	return items
 }
 
-// writeTimeout bounds the time from a request's headers to the end of its answer.
+// writeTimeout bounds the time from a request's headers to the end of its reply.
 const writeTimeout = 60 * time.Second
 
 // newHTTPServer bounds every phase of a connection, so that a slow or stalled client
-// holds a connection only so long: a client sending its headers byte by byte is cut off
-// after cfg.HeaderTimeout.
+// holds a connection only so long.
 func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              cfg.Addr,
@@ -229,18 +215,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return fmt.Errorf("TZ: %w", err)
 	}
+	var hour, minute int
+	if cfg.SummarySchedule != "" {
+		var err error
+		if hour, minute, err = parseSchedule(cfg.SummarySchedule); err != nil {
+			return err
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-
 	store, err := OpenStore(ctx, cfg.DatabasePath, time.Now)
 	if err != nil {
 		return fmt.Errorf("DATABASE_PATH: %w", err)
-	}
-	var hour, minute int
-	if cfg.SummarySchedule != "" {
-		if hour, minute, err = parseSchedule(cfg.SummarySchedule); err != nil {
-			store.Close()
-			return err
-		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -252,16 +237,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
-	logSummaryReadiness(log, cfg)
-	if cfg.APIToken == "" {
-		log.Info("no API_TOKEN: /api answers only Host names localhost, IP addresses and ALLOWED_HOSTS")
-		switch {
-		case !isLoopback(ln.Addr()):
-			log.Warn("no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN", "addr", ln.Addr().String())
-		case len(cfg.AllowedHosts) > 0: // served by those names, through a proxy on this machine
-			log.Warn("no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN", "hosts", strings.Join(cfg.AllowedHosts, ","))
-		}
-	}
+	logReadiness(log, cfg, ln.Addr())
 	if cfg.SummarySchedule != "" {
 		srv.scheduleSummaries(hour, minute)
 	}
@@ -280,9 +256,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return err
 }
 
-// stopServing stops accepting and gives the requests in flight cfg.RequestGrace to end.
-// Past it, their connections are closed, which cancels their contexts, so that their
-// handlers return soon. serveErr is Serve's result.
+// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past
+// it, closing their connections cancels their contexts. serveErr is Serve's result.
 func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestGrace)
 	defer cancel()
@@ -295,12 +270,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	}
 }
 
-// closeStore cancels the background jobs, waits for them and for the request handlers
-// still running, cfg.JobGrace for both together, so that the process ends within
-// RequestGrace + JobGrace of the signal, and then closes the store. With work still
-// running it leaves the store open: closing the database under that work would turn
-// its last statements into errors, the process ends anyway, and the WAL keeps every
-// commit. It reports whether it closed the store.
+// closeStore cancels the jobs, waits cfg.JobGrace for them and the handlers still
+// running, then closes the store and reports whether it did. With work still running it
+// leaves the store open: closing it would turn that work's last statements into errors,
+// the process ends anyway, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
 	var jobsDone bool
 	var stopping sync.WaitGroup
@@ -330,23 +303,17 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 		wg.Wait()
 		close(done)
 	}()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	select {
 	case <-done:
 		return true
-	case <-timer.C:
+	case <-time.After(d):
 		return false
 	}
 }
 
 // Limits that no real form or client reaches, and the bounds on what all clients
-// together may hold, each listed in docs/DESIGN.md's "Limits" table with the answer a
-// client gets past it. Those a client meets are written here; the rest beside the code
-// they bound: pdfMaxPages and pdfNameBudget (pdf.go), maxSettingKeyBytes (settings.go),
-// the prompt's and the mail reader's bounds (summaries.go), the tracker's pages and the
-// outbound answer size (tracker.go), a list's page (store.go) and the connection
-// timeouts (newHTTPServer, loadConfig).
+// together may hold: docs/DESIGN.md's "Limits" table (TestDocumentedLimits). The others
+// are beside the code they bound.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -357,29 +324,24 @@ const (
 	maxFields           = 1_000   // per form, all categories together: 400
 	maxSummaryPage      = 100     // `limit` of a summary list is read as at most this
 
-	// maxConnections bounds the open connections; one more is answered 503 and closed.
+	// maxConnections bounds the open connections; one more is refused 503 and closed.
 	maxConnections = 2048
-	// maxUploadBytes bounds the request bodies being read and held at once; a body
-	// that finds no room within maxUploadWait is refused 503. Small bodies (at most
-	// smallBodyBytes, every ordinary request) go in without it: maxConnections bounds
-	// them, and a crowd of stalled large uploads cannot hold them up.
+	// maxUploadBytes bounds the request bodies being read and held at once, waited for
+	// up to maxUploadWait. Small bodies (every ordinary request) go in without it:
+	// maxConnections bounds them, and stalled large uploads cannot hold them up.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
-	// maxAnswersBytes bounds the answers built and not yet read by their clients; an
-	// answer that finds no room within maxAnswerWait is refused 503. Small answers
-	// (under smallAnswerBytes) go out without it: maxConnections bounds them.
-	maxAnswersBytes  = 64 << 20
-	maxAnswerWait    = 5 * time.Second
-	smallAnswerBytes = 64 << 10
-	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots (see
-	// server.heavy); past either bound the answer is 503.
+	// maxReplyBytes bounds the replies built and not yet read by their clients, waited
+	// for up to maxReplyWait; small replies go out without it.
+	maxReplyBytes   = 64 << 20
+	maxReplyWait    = 5 * time.Second
+	smallReplyBytes = 64 << 10
+	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots.
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
 	// writeSlots requests that change data run at once; writeQueue more wait, each up
-	// to writeWait; past either bound the answer is 503 (see queueWrites). writeWait is
-	// half the shutdown's grace for requests in flight, so that a writer let in at the
-	// last moment still has time to finish.
+	// to writeWait: half the shutdown's grace, so that the last let in can finish.
 	writeSlots = 4
 	writeQueue = 256
 	writeWait  = 5 * time.Second
@@ -392,29 +354,20 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	mux   *http.ServeMux
-	// handler is mux behind the middleware (see newServer).
-	handler http.Handler
-	// client makes the outbound calls to the tracker and the model.
-	client *http.Client
-	jobs   *summaryJobs
-	// handlers counts the requests being served, so that shutdown closes the database
-	// only after the last one has returned.
-	handlers sync.WaitGroup
-	// heavy admits the answers that are CPU-bound to build (a PDF, a page of a response
-	// list or CSV), as many at once as there are cores: more at once would only add
-	// memory. Held while the data is read and the answer built, never while a client reads.
-	heavy *gate
-	// uploads bounds the bytes of request bodies in memory (maxUploadBytes), answers
-	// the bytes of answers in memory (maxAnswersBytes).
-	uploads, answers *gate
-	// writes admits the requests that change data (see queueWrites).
-	writes *gate
-	// fonts are the PDF's fallback fonts, found once here rather than per export.
-	fonts *fontIndex
+	// handler is mux behind the middleware; client makes the outbound calls.
+	handler  http.Handler
+	client   *http.Client
+	jobs     *summaryJobs
+	handlers sync.WaitGroup // the requests being served, for shutdown
+	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a response
+	// list or CSV), one per core: more would only add memory. It is held while the reply
+	// is built, never while a client reads. uploads bounds the bytes of request bodies in
+	// memory, replies those of replies, writes the requests that change data.
+	heavy, uploads, replies, writes *gate
+	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
-	cores := int64(runtime.GOMAXPROCS(0))
 	s := &server{
 		cfg:     cfg,
 		store:   store,
@@ -423,24 +376,24 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		mux:     http.NewServeMux(),
 		client:  client,
 		jobs:    newSummaryJobs(now),
-		heavy:   newGate(cores, heavyQueue, heavyWait),
-		uploads: newGate(maxUploadBytes, maxConnections, maxUploadWait),
-		answers: newGate(maxAnswersBytes, maxConnections, maxAnswerWait),
-		writes:  newGate(writeSlots, writeQueue, writeWait),
+		heavy:   newGate(int64(runtime.GOMAXPROCS(0)), 0, heavyQueue, heavyWait),
+		uploads: newGate(maxUploadBytes, smallBodyBytes, maxConnections, maxUploadWait),
+		replies: newGate(maxReplyBytes, smallReplyBytes, maxConnections, maxReplyWait),
+		writes:  newGate(writeSlots, 0, writeQueue, writeWait),
 		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	for _, rt := range s.routes() {
-		s.mux.Handle(rt.pattern, s.answer(rt.handler))
+		s.mux.Handle(rt.pattern, s.handle(rt.handler))
 	}
 	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
-	s.mux.Handle("/", s.answer(s.handleNoRoute))
+	s.mux.Handle("/", s.handle(s.handleNoRoute))
 	// Every request passes these, the first outermost (queueWrites acts on writes only).
-	s.handler = chain(s.mux, s.countHandlers, s.logRequests, s.recoverPanics,
+	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
 		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
 	return s
 }
 
-// handlerFunc is a route's handler: it writes its answer, or returns the error to answer.
+// handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // route is one entry of the API: a ServeMux pattern and its handler.
@@ -477,8 +430,8 @@ func (s *server) routes() []route {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// answer adapts a handlerFunc to net/http: an error it returns is answered by writeError.
-func (s *server) answer(h handlerFunc) http.Handler {
+// handle adapts a handlerFunc to net/http: an error it returns goes to writeError.
+func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -497,26 +450,18 @@ func chain(h http.Handler, mws ...middleware) http.Handler {
 	return h
 }
 
-// countHandlers counts the requests being served, so that shutdown closes the database
-// only after the last one has returned.
-func (s *server) countHandlers(next http.Handler) http.Handler {
+// logRequests writes one line per request, and counts the requests being served, which
+// shutdown waits for. It gives the inner handlers a *statusRecorder, which
+// recoverPanics and writeError use.
+func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
 		defer s.handlers.Done()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// logRequests writes one line per request. It gives the inner handlers a
-// *statusRecorder, which recoverPanics and writeError use.
-func (s *server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		aborted := true // unless next returns: a panic passes through
 		defer func() {
-			// client is the TCP peer: behind a reverse proxy, the proxy (DESIGN: its own log
-			// names the client; a forwarded header is not trusted).
+			// client is the TCP peer (behind a proxy, the proxy): a header is not trusted.
 			s.log.Info("request", "client", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "status", rec.status,
 				"duration", time.Since(start).Round(time.Microsecond), "aborted", aborted)
 		}()
@@ -525,7 +470,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status of an answer and whether any of it was written.
+// statusRecorder remembers the status of a reply and whether any of it was written.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -546,7 +491,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// recoverPanics turns a panic into a JSON 500 when nothing of the answer is out yet. Once
+// recoverPanics turns a panic into a JSON 500 when nothing of the reply is out yet. Once
 // part of it is out, ending the connection is the only way to tell the client it is
 // incomplete: net/http does so, without a log of its own, for http.ErrAbortHandler.
 func (s *server) recoverPanics(next http.Handler) http.Handler {
@@ -557,11 +502,11 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 			case nil:
 				return
 			case http.ErrAbortHandler:
-				panic(v) // net/http's own way to cut an answer short: passed on
+				panic(v) // net/http's own way to cut a reply short: passed on
 			}
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
-				s.writeError(w, r, &apiError{kind: kindInternal}) // logged above: not again
+				s.writeError(w, r, &apiError{kind: kindInternal, msg: internalError}) // logged above
 				return
 			}
 			panic(http.ErrAbortHandler)
@@ -570,33 +515,29 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// corsMaxAge is how long a browser may reuse a preflight's answer, in seconds.
-const corsMaxAge = "600"
-
-// allowCORS lets the browser front end of the original, served from another origin,
-// call the API: an answer to an allowed origin names it in Access-Control-Allow-Origin,
-// and a preflight (OPTIONS with Access-Control-Request-Method) of an allowed origin is
-// answered here with 204, the route's methods and the request headers the API reads,
-// before the token check, since browsers send preflights without credentials. A foreign
-// origin gets no CORS header, and with CORS_ORIGINS unset nothing changes.
+// allowCORS lets the original's browser front end, served from another origin, call the
+// API: a reply to an allowed origin names it, and its preflight is answered here, before
+// the token check, since browsers send preflights without credentials.
 func (s *server) allowCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.preflight(w, r) {
-			return
+		if !s.preflight(w, r) {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 
-// preflight sets the CORS headers of r's answer and reports whether it answered r, a
-// preflight.
+// preflight sets the CORS headers of r's reply, and replies 204 to r when it is the
+// preflight of an allowed origin.
 func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
 	}
-	w.Header().Add("Vary", "Origin") // the answer depends on it, for every cache between
+	w.Header().Add("Vary", "Origin") // the reply depends on it, for every cache between
+	// Scheme and host are case-insensitive (RFC 3986 6.2.2.1; browsers send them in lower
+	// case), so a CORS_ORIGINS entry written in capitals still matches.
 	origin := r.Header.Get("Origin")
-	if origin == "" || !slices.ContainsFunc(s.cfg.CORSOrigins, func(o string) bool { return o == "*" || sameOrigin(o, origin) }) {
+	allowed := func(o string) bool { return o == "*" || strings.EqualFold(o, origin) }
+	if origin == "" || !slices.ContainsFunc(s.cfg.CORSOrigins, allowed) {
 		return false
 	}
 	h := w.Header()
@@ -611,15 +552,10 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
-	h.Set("Access-Control-Max-Age", corsMaxAge)
+	h.Set("Access-Control-Max-Age", "600") // seconds a browser may reuse this preflight
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
-
-// sameOrigin compares two serialized origins (scheme://host[:port]). Scheme and host are
-// case-insensitive (RFC 3986 6.2.2.1; browsers send them in lower case, RFC 6454 6.2),
-// so a CORS_ORIGINS entry written in capitals still matches; the rest must be equal.
-func sameOrigin(a, b string) bool { return strings.EqualFold(a, b) }
 
 // isAPI reports whether r is for the API, whose requests the token and Host rules cover.
 func isAPI(r *http.Request) bool {
@@ -627,11 +563,8 @@ func isAPI(r *http.Request) bool {
 }
 
 // checkHost refuses API requests for a Host name the service does not know while no
-// API_TOKEN guards it. A page on another site cannot read the API's answers (no CORS
-// header names it), unless it makes its own name resolve to this service (DNS
-// rebinding): then the browser's request carries the page's Host. Localhost, IP
-// addresses and ALLOWED_HOSTS are names no such page controls. With a token, the
-// browser of such a page has none to send.
+// API_TOKEN guards it: a page on another site that makes its own name resolve to this
+// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
 func (s *server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.APIToken == "" && isAPI(r) && !s.knownHost(r.Host) {
@@ -656,7 +589,7 @@ func (s *server) knownHost(host string) bool {
 	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(strings.TrimSuffix(h, "."), host) })
 }
 
-// requireToken answers 401 to an API request without the configured token.
+// requireToken refuses with 401 an API request without the configured token.
 func (s *server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.APIToken != "" && isAPI(r) && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
@@ -668,9 +601,8 @@ func (s *server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// validToken checks an Authorization header against "Bearer <token>"; the scheme is
-// case-insensitive. The token is compared through its SHA-256 in constant time, so that
-// neither its content nor its length shows in the time an answer takes.
+// validToken checks an Authorization header against "Bearer <token>", the scheme in any
+// case, through SHA-256 in constant time: neither content nor length shows in the timing.
 func validToken(header, token string) bool {
 	scheme, given, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -680,8 +612,8 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// refuseUncleanPaths answers 404 to a path that is not in its clean form. The mux would
-// redirect /api//forms or /api/x/../forms with an HTML body; no resource lives there.
+// refuseUncleanPaths refuses with 404 a path not in its clean form, which the mux would
+// redirect with an HTML body.
 func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isCleanPath(r.URL.EscapedPath()) {
@@ -692,9 +624,7 @@ func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
 	})
 }
 
-// isCleanPath reports whether the escaped path p is already in the form path.Clean
-// gives it, ignoring a trailing slash: no empty, "." or ".." segments. An escaped
-// slash (%2F) is data inside a segment, not a separator.
+// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
 func isCleanPath(p string) bool {
 	clean := path.Clean(p)
 	if strings.HasSuffix(p, "/") && clean != "/" {
@@ -704,70 +634,57 @@ func isCleanPath(p string) bool {
 }
 
 // readBody reads every request body before its route, as the original's body parser
-// did: one that is not application/json (415; a cross-site form cannot send that type
-// without a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every
-// route, those that read none included, and changes nothing. The body's bytes count
-// against s.uploads from before the first is read until the handler returns. The checked
-// bytes are put back as the request's body, which the handler decodes itself.
+// did: one that is not application/json (415; no cross-site form sends that type without
+// a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
+// large body holds its room in s.uploads until the handler returns. readJSON decodes it.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength == 0 { // no body; -1, a body of unknown length, is read
-			next.ServeHTTP(w, r)
-			return
+		if r.ContentLength != 0 { // -1 is a body of unknown length
+			release, err := s.bufferBody(w, r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			defer release()
 		}
-		body, release, err := s.checkedBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		defer release()
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
 
-// checkedBody reads and checks r's body for readBody; release gives its room back.
-func (s *server) checkedBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+// bufferBody reads and checks r's body and puts it back as r.Body.
+func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
 	if r.ContentLength > maxBodyBytes {
-		return nil, nil, errBodyTooLarge // refused from its announced length, unread
+		return nil, errBodyTooLarge // refused from its announced length, unread
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		return nil, nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
+		return nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
 	}
-	release = func() {}
-	if r.ContentLength < 0 || r.ContentLength > smallBodyBytes {
-		size := int64(maxBodyBytes) // of unknown length: as much as it may be
-		if r.ContentLength > 0 {
-			size = r.ContentLength
-		}
-		if release, err = s.uploads.acquire(r.Context(), size); err != nil {
-			return nil, nil, err
-		}
+	size := r.ContentLength
+	if size < 0 {
+		size = maxBodyBytes // of unknown length: as much as it may be
 	}
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	var maxErr *http.MaxBytesError
+	if release, err = s.uploads.acquire(r.Context(), size); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.As(err, &maxErr):
+	case errors.As(err, &tooLarge):
 		err = errBodyTooLarge
-	case err != nil:
-		err = errInvalidJSON
-	case len(bytes.TrimSpace(body)) > 0 && !json.Valid(body):
+	case err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body):
 		err = errInvalidJSON
 	}
 	if err != nil {
 		release()
-		return nil, nil, err
+		return nil, err
 	}
-	return body, release, nil
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return release, nil
 }
 
-// queueWrites lets writeSlots requests that change data (those of a POST, PUT or DELETE
-// route) run at once, and queues writeQueue more for at most writeWait each; past either
-// bound it answers 503. The database has one write connection, which serves writers in
-// turn: without this queue, every writer the connection cap lets in would wait there,
-// with no bound of its own on their number or their wait. It comes after readBody, so
-// that a slow upload holds no write slot (the hostile suite's stalled uploads show it).
-// The summary jobs write outside it: one job of each kind runs at a time.
+// queueWrites bounds the requests of POST, PUT and DELETE routes waiting for the one
+// write connection, in number and time, where database/sql's pool would queue them
+// without bound. It comes after readBody, so that a slow upload holds no write slot.
 func (s *server) queueWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
@@ -789,7 +706,7 @@ func (s *server) queueWrites(next http.Handler) http.Handler {
 	})
 }
 
-// routeMethods lists the methods the route of r's path answers; none when no route
+// routeMethods lists the methods the route of r's path serves; none when no route
 // serves the path.
 func (s *server) routeMethods(r *http.Request) []string {
 	var methods []string
@@ -803,8 +720,8 @@ func (s *server) routeMethods(r *http.Request) []string {
 	return methods
 }
 
-// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists under
-// another method, else 404. The mux would answer both in plain text; the API speaks JSON.
+// handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
+// 405 with Allow when the path exists under another method, else 404.
 func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -813,13 +730,18 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	return errNoRoute
 }
 
-// limitListener accepts at most cap(slots) connections at once. One more is answered
-// 503 and closed at once rather than left in the kernel's queue, where a crowd of idle
-// connections would hold up every client behind it.
+// limitListener accepts at most cap(slots) connections at once. One more is refused
+// with 503 and closed, not left in the kernel's queue behind a crowd of idle ones, as
+// x/net's netutil.LimitListener leaves it.
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
 }
+
+// tooManyConnections is the reply to a connection past the cap, before any request.
+const tooManyConnections = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + jsonType +
+	"\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 33\r\n\r\n" +
+	`{"error":"Too many connections"}` + "\n"
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
@@ -829,137 +751,74 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+			return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
 		default:
-			refuseConnection(c)
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c, tooManyConnections)
+			c.Close()
 		}
 	}
-}
-
-// refuseConnection answers a connection past the cap, before any request is read,
-// with what writeError would write for kindUnavailable, and closes it. No handler runs
-// for it: there is no request yet.
-func refuseConnection(c net.Conn) {
-	body := `{"error":"Too many connections"}` + "\n"
-	c.SetWriteDeadline(time.Now().Add(time.Second))
-	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\n"+
-		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", errorStatus[kindUnavailable],
-		http.StatusText(errorStatus[kindUnavailable]), len(body), body)
-	c.Close()
 }
 
 // limitedConn gives its listener slot back when closed, once.
 type limitedConn struct {
 	net.Conn
-	once    sync.Once
 	release func()
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(c.release)
+	c.release()
 	return c.Conn.Close()
 }
 
-// The gates bound what the service holds at once (README, Limits): request bodies being
-// read (s.uploads), answers not yet read by their clients (s.answers), PDFs and list
-// pages being built (s.heavy), writes (s.writes). A first read may take them as given.
-// Their tests, in limits_test.go: TestGate, TestGateWaiterLeavesMidQueue,
-// TestHeavyQueueBounded, TestAnswersAndUploadsBounded, TestWritesQueued,
-// TestChunkedBodyCountsAsLargest; under attack, hostile_test.go.
-
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first
-// come first served. A request that finds maxQueue others waiting, or waits longer than
-// maxWait, is refused with errBusy: a crowd gets a quick 503 instead of an endless queue.
+// come first served; a request of at most free units goes in uncounted. One that finds
+// maxQueue others waiting, or waits past maxWait, is refused with errBusy: a crowd gets
+// a quick 503 instead of an endless queue.
 type gate struct {
+	sem      *semaphore.Weighted
 	capacity int64
-	maxQueue int
+	free     int64
+	maxQueue int64
 	maxWait  time.Duration
-
-	mu    sync.Mutex
-	used  int64
-	queue []*gateWaiter
+	waiting  atomic.Int64
 }
 
-type gateWaiter struct {
-	n     int64
-	ready chan struct{} // closed when admitted
+func newGate(capacity, free int64, maxQueue int, maxWait time.Duration) *gate {
+	return &gate{sem: semaphore.NewWeighted(capacity), capacity: capacity, free: free,
+		maxQueue: int64(maxQueue), maxWait: maxWait}
 }
 
-func newGate(capacity int64, maxQueue int, maxWait time.Duration) *gate {
-	return &gate{capacity: capacity, maxQueue: maxQueue, maxWait: maxWait}
-}
-
-// acquire waits until n units are free (n above the capacity counts as all of it) and
-// returns the function that frees them. It fails with errBusy past the queue's length
-// or its wait, and with the context's error when the client leaves while it waits.
+// acquire waits until n units are free (at most the capacity) and returns the function
+// that frees them; a client that leaves gets its context's error.
 func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error) {
+	if n <= g.free {
+		return func() {}, nil
+	}
 	n = min(n, g.capacity)
-	g.mu.Lock()
-	if len(g.queue) == 0 && g.used+n <= g.capacity {
-		g.used += n
-		g.mu.Unlock()
-		return g.releaser(n), nil
+	if !g.sem.TryAcquire(n) {
+		if g.waiting.Add(1) > g.maxQueue {
+			g.waiting.Add(-1)
+			return nil, errBusy
+		}
+		wait, cancel := context.WithTimeout(ctx, g.maxWait)
+		err := g.sem.Acquire(wait, n)
+		cancel()
+		g.waiting.Add(-1)
+		if err != nil {
+			return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
+		}
 	}
-	if len(g.queue) >= g.maxQueue {
-		g.mu.Unlock()
-		return nil, errBusy
-	}
-	w := &gateWaiter{n: n, ready: make(chan struct{})}
-	g.queue = append(g.queue, w)
-	g.mu.Unlock()
-
-	timer := time.NewTimer(g.maxWait)
-	defer timer.Stop()
-	select {
-	case <-w.ready:
-		return g.releaser(n), nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer.C:
-		err = errBusy
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-w.ready: // admitted as it gave up: give the units back
-		g.used -= n
-	default:
-		g.queue = slices.DeleteFunc(g.queue, func(q *gateWaiter) bool { return q == w })
-	}
-	g.admit() // the next in line may fit now
-	return nil, err
+	return func() { g.sem.Release(n) }, nil
 }
 
-func (g *gate) releaser(n int64) func() {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			g.used -= n
-			g.admit()
-		})
-	}
-}
-
-// admit lets waiters in, in order, while the first fits. The caller holds g.mu.
-func (g *gate) admit() {
-	for len(g.queue) > 0 && g.used+g.queue[0].n <= g.capacity {
-		w := g.queue[0]
-		g.queue = g.queue[1:]
-		g.used += w.n
-		close(w.ready)
-	}
-}
-
-// openAPI is docs/openapi.json, the API's description, written by hand so that it reads
-// as documentation, and kept true by tests against the route table and real answers.
+// openAPI is docs/openapi.json, written by hand, kept true by tests.
 //
 //go:embed docs/openapi.json
 var openAPI []byte
 
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Type", jsonType)
 	_, err := w.Write(openAPI)
 	return writeFailed(err)
 }
@@ -972,69 +831,56 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// writeJSON sends v as the JSON answer with status. The answer is encoded whole before
-// its header goes out, so that an encoding failure is still a clean 500; an answer
-// larger than smallAnswerBytes first takes its room in s.answers, kept until the
-// client has it.
+// jsonType is the Content-Type of every body the service sends but the PDF and the CSV.
+const jsonType = "application/json; charset=utf-8"
+
+// writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
+// is still a clean 500, and held in s.replies until the client has it.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		return fmt.Errorf("encode answer: %w", err)
+		return fmt.Errorf("encode reply: %w", err)
 	}
-	release, err := s.holdAnswer(r.Context(), buf.Len())
+	release, err := s.replies.acquire(r.Context(), int64(buf.Len()))
 	if err != nil {
 		return err
 	}
 	defer release()
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Type", jsonType)
 	w.WriteHeader(status)
 	_, err = w.Write(buf.Bytes())
 	return writeFailed(err)
 }
 
-// holdAnswer takes room in s.answers for an answer of n bytes about to be written,
-// until release: the one place where answers in memory are counted. An answer of at
-// most smallAnswerBytes takes none (maxConnections bounds those).
-func (s *server) holdAnswer(ctx context.Context, n int) (release func(), err error) {
-	if n <= smallAnswerBytes {
-		return func() {}, nil
-	}
-	return s.answers.acquire(ctx, int64(n))
-}
-
-// pagedWriter sends an answer a page at a time: each page is built in buf, then takes
-// its room in s.answers until the client has it, as writeJSON's answers do. The status
-// and header go out with the first page, so that an error before it is still a clean
-// JSON error.
+// pagedWriter sends a list a page at a time, each built in buf and held in s.replies
+// until the client has it. The header goes out with the first page, so that an error
+// before it is still a clean JSON error.
 type pagedWriter struct {
-	s       *server
-	w       http.ResponseWriter
-	r       *http.Request
-	header  http.Header // sent with the first page; JSON unless changed
-	buf     bytes.Buffer
-	started bool
-	items   int // written by arrayItem
+	s      *server
+	w      http.ResponseWriter
+	r      *http.Request
+	header http.Header // sent with the first page, then nil; JSON unless changed
+	buf    bytes.Buffer
+	items  int // written by arrayItem
 }
 
-// arrayItem adds v, encoded, as the next item of the JSON array the answer is;
-// endArray closes the array.
+func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
+	return &pagedWriter{s: s, w: w, r: r, header: http.Header{"Content-Type": {jsonType}}}
+}
+
+// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
+// closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) arrayItem(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode list item %d: %w", p.items, err)
 	}
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	} else {
-		p.buf.WriteByte(',')
-	}
+	p.buf.WriteByte("[,"[min(p.items, 1)]) // "[" before the first item, "," before the others
 	p.items++
 	p.buf.Write(b)
 	return nil
 }
 
-// endArray closes the JSON array of arrayItem's items, an empty one too, and sends the
-// rest of the answer.
 func (p *pagedWriter) endArray() error {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
@@ -1043,22 +889,16 @@ func (p *pagedWriter) endArray() error {
 	return p.flush()
 }
 
-func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	return &pagedWriter{s: s, w: w, r: r, header: h}
-}
-
 // flush sends what buf holds and empties it.
 func (p *pagedWriter) flush() error {
-	release, err := p.s.holdAnswer(p.r.Context(), p.buf.Len())
+	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
 	if err != nil {
 		return err
 	}
 	defer release()
-	if !p.started {
-		p.started = true
+	if p.header != nil {
 		maps.Copy(p.w.Header(), p.header)
+		p.header = nil
 		p.w.WriteHeader(http.StatusOK)
 	}
 	_, err = p.w.Write(p.buf.Bytes())
@@ -1066,25 +906,26 @@ func (p *pagedWriter) flush() error {
 	return writeFailed(err)
 }
 
-// writeFailed logs nothing and answers nothing for an error writing an answer whose
-// header is out: the client sees a cut answer. It gives the error to the request log.
+// errClientGone marks an error writing a reply: writeError logs the client as gone.
+var errClientGone = errors.New("client gone")
+
 func writeFailed(err error) error {
 	if err != nil {
-		return &apiError{kind: kindClientGone, err: err}
+		return fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	return nil
 }
 
-// retrySeconds is a wait in whole seconds, at least 1: the value of a Retry-After header.
+// retrySeconds is a Retry-After: whole seconds, at least 1.
 func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// errorKind says how the API answers an error; errorStatus maps each to its status.
+// errorKind is what kind of failure an apiError is; errorStatus maps each to its status.
 type errorKind int
 
 const (
-	kindInternal             errorKind = iota // a failure of ours: logged, answered without its details
+	kindInternal             errorKind = iota // a failure of ours: logged, its details never sent
 	kindInvalid                               // the request breaks a rule: 400
 	kindUnauthorized                          // no valid token: 401
 	kindForbidden                             // a Host the service does not serve: 403
@@ -1094,7 +935,6 @@ const (
 	kindUnsupportedMediaType                  // 415
 	kindRejected                              // 500 with its message: a form rule (SPEC.md §7), a PDF past its pages, missing configuration
 	kindUnavailable                           // busy or down: 503, with Retry-After
-	kindClientGone                            // the client left: nothing is sent, 499 is logged
 )
 
 // errorStatus is the one table from error kinds to statuses.
@@ -1109,22 +949,15 @@ var errorStatus = map[errorKind]int{
 	kindUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	kindRejected:             http.StatusInternalServerError,
 	kindUnavailable:          http.StatusServiceUnavailable,
-	kindClientGone:           statusClientGone,
 }
 
-// statusClientGone is logged for a request whose client left before its answer, as
-// nginx logs it; it is never sent.
-const statusClientGone = 499
-
-// apiError is an error the client is told about: kind chooses the status, msg is the
-// message it reads. err, when set, is the cause, for the log only.
+// apiError is the service's one error type, as wtf's Error: kind chooses the status,
+// msg is what the client reads, err, when set, the cause, for the log only.
 type apiError struct {
-	kind   errorKind
-	msg    string
-	member string // the message's JSON member; "error" when empty
-	err    error
-	// retryAfter is when a refused request (kindUnavailable) may come again; a second
-	// when zero.
+	kind errorKind
+	msg  string
+	err  error
+	// retryAfter is when a refused request (kindUnavailable) may come again, or a second.
 	retryAfter time.Duration
 }
 
@@ -1140,30 +973,43 @@ func (e *apiError) Unwrap() error { return e.err }
 // invalid is the 400 of a request that breaks one of the API's rules.
 func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
 
-// The errors the middleware and most handlers answer.
+// rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
+func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }
+
+const internalError = "Internal server error"
+
+// The errors the middleware and most handlers return.
 var (
 	errNoRoute      = &apiError{kind: kindNotFound, msg: "Not found"}
 	errInvalidJSON  = invalid("Invalid JSON body")
 	errBodyTooLarge = &apiError{kind: kindTooLarge, msg: "Request body too large"}
 	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
+	// errNotFound is the store's error for a record that does not exist; during gives it
+	// docs/SPEC.md §7's words: "update form 7: Record not found".
+	errNotFound = &apiError{kind: kindNotFound, msg: "Record not found"}
 )
 
-// errNotFound is the store's error for a record an operation is on that does not exist.
-// Like ruleError below it is an error of the domain, knowing nothing of HTTP; writeError
-// alone gives it its status. Its message is docs/SPEC.md §7's: an update, delete or
-// submit answers "<context>: Record not found".
-var errNotFound = errors.New("Record not found")
+// during names the operation err happened in, docs/SPEC.md §7's <context>: a failure of
+// ours reads "Failed to update form 7: internal error" (its cause goes to the log only),
+// a rule broken "Failed to create form: Field label is required", a missing record
+// "update form 7: Record not found". The client's own errors keep their message.
+func during(op string, err error) error {
+	var ae *apiError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ae):
+		return &apiError{kind: kindInternal, msg: "Failed to " + op + ": internal error", err: err}
+	case ae.kind == kindInternal || ae.kind == kindRejected:
+		return &apiError{kind: ae.kind, msg: "Failed to " + op + ": " + ae.msg, err: err}
+	case ae.kind == kindNotFound:
+		return &apiError{kind: kindNotFound, msg: op + ": " + ae.msg, err: err}
+	}
+	return err
+}
 
-// ruleError is a form rule broken (a field's label or type, a name's length), found in
-// the store's transaction that writes the form, so that a bad last field undoes the rest.
-// docs/SPEC.md §7 answers it with 500 and its message.
-type ruleError struct{ msg string }
-
-func (e *ruleError) Error() string { return e.msg }
-
-// missing is the answer of a read whose record does not exist, in docs/SPEC.md §7's words
-// for it (msg: "Form not found"); any other error is passed on with its operation, as
-// during does.
+// missing is the error of a read whose record does not exist, in docs/SPEC.md §7's words
+// for it (msg: "Form not found"); any other error is passed to during.
 func missing(op string, err error, msg string) error {
 	if errors.Is(err, errNotFound) {
 		return &apiError{kind: kindNotFound, msg: msg}
@@ -1171,219 +1017,134 @@ func missing(op string, err error, msg string) error {
 	return during(op, err)
 }
 
-// opError names the operation an error happened in: docs/SPEC.md §7's <context>, such
-// as "update form 7", which the answers of missing records and failures carry.
-type opError struct {
-	op  string
-	err error
-}
-
-func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
-func (e *opError) Unwrap() error { return e.err }
-
-// during wraps err, when not nil, with the operation it happened in.
-func during(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &opError{op: op, err: err}
-}
-
-// writeError answers err: the one place where errors become statuses and messages
-// (classify, then answerText). An error that is no *apiError or error of the domain is a
-// failure of ours: the log gets it whole, the client docs/SPEC.md §7's "Failed to
-// <context>: …" without addresses, paths or causes.
+// writeError replies to err: the one place where errors become statuses. A failure of
+// ours is logged whole, its client reads no cause. A client that left gets nothing, and
+// the request log shows 499, as nginx's does.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := s.classify(r, err)
 	rec, _ := w.(*statusRecorder)
-	switch {
-	case ae.kind == kindClientGone:
-		// Nobody reads an answer; the log says so rather than showing a 200.
-		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path, "err", ae.err)
+	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		s.log.Info("client gone", "method", r.Method, "path", r.URL.Path, "err", err)
 		if rec != nil {
-			rec.status = statusClientGone
+			rec.status = 499
 		}
 		return
-	case rec != nil && rec.wrote:
-		// Part of the answer is out (a list written page by page): the client sees it
-		// cut, which is all docs/SPEC.md asks, and the log says why.
-		s.log.Error("answer cut", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = &apiError{kind: kindInternal, msg: internalError, err: err}
+	}
+	if ae.kind == kindInternal && ae.err != nil {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if rec != nil && rec.wrote {
+		// Part of a list is out: the client sees it cut, as docs/SPEC.md asks.
+		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.kind == kindUnavailable:
+	}
+	if ae.kind == kindUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
-	var op string // docs/SPEC.md §7's <context>, when err names one
-	var oe *opError
-	if errors.As(err, &oe) {
-		op = oe.op
-	}
-	body, _ := json.Marshal(map[string]string{cmp.Or(ae.member, "error"): answerText(ae, op)}) // strings always encode
-	status, ok := errorStatus[ae.kind]
-	if !ok {
-		status = http.StatusInternalServerError // a kind missing from the table (TestErrorTableComplete)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{"error": ae.msg})
 }
 
-// classify is the answer err gets: an *apiError as it is, the domain's errors by their
-// kind, a client that left as such, and anything else as a failure of ours, which it logs
-// whole here (the answer will not say what it was).
-func (s *server) classify(r *http.Request, err error) *apiError {
-	var ae *apiError
-	var rule *ruleError
-	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, errNotFound):
-		return &apiError{kind: kindNotFound, msg: errNotFound.Error()}
-	case errors.As(err, &rule):
-		return &apiError{kind: kindRejected, msg: rule.msg}
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		return &apiError{kind: kindClientGone, err: err}
-	}
-	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	return &apiError{kind: kindInternal, msg: "internal error"}
+// jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
+// encoding/json would take {"Title": …} for title. Of a name given twice the last counts,
+// as in JavaScript. path is its place in the body ("categories[0]"; "" for the body).
+type jsonObject struct {
+	members map[string]json.RawMessage
+	path    string
 }
 
-// answerText is the message the client of ae reads, with op the operation it happened in
-// (docs/SPEC.md §7): "Failed to update form 7: …" for a failure, "update form 7: Record
-// not found" for a missing record.
-func answerText(ae *apiError, op string) string {
-	switch {
-	case ae.kind == kindInternal && op == "":
-		return "Internal server error"
-	case (ae.kind == kindInternal || ae.kind == kindRejected) && op != "":
-		return "Failed to " + op + ": " + ae.msg
-	case ae.kind == kindNotFound && op != "":
-		return op + ": " + ae.msg
+// readObject reads raw, valid JSON, as an object; null is one without members.
+func readObject(raw []byte, path string) (jsonObject, error) {
+	o := jsonObject{path: path}
+	if json.Unmarshal(raw, &o.members) != nil {
+		if path == "" {
+			return o, invalid("Invalid JSON body: expected an object")
+		}
+		return o, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
 	}
-	return ae.msg
+	return o, nil
 }
 
-// readJSON decodes the request's body, which readBody has checked (JSON, at most
-// maxBodyBytes), into a T, a struct, by its fields' json tags (decodeMembers), and checks
-// it with its Valid method where T has one. No body is the zero T, as the original's
-// body parser had {} for it.
-func readJSON[T any](r *http.Request) (T, error) {
+// UnmarshalJSON reads a body of raw members: a setting's value, a submit's values.
+func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
+	*o, err = readObject(b, "")
+	return err
+}
+
+// at is the path of the member name.
+func (o jsonObject) at(name string) string {
+	if o.path == "" {
+		return name
+	}
+	return o.path + "." + name
+}
+
+// get decodes the member name, if any, into v, which takes JSON of kind ("a string").
+func (o jsonObject) get(name string, v any, kind string) error {
+	if raw, ok := o.members[name]; ok && json.Unmarshal(raw, v) != nil {
+		return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", o.at(name), kind))
+	}
+	return nil
+}
+
+// getList decodes the member name, if any, an array of objects, each read by read.
+func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error)) ([]T, error) {
+	var items []json.RawMessage
+	if err := o.get(name, &items, "an array"); err != nil {
+		return nil, err
+	}
+	list := make([]T, len(items))
+	for i, raw := range items {
+		item, err := readObject(raw, fmt.Sprintf("%s[%d]", o.at(name), i))
+		if err == nil {
+			list[i], err = read(item)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
+}
+
+// jsonBody is a request body's type: its own UnmarshalJSON reads members by exact name
+// (see jsonObject), where encoding/json would match them whatever their case.
+type jsonBody[T any] interface {
+	*T
+	json.Unmarshaler
+}
+
+// readJSON decodes the body readBody checked into a T, and calls its Valid method where
+// T has one. No body, or an array, whose members the original read as undefined, is the
+// zero T.
+func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return v, err
 	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := decodeMembers(reflect.ValueOf(&v).Elem(), body, ""); err != nil {
+	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
+		if err := P(&v).UnmarshalJSON(body); err != nil {
 			return v, err
 		}
 	}
-	if valid, ok := any(&v).(interface{ Valid() error }); ok { // either receiver
+	if valid, ok := any(v).(interface{ Valid() error }); ok {
 		return v, valid.Valid()
 	}
 	return v, nil
 }
 
-// decodeMembers reads raw, a JSON object, into v, a struct, member by member as the
-// original read them (req.body.title): by exact name, where Go's encoding/json would take
-// {"Title": ...} for title, and of a name given twice the last. A slice of structs is read
-// element by element, so that an error names its path (categories[0].fields[2].label); a
-// member of the wrong JSON kind is a 400 that names it. path is raw's ("" for the body).
-// A field of another kind is decoded by encoding/json, which would match the members of
-// a nested struct case-insensitively: the bodies have none.
-func decodeMembers(v reflect.Value, raw json.RawMessage, path string) error {
-	object, err := decodeObject(raw, path)
-	if err != nil {
-		return err
-	}
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-		member, ok := object[name]
-		if name == "" || !ok {
-			continue
-		}
-		if path != "" {
-			name = path + "." + name
-		}
-		field := v.Field(i)
-		if field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.Struct {
-			var items []json.RawMessage
-			if json.Unmarshal(member, &items) != nil {
-				return invalid(fmt.Sprintf("Invalid JSON body: %s must be an array", name))
-			}
-			field.Set(reflect.MakeSlice(field.Type(), len(items), len(items)))
-			for j, item := range items {
-				if err := decodeMembers(field.Index(j), item, fmt.Sprintf("%s[%d]", name, j)); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if json.Unmarshal(member, field.Addr().Interface()) != nil {
-			return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", name, jsonKind(field.Type())))
-		}
-	}
-	return nil
-}
-
-// jsonObject is a JSON object's members by exact name; of a name given twice the last
-// counts, as in JavaScript.
-type jsonObject map[string]json.RawMessage
-
-// decodeObject reads raw, valid JSON, as an object; null is an object without members,
-// and so is an array as the whole body. path names raw in error messages ("" for the
-// whole body).
-func decodeObject(raw json.RawMessage, path string) (jsonObject, error) {
-	if path == "" && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
-		// The original's body parser took a JSON array as the body, whose members
-		// (req.body.title) are all undefined; the endpoint's own check answers.
-		return jsonObject{}, nil
-	}
-	var o jsonObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		if path == "" {
-			return nil, invalid("Invalid JSON body: expected an object")
-		}
-		return nil, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
-	}
-	return o, nil
-}
-
-// jsonKind names the JSON kind a Go type decodes from, for error messages.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Bool:
-		return "a boolean"
-	default:
-		return "a number"
-	}
-}
-
-// parseID reads an id in a path or a key of values: the whole text base-10 digits, as
-// docs/DESIGN.md wants it; signs, spaces and fractions are not ids. Digits beyond int64
-// are an id all the same, of no row, as they were to the original's parseInt: they read
-// as 0, which no row has either (AUTOINCREMENT starts at 1), so the endpoint answers
-// its 404 as for any other missing id.
+// parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).
+// Digits beyond int64 are the id of no row, as to the original's parseInt: 0.
 func parseID(s string) (int64, bool) {
 	n, ok := parseDigits(s)
-	if n < 0 {
-		n = 0
-	}
-	return n, ok
+	return max(n, 0), ok
 }
 
-// parseDigits reads s when it is one or more ASCII digits and nothing else; digits
-// beyond int64 read as -1.
+// parseDigits reads s when it is ASCII digits only; beyond int64 as -1.
 func parseDigits(s string) (int64, bool) {
-	if !isDigits(s) {
+	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
@@ -1391,9 +1152,4 @@ func parseDigits(s string) (int64, bool) {
 		return -1, true // out of range, the one error digits can give
 	}
 	return n, true
-}
-
-// isDigits reports whether s is one or more ASCII digits and nothing else.
-func isDigits(s string) bool {
-	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }

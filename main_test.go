@@ -117,7 +117,7 @@ func TestBodyTooLarge(t *testing.T) {
 }
 
 // TestWriteErrorCanceledWhileClientStays: an error that wraps context.Canceled is a
-// client gone (499, no answer) only when the request's own context ended; from anything
+// client gone (499, no reply) only when the request's own context ended; from anything
 // else (a job's context, say) it is a failure like any other, answered 500 without its
 // cause.
 func TestWriteErrorCanceledWhileClientStays(t *testing.T) {
@@ -254,7 +254,7 @@ func TestMemberNamesExact(t *testing.T) {
 
 	t.Run("ignored", func(t *testing.T) {
 		// Wrongly cased members beside the right ones are other members: ignored.
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "a", "TITLE": "b", "Description": "d",
 			"categories": [{"name": "c", "Name": "C", "Fields": [{"label": "x", "type": "text"}],
 				"fields": [{"label": "l", "Label": "L", "type": "text", "TYPE": "number", "Description": "D"}]}]}`, &created)
@@ -276,7 +276,7 @@ func TestMemberNamesExact(t *testing.T) {
 	})
 
 	t.Run("last of a repeated member", func(t *testing.T) {
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "first", "title": "second"}`, &created)
 		if created.Title != "second" {
 			t.Errorf("title = %q, want second", created.Title)
@@ -378,11 +378,11 @@ func TestLargeBodyRefusedUnread(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		t.Fatalf("no answer before the body was sent: %v", err)
+		t.Fatalf("no reply before the body was sent: %v", err)
 	}
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 413 || strings.TrimSpace(string(body)) != `{"error":"Request body too large"}` {
-		t.Errorf("answer = %d %s, want 413", res.StatusCode, body)
+		t.Errorf("reply = %d %s, want 413", res.StatusCode, body)
 	}
 	if n := e.count("forms"); n != 0 {
 		t.Errorf("%d forms created", n)

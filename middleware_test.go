@@ -27,7 +27,7 @@ func newBareServer(t *testing.T, change func(*config)) (*server, *syncBuffer) {
 	return newServer(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)), time.Now, &http.Client{}), logs
 }
 
-// okHandler answers 200 "ok" and reports that it ran.
+// okHandler replies 200 "ok" and reports that it ran.
 func okHandler(ran *bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*ran = true
@@ -63,7 +63,7 @@ func TestValidToken(t *testing.T) {
 	}
 }
 
-// TestRequireToken: the middleware alone lets the token through and answers anything
+// TestRequireToken: the middleware alone lets the token through and replies anything
 // else 401 with WWW-Authenticate, on /api paths only.
 func TestRequireToken(t *testing.T) {
 	t.Parallel()
@@ -166,7 +166,7 @@ func TestCheckHost(t *testing.T) {
 			t.Errorf("Host %q %s (token %v) = %d, want %d", tc.host, tc.path, tc.s.cfg.APIToken != "", w.Code, tc.want)
 		}
 		if tc.want == 403 && strings.TrimSpace(w.Body.String()) != `{"error":"Host not allowed"}` {
-			t.Errorf("Host %q: answer %s", tc.host, w.Body)
+			t.Errorf("Host %q: reply %s", tc.host, w.Body)
 		}
 	}
 }
@@ -244,14 +244,27 @@ func TestRecoverPanics(t *testing.T) {
 	after.ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/x", nil))
 }
 
-// TestLogRequests alone: one line per request with method, path and status.
+// TestLogRequests alone: one line per request with method, path and status, and
+// whether the handler ended without returning (a panic passing through).
 func TestLogRequests(t *testing.T) {
 	t.Parallel()
 	s, logs := newBareServer(t, nil)
 	h := s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	h.ServeHTTP(httptest.NewRecorder(), apiRequest("DELETE", "/api/forms/3", nil))
-	if line := logs.String(); !strings.Contains(line, "method=DELETE") || !strings.Contains(line, "path=/api/forms/3") || !strings.Contains(line, "status=418") {
-		t.Errorf("log line: %s", line)
+	line := logs.String()
+	for _, want := range []string{"method=DELETE", "path=/api/forms/3", "status=418", "aborted=false"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log line lacks %s: %s", want, line)
+		}
+	}
+	abort := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	func() {
+		defer func() { recover() }()
+		s.logRequests(abort).ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/api/forms", nil))
+	}()
+	log := logs.String()
+	if !strings.Contains(log, "path=/api/forms status=200") || !strings.Contains(log, "aborted=true") {
+		t.Errorf("log of an aborted request: %s", log)
 	}
 }
 
@@ -270,7 +283,6 @@ func TestErrorTable(t *testing.T) {
 		{during("update form 7", errNotFound), 404, `{"error":"update form 7: Record not found"}`, false},
 		{missing("fetch form 7", errNotFound, "Form not found"), 404, `{"error":"Form not found"}`, false},
 		{missing("fetch form 7", errors.New("disk I/O error"), "Form not found"), 500, `{"error":"Failed to fetch form 7: internal error"}`, false},
-		{&apiError{kind: kindNotFound, member: "message", msg: "none today"}, 404, `{"message":"none today"}`, false},
 		{during("create form", rejected("Field label is required")), 500, `{"error":"Failed to create form: Field label is required"}`, false},
 		{during("fetch forms", errors.New("dial tcp 10.0.0.1:5432: connection refused")), 500, `{"error":"Failed to fetch forms: internal error"}`, false},
 		{fmt.Errorf("open /etc/secret/prompt.txt: no such file"), 500, `{"error":"Internal server error"}`, false},
@@ -294,7 +306,7 @@ func TestErrorTable(t *testing.T) {
 // TestErrorTableComplete: every error kind has its status.
 func TestErrorTableComplete(t *testing.T) {
 	t.Parallel()
-	for kind := kindInternal; kind <= kindClientGone; kind++ {
+	for kind := kindInternal; kind <= kindUnavailable; kind++ {
 		if _, ok := errorStatus[kind]; !ok {
 			t.Errorf("error kind %d has no status in errorStatus", kind)
 		}
@@ -330,10 +342,10 @@ func TestConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a connection past the cap: %v", err)
 	}
-	answer, err := io.ReadAll(refused.Body)
+	reply, err := io.ReadAll(refused.Body)
 	c.Close()
-	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(answer) != "{\"error\":\"Too many connections\"}\n" {
-		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, answer, refused.Header.Get("Retry-After"), err)
+	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(reply) != "{\"error\":\"Too many connections\"}\n" {
+		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, reply, refused.Header.Get("Retry-After"), err)
 	}
 	held[0].Close()
 	waitFor(t, func() bool { return len(ln.slots) == 1 })
@@ -390,7 +402,7 @@ func TestAPIToken(t *testing.T) {
 	}
 }
 
-// TestCORS: with CORS_ORIGINS set, an allowed origin is named on answers and its
+// TestCORS: with CORS_ORIGINS set, an allowed origin is named on replies and its
 // preflights are answered with the route's methods, without the token; a foreign origin
 // gets no CORS header; unset, nothing changes.
 func TestCORS(t *testing.T) {
@@ -513,10 +525,10 @@ func TestCORSOriginsConfig(t *testing.T) {
 	}
 }
 
-// TestPanicEndsTheAnswer: a panic before anything is written is a JSON 500; a panic
-// after part of the answer is out ends the connection, so the client sees an error and
-// never a short answer that parses.
-func TestPanicEndsTheAnswer(t *testing.T) {
+// TestPanicEndsTheReply: a panic before anything is written is a JSON 500; a panic
+// after part of the reply is out ends the connection, so the client sees an error and
+// never a short reply that parses.
+func TestPanicEndsTheReply(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	e.srv.mux.HandleFunc("GET /test/panic-before", func(w http.ResponseWriter, r *http.Request) {
@@ -540,7 +552,7 @@ func TestPanicEndsTheAnswer(t *testing.T) {
 	body, err := io.ReadAll(res.Body)
 	res.Body.Close()
 	if err == nil {
-		t.Errorf("a panic after the first bytes gave a complete answer: %d %q", res.StatusCode, body)
+		t.Errorf("a panic after the first bytes gave a complete reply: %d %q", res.StatusCode, body)
 	}
 	if !strings.Contains(e.logs.String(), `panic=after`) {
 		t.Errorf("the panic was not logged:\n%s", e.logs)

@@ -63,7 +63,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	if !slices.Equal(documented, served) {
 		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
 	}
-	// The document the service answers is the file.
+	// The document the service replies is the file.
 	status, raw := e.do("GET", "/api/openapi.json", nil)
 	if status != 200 || !bytes.Equal(raw, openAPI) {
 		t.Errorf("GET /api/openapi.json = %d, %d bytes; want 200 and docs/openapi.json", status, len(raw))
@@ -296,10 +296,10 @@ r = re.compile(sys.argv[1])
 print(json.dumps({"re": [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and not r.search(chr(c))]}))
 `
 
-// TestOpenAPIAnswersConform sends requests to every route, with answers of every
+// TestOpenAPIRepliesConform sends requests to every route, with replies of every
 // documented kind, success and error, and checks each against the document: the status
 // is documented for the route, and a JSON body conforms to its schema.
-func TestOpenAPIAnswersConform(t *testing.T) {
+func TestOpenAPIRepliesConform(t *testing.T) {
 	doc := loadOpenAPI(t)
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
@@ -326,7 +326,7 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{e, "POST", "/api/forms", "/api/forms", `{`, 400},
 		{e, "POST", "/api/forms", "/api/forms", big, 413},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [{"label": "l", "type": "x"}]}]}`, 500},
-		// The document's promises on bodies, each against a real answer: a title of white
+		// The document's promises on bodies, each against a real reply: a title of white
 		// space is no title, a field is an object (null has no label), limits hold.
 		{e, "POST", "/api/forms", "/api/forms", `{"title": " \t "}`, 400},
 		{e, "POST", "/api/forms", "/api/forms", `{"title": "t", "categories": [{"fields": [null]}]}`, 500},
@@ -384,14 +384,14 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 		{locked, "GET", "/api/forms", "/api/forms", "", 401},
 	}
 	for _, c := range calls {
-		checkAnswer(t, doc, c.env, c.method, c.path, c.docPath, c.body, c.status)
+		checkReply(t, doc, c.env, c.method, c.path, c.docPath, c.body, c.status)
 	}
 	// Every route refuses a body that is not JSON, or is too large.
 	for _, rt := range e.srv.routes() {
 		method, pattern, _ := strings.Cut(rt.pattern, " ")
 		path := strings.NewReplacer("{id}", id, "{responseId}", responseID, "{key}", "k").Replace(pattern)
-		checkAnswer(t, doc, e, method, path, pattern, `{bad`, 400)
-		checkAnswer(t, doc, e, method, path, pattern, big, 413)
+		checkReply(t, doc, e, method, path, pattern, `{bad`, 400)
+		checkReply(t, doc, e, method, path, pattern, big, 413)
 	}
 	// Every route refuses a body that is not application/json, and, without a token, a
 	// Host it does not know.
@@ -415,14 +415,14 @@ func TestOpenAPIAnswersConform(t *testing.T) {
 	if err := e.store.AddEmailSummary(context.Background(), startOfDay(now), "mail"); err != nil {
 		t.Fatal(err)
 	}
-	checkAnswer(t, doc, e, "GET", "/api/tracker-summary/today", "/api/tracker-summary/today", "", 200)
-	checkAnswer(t, doc, e, "GET", "/api/tracker-summaries?page=1&limit=5", "/api/tracker-summaries", "", 200)
-	checkAnswer(t, doc, e, "GET", "/api/email-summaries?page=x", "/api/email-summaries", "", 200)
+	checkReply(t, doc, e, "GET", "/api/tracker-summary/today", "/api/tracker-summary/today", "", 200)
+	checkReply(t, doc, e, "GET", "/api/tracker-summaries?page=1&limit=5", "/api/tracker-summaries", "", 200)
+	checkReply(t, doc, e, "GET", "/api/email-summaries?page=x", "/api/email-summaries", "", 200)
 }
 
-// checkAnswer sends one request with a JSON body and checks its answer against the
+// checkReply sends one request with a JSON body and checks its reply against the
 // document (see checkRequest).
-func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath, body string, wantStatus int) {
+func checkReply(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath, body string, wantStatus int) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -433,7 +433,7 @@ func checkAnswer(t *testing.T, doc openAPIDoc, e *testEnv, method, path, docPath
 }
 
 // checkRequest sends req, whose body is body, and checks that its status is wantStatus
-// and documented for the operation, with an answer of the documented type and schema.
+// and documented for the operation, with an reply of the documented type and schema.
 // A JSON body of an operation with a requestBody is checked too: an accepted one must
 // conform to the documented schema, and one refused with 400 or 500 must not, so that the
 // document promises neither more nor less than the service does.
@@ -476,8 +476,8 @@ func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, d
 			t.Errorf("%s: refused with %d, but the document accepts the body %.200s", where, res.StatusCode, body)
 		}
 	}
-	answer := op.Responses[strconv.Itoa(res.StatusCode)]
-	if answer == nil {
+	reply := op.Responses[strconv.Itoa(res.StatusCode)]
+	if reply == nil {
 		t.Errorf("%s: status %d is not documented for %s %s", where, res.StatusCode, method, docPath)
 		return
 	}
@@ -485,14 +485,14 @@ func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, d
 		Ref     string                                      `json:"$ref"`
 		Content map[string]struct{ Schema json.RawMessage } `json:"content"`
 	}
-	json.Unmarshal(answer, &r)
+	json.Unmarshal(reply, &r)
 	if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
 		json.Unmarshal(doc.Components.Responses[name], &r)
 	}
 	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	content, ok := r.Content[mediaType]
 	if !ok {
-		t.Errorf("%s: answer of type %q, documented: %v", where, mediaType, slices.Collect(maps.Keys(r.Content)))
+		t.Errorf("%s: reply of type %q, documented: %v", where, mediaType, slices.Collect(maps.Keys(r.Content)))
 		return
 	}
 	if mediaType != "application/json" {
@@ -511,10 +511,10 @@ func checkRequest(t *testing.T, doc openAPIDoc, e *testEnv, req *http.Request, d
 // pathParameterErrors are the 400s that refuse a path parameter rather than a body.
 var pathParameterErrors = []string{"Invalid form ID", "Invalid response ID", "Invalid setting key", "Setting key is too long"}
 
-// checkPathParameters checks the path parameters of a request whose answer had status
+// checkPathParameters checks the path parameters of a request whose reply had status
 // and body raw against the document, as checkRequest checks a body: a value the
 // document accepts is not refused with the parameter's 400, and one it refuses is
-// refused (400), unless a check that comes first answers (401, 403, 413, 415). An
+// refused (400), unless a check that comes first replies (401, 403, 413, 415). An
 // integer is read as a client writes it, base-10 digits with a sign when negative: +1,
 // 01 and 1.0 are no integers there, whatever JSON makes of them.
 func checkPathParameters(t *testing.T, doc openAPIDoc, req *http.Request, docPath string, status int, raw []byte) {
@@ -559,11 +559,11 @@ func checkPathParameters(t *testing.T, doc openAPIDoc, req *http.Request, docPat
 		} else {
 			err = conforms(doc, schema, value, name)
 		}
-		var answer struct{ Error string }
-		json.Unmarshal(raw, &answer)
+		var reply struct{ Error string }
+		json.Unmarshal(raw, &reply)
 		where := fmt.Sprintf("%s %s", req.Method, req.URL.RequestURI())
 		switch {
-		case err == nil && status == 400 && slices.Contains(pathParameterErrors, answer.Error):
+		case err == nil && status == 400 && slices.Contains(pathParameterErrors, reply.Error):
 			t.Errorf("%s: refused with %s, but the document accepts %s %q", where, bytes.TrimSpace(raw), name, value)
 		case err != nil && !slices.Contains([]int{400, 401, 403, 413, 415}, status):
 			t.Errorf("%s: answered %d, but the document refuses the parameter: %v", where, status, err)

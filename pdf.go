@@ -94,7 +94,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	op := fmt.Sprintf("generate PDF for response %d", responseID)
 	// The whole document is built in memory first, in one of the heavy slots (it is
 	// CPU-bound), so that a failure is still a clean JSON error: nothing has been
-	// written yet. It then takes its room in s.answers until the client has it.
+	// written yet. It then takes its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return missing(op, err, "Response not found")
 	}
-	release, err = s.holdAnswer(r.Context(), buf.Len())
+	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
 	if err != nil {
 		return err
 	}

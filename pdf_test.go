@@ -196,7 +196,7 @@ func TestExportPDFOnlyUsedFonts(t *testing.T) {
 			[]string{"gobold", "gomedium", "goregular"}},
 	}
 	for _, tc := range cases {
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", tc.form, &created)
 		rid := e.submit(created.ID, map[string]any{"x": 1})
 		pdf, _ := e.exportPDF(rid)
@@ -358,7 +358,7 @@ func TestContentDisposition(t *testing.T) {
 func TestExportPDFHeaders(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	var first formAnswer
+	var first savedForm
 	e.doJSON("POST", "/api/forms", map[string]any{"title": "First"}, &first)
 	e.submit(first.ID, map[string]any{"1": "x"}) // response ids now run ahead of form ids
 	for _, tc := range []struct{ title, want string }{
@@ -369,7 +369,7 @@ func TestExportPDFHeaders(t *testing.T) {
 		{"new\nline", "inline; filename=response_%d_new_line.pdf"},
 		{"   t", "inline; filename=response_%d____t.pdf"},
 	} {
-		var created formAnswer
+		var created savedForm
 		e.doJSON("POST", "/api/forms", map[string]any{"title": tc.title}, &created)
 		e.submit(created.ID, map[string]any{"1": "x"})
 		rid := e.submit(created.ID, map[string]any{"1": "y"})

@@ -123,9 +123,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	err = run(context.Background(), []string{"bakup", dest}, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
-	if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
-		t.Errorf("run bakup DEST = %v (DEST %v), want a usage error and no file", err, statErr)
+	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
+		err = run(context.Background(), args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
+		if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
+			t.Errorf("run %q = %v (DEST %v), want a usage error and no file", args, err, statErr)
+		}
 	}
 }
 
@@ -157,7 +159,7 @@ func startChild(t *testing.T, env ...string) *child {
 }
 
 // startProcess starts cmd, a service process, waits until it has printed its address
-// and answers /healthz, and kills it when the test ends.
+// and replies /healthz, and kills it when the test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
@@ -250,7 +252,7 @@ func createLoadForm(t *testing.T, base string) int64 {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var f formAnswer
+	var f savedForm
 	if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != 201 {
 		t.Fatalf("create form: %d %v", res.StatusCode, err)
 	}
@@ -378,7 +380,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	}
 }
 
-// TestDiskFull: when the database cannot grow, writes answer a JSON 500, reads keep
+// TestDiskFull: when the database cannot grow, writes reply a JSON 500, reads keep
 // working, and nothing is half-written. SQLite's page limit raises the same SQLITE_FULL
 // a full disk does, portably and without root.
 func TestDiskFull(t *testing.T) {
@@ -403,7 +405,7 @@ func TestDiskFull(t *testing.T) {
 		case 500:
 			failed++
 			if want := `{"error":"Failed to submit response for form ` + itoa(f.ID) + `: internal error"}`; strings.TrimSpace(string(raw)) != want {
-				t.Errorf("disk-full answer = %s, want %s", raw, want)
+				t.Errorf("disk-full reply = %s, want %s", raw, want)
 			}
 		default:
 			t.Fatalf("submit = %d %s", status, raw)
@@ -450,8 +452,8 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
-// TestOutboundFaults: a tracker or model that hangs, answers garbage or closes the
-// connection mid-answer ends the job with a log line within its timeout, while the API
+// TestOutboundFaults: a tracker or model that hangs, replies garbage or closes the
+// connection mid-reply ends the job with a log line within its timeout, while the API
 // keeps answering.
 func TestOutboundFaults(t *testing.T) {
 	hang := func(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +475,7 @@ func TestOutboundFaults(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	for _, side := range []string{"tracker", "model"} {
-		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "answers garbage": garbage, "closes mid-answer": cut} {
+		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "replies garbage": garbage, "closes mid-reply": cut} {
 			t.Run(side+" "+name, func(t *testing.T) {
 				bad := httptest.NewServer(h)
 				defer bad.Close()
@@ -511,7 +513,7 @@ func TestOutboundFaults(t *testing.T) {
 	}
 }
 
-// TestDatabaseGone: with the database unusable, every endpoint answers docs/SPEC.md's
+// TestDatabaseGone: with the database unusable, every endpoint replies docs/SPEC.md's
 // 500 `Failed to <context>: <message>` as JSON, and healthz reports it.
 func TestDatabaseGone(t *testing.T) {
 	t.Parallel()

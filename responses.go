@@ -23,13 +23,11 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 	if !ok {
 		return errInvalidFormID
 	}
-	in, err := readJSON[struct {
-		Values json.RawMessage `json:"values"`
-	}](r)
+	in, err := readJSON[jsonObject](r)
 	if err != nil {
 		return err
 	}
-	values, err := submittedValues(in.Values)
+	values, err := submittedValues(in.members["values"])
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,23 +8,21 @@ import (
 	"unicode/utf8"
 )
 
-// maxSettingKeyBytes bounds keys, so that a 10 KB path segment is a clear 400 rather
-// than a row nobody can read back comfortably.
-const maxSettingKeyBytes = 256
+const maxSettingKeyBytes = 256 // a 10 KB path segment is a clear 400, not a stored row
 
-// setting is the answer of both setting endpoints.
+// setting is the reply of both setting endpoints.
 type setting struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
 }
 
-// checkSettingKey refuses keys nobody could mean: over maxSettingKeyBytes, with control
-// characters (a %00 in the path) or invalid UTF-8.
+// checkSettingKey refuses keys nobody could mean: too long, with control characters (a
+// %00 in the path) or invalid UTF-8.
 func checkSettingKey(key string) error {
-	if len(key) > maxSettingKeyBytes {
+	switch {
+	case len(key) > maxSettingKeyBytes:
 		return invalid("Setting key is too long")
-	}
-	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
+	case !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0:
 		return invalid("Invalid setting key")
 	}
 	return nil
@@ -48,17 +45,15 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err := checkSettingKey(key); err != nil {
 		return err
 	}
-	in, err := readJSON[struct {
-		Value json.RawMessage `json:"value"`
-	}](r)
+	in, err := readJSON[jsonObject](r)
 	if err != nil {
 		return err
 	}
 	// An absent value is a 400; null arrives as the raw text null and is stored as "null".
-	if in.Value == nil {
+	if in.members["value"] == nil {
 		return invalid("Setting value is required in the request body")
 	}
-	value, err := jsText(in.Value)
+	value, err := jsText(in.members["value"])
 	if err != nil {
 		return errInvalidJSON
 	}

@@ -407,7 +407,7 @@ func stringPtr(ns sql.NullString) *string {
 	return &ns.String
 }
 
-// Form is a form as GET /api/forms lists it (create and update answer formAnswer, without
+// Form is a form as GET /api/forms lists it (create and update reply savedForm, without
 // createdAt).
 type Form struct {
 	ID          int64   `json:"id"`

@@ -399,8 +399,8 @@ func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Reques
 	today := startOfDay(s.now())
 	sum, err := s.store.TrackerSummary(r.Context(), today)
 	if errors.Is(err, errNotFound) {
-		return &apiError{kind: kindNotFound, member: "message",
-			msg: fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02"))}
+		return s.writeJSON(w, r, http.StatusNotFound,
+			map[string]string{"message": fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02"))})
 	}
 	if err != nil {
 		return during("fetch today's tracker summary", err)
