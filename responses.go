@@ -285,39 +285,29 @@ func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 // These functions reproduce it for JSON input, so that data written by clients of the
 // original reads back the same here (docs/DESIGN.md's table).
 
-// jsString returns String(value) for a JSON value, and nil for JSON null, which responses
-// store as SQL NULL.
+// jsString is jsText of a submitted value, and nil for JSON null, which responses store
+// as SQL NULL.
 func jsString(raw json.RawMessage) (*string, error) {
-	// Fast paths for the common scalars; raw has been validated by the JSON decoder.
-	switch {
-	case len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
-		s := string(raw[1 : len(raw)-1])
-		return &s, nil
-	case string(raw) == "null":
-		return nil, nil
-	case string(raw) == "true" || string(raw) == "false":
-		s := string(raw)
-		return &s, nil
-	}
-	v, err := decodeAny(raw)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
+	if string(raw) == "null" {
 		return nil, nil
 	}
-	s := jsStringOf(v)
-	return &s, nil
+	s, err := jsText(raw)
+	return &s, err
 }
 
-// jsText returns String(value) for a JSON value, with null written as "null" as
-// settings store it.
+// jsText returns String(value) for a JSON value: null is "null", as settings store it.
+// Numbers are decoded as written (json.Number), so that jsNumber formats the number the
+// client sent rather than a float64 rounded twice.
 func jsText(raw json.RawMessage) (string, error) {
-	v, err := decodeAny(raw)
-	if err != nil {
-		return "", err
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("decode value: %w", err)
 	}
-	return jsStringOf(v), nil
+	var b strings.Builder
+	appendJS(&b, v)
+	return b.String(), nil
 }
 
 // jsDisplay writes a possibly absent JSON value for an error message as JavaScript's
@@ -326,34 +316,10 @@ func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
-	s, err := jsText(raw)
-	if err != nil {
-		return string(raw)
-	}
-	return s
-}
-
-// decodeAny decodes one JSON value with its numbers kept as written (json.Number), so
-// that jsStringOf formats the number the client sent rather than a float64 rounded twice.
-func decodeAny(raw json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // keep numbers exact until jsNumber formats them
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("decode value: %w", err)
-	}
-	return v, nil
-}
-
-// jsStringOf is JavaScript's String(v) for a decoded JSON value: an array joins its
-// elements with commas (null elements empty), an object is "[object Object]".
-func jsStringOf(v any) string {
-	if s, ok := v.(string); ok {
+	if s, err := jsText(raw); err == nil {
 		return s
 	}
-	var b strings.Builder
-	appendJS(&b, v)
-	return b.String()
+	return string(raw)
 }
 
 // appendJS writes String(v) to b. Nested arrays are written in place, not joined from
@@ -367,11 +333,7 @@ func appendJS(b *strings.Builder, v any) {
 	case bool:
 		b.WriteString(strconv.FormatBool(v))
 	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil && !math.IsInf(f, 0) {
-			b.WriteString(string(v)) // not reachable for numbers the JSON decoder accepted
-			return
-		}
+		f, _ := v.Float64() // ±Inf past float64's range, as in JavaScript
 		b.WriteString(jsNumber(f))
 	case []any:
 		// Array.prototype.join: null and undefined elements become "".
@@ -388,9 +350,8 @@ func appendJS(b *strings.Builder, v any) {
 	}
 }
 
-// jsNumber formats f as ECMAScript's Number::toString(10): the shortest digits that
-// round-trip, in plain notation for decimal exponents from -6 to 20 and in exponent
-// notation ("1e+21", "1.5e-7") outside.
+// jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
+// same rules (ECMAScript's Number::toString), once NaN, the infinities and -0 are written.
 func jsNumber(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -402,43 +363,8 @@ func jsNumber(f float64) string {
 	case f == 0:
 		return "0" // also -0
 	}
-	sign := ""
-	if f < 0 {
-		sign, f = "-", -f
-	}
-	// 'e' with precision -1 gives the shortest round-trip digits: d.ddddde±XX.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	k, n := len(digits), x+1 // ECMAScript's k and n: value = digits × 10^(n−k)
-	var out string
-	switch {
-	case k <= n && n <= 21:
-		out = digits + strings.Repeat("0", n-k)
-	case 0 < n && n <= 21:
-		out = digits[:n] + "." + digits[n:]
-	case -6 < n && n <= 0:
-		out = "0." + strings.Repeat("0", -n) + digits
-	default:
-		expSign := "+"
-		if n-1 < 0 {
-			expSign = "-"
-		}
-		out = digits[:1]
-		if k > 1 {
-			out += "." + digits[1:]
-		}
-		out += "e" + expSign + strconv.Itoa(abs(n-1))
-	}
-	return sign + out
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
+	b, _ := json.Marshal(f) // finite: never an error
+	return string(b)
 }
 
 // isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.

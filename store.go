@@ -142,6 +142,11 @@ const formQuerySQL = `SELECT f.title, f.description, f.createdAt,
 		  WHERE f.id = ?
 		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`
 
+// busyTimeout is how long a connection waits for a lock that another holds (SQLite's
+// busy_timeout): Litestream takes short write locks to checkpoint (docs/DESIGN.md), and a
+// checkpoint may wait on a reader of the other pool.
+const busyTimeout = 10 * time.Second
+
 // OpenStore opens (creating when absent) the SQLite file at path and migrates it.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
@@ -150,18 +155,21 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
 	// (kill -9): the commit is in the WAL file before the call returns. Only a power loss
 	// may lose the last commits, which is the usual trade for not fsyncing every commit.
-	// busy_timeout still matters for the rare cross-pool case, a checkpoint against a reader.
 	params := url.Values{
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_foreign_keys": {"on"},
-		"_busy_timeout": {"10000"},
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
 	}
 	if err := checkFolder(path); err != nil {
 		return nil, err
 	}
-	if err := refuseNewerSchema(ctx, path); err != nil {
+	version, err := schemaVersion(ctx, path)
+	if err != nil {
 		return nil, err
+	}
+	if version > len(migrations) {
+		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
 	}
 	write, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_txlock=immediate")
 	if err != nil {
@@ -182,7 +190,7 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, version); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -214,39 +222,29 @@ func checkFolder(path string) error {
 	return nil
 }
 
-// refuseNewerSchema refuses a database a newer program has migrated, before anything is
-// written to it: the pools' first connection already sets the journal mode, which turns a
-// database in rollback-journal mode (a backup written by VACUUM INTO) into WAL mode. It
-// reads user_version on a read-only connection; a database not there yet is created by
-// OpenStore.
-func refuseNewerSchema(ctx context.Context, path string) error {
+// schemaVersion reads the user_version of the database at path, 0 for one not there yet.
+// It reads on a read-only connection, so that a database a newer program has migrated is
+// refused before anything is written to it: the pools' first connection already sets the
+// journal mode, which turns a database in rollback-journal mode (a backup written by
+// VACUUM INTO) into WAL mode.
+func schemaVersion(ctx context.Context, path string) (int, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil
+		return 0, nil
 	}
 	db, err := openReadOnly(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer db.Close()
 	var version int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
-	return nil
+	return version, nil
 }
 
-// migrate applies the migrations the database has not had yet.
-func (s *Store) migrate(ctx context.Context) error {
-	var version int
-	if err := s.write.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
+// migrate applies the migrations after version, the database's.
+func (s *Store) migrate(ctx context.Context, version int) error {
 	for v := version; v < len(migrations); v++ {
 		if err := s.applyMigration(ctx, v+1, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
@@ -283,14 +281,13 @@ func (s *Store) Close() error {
 }
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
-// while the service may be running and writing. It opens the database read-only and runs
-// VACUUM INTO, which copies within one read transaction: in WAL mode that is a snapshot of
-// the last commit, taken without blocking the service's writer, and the copy is one
-// self-contained file (no -wal beside it). SQLite's online backup API would copy pages
-// too, but it is not reachable through database/sql, and the copy VACUUM INTO writes is
-// compacted. The copy is written to a temporary file beside dest, checked with
-// integrity_check, synced, and only then linked to dest, so that dest is never a
-// half-written file and an existing one is never replaced. It returns the copy's size.
+// while the service may be running and writing, and returns the copy's size. It opens the
+// database read-only and runs VACUUM INTO, which copies within one read transaction: in
+// WAL mode that is a snapshot of the last commit, taken without blocking the service's
+// writer, and the copy is one compacted, self-contained file (no -wal beside it). SQLite's
+// online backup API is not reachable through database/sql. The copy is written to a
+// temporary file beside dest, checked, synced, and only then linked to dest, so that dest
+// is never a half-written file and an existing one is never replaced.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -302,23 +299,32 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
-	tmp.Close()
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
-	if err := vacuumInto(ctx, path, tmp.Name()); err != nil {
-		return 0, err
-	}
-	size, err := checkCopy(ctx, tmp.Name())
+	defer tmp.Close()
+	db, err := openReadOnly(path)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.Link(tmp.Name(), dest); err != nil {
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+	db.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy database: %w", err)
+	}
+	if err := checkCopy(ctx, tmp.Name()); err != nil {
+		return 0, err
+	}
+	info, err := tmp.Stat()
+	if err == nil {
+		err = errors.Join(tmp.Sync(), os.Link(tmp.Name(), dest))
+	}
+	if err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
 	if dir, err := os.Open(filepath.Dir(dest)); err == nil { // the new name survives a crash
 		dir.Sync()
 		dir.Close()
 	}
-	return size, nil
+	return info.Size(), nil
 }
 
 // openReadOnly opens the database at path read-only: as a file: URI, whose mode=ro SQLite
@@ -330,54 +336,29 @@ func openReadOnly(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_busy_timeout=10000"}).String())
+	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	return db, nil
 }
 
-// vacuumInto copies the database at path into the empty file dest.
-func vacuumInto(ctx context.Context, path, dest string) error {
+// checkCopy runs integrity_check on the copy at path.
+func checkCopy(ctx context.Context, path string) error {
 	db, err := openReadOnly(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("check copy: %w", err)
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
-		return fmt.Errorf("copy database: %w", err)
-	}
-	return nil
-}
-
-// checkCopy runs integrity_check on the copy at path, syncs it to disk and returns its size.
-func checkCopy(ctx context.Context, path string) (int64, error) {
-	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
 	var result string
-	err = db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result)
-	db.Close()
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result); err != nil {
+		return fmt.Errorf("check copy: %w", err)
 	}
 	if result != "ok" {
-		return 0, fmt.Errorf("check copy: integrity_check says %q", result)
+		return fmt.Errorf("check copy: integrity_check says %q", result)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync copy: %w", err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
-	return info.Size(), nil
+	return nil
 }
 
 // Ping checks that the database answers a query.
@@ -389,22 +370,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // timestamp writes t as JavaScript's Date.prototype.toISOString does.
 func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// nullString turns a *string into a value SQLite stores as NULL when nil.
-func nullString(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// stringPtr turns a scanned sql.NullString back into a *string (nil for NULL).
-func stringPtr(ns sql.NullString) *string {
-	if !ns.Valid {
-		return nil
-	}
-	return &ns.String
 }
 
 // Form is a form as GET /api/forms lists it (create and update answer formAnswer, without
@@ -475,11 +440,9 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	forms := []Form{}
 	for rows.Next() {
 		var f Form
-		var desc sql.NullString
-		if err := rows.Scan(&f.ID, &f.Title, &desc, &f.CreatedAt); err != nil {
+		if err := rows.Scan(&f.ID, &f.Title, &f.Description, &f.CreatedAt); err != nil {
 			return nil, nil, fmt.Errorf("list forms: %w", err)
 		}
-		f.Description = stringPtr(desc)
 		forms = append(forms, f)
 	}
 	if err := rows.Err(); err != nil {
@@ -492,29 +455,23 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound. The answer
-// is the caller's own: the cache keeps a copy.
+// GetForm returns the form with its categories and fields, or errNotFound. The form is
+// the caller's own: the cache keeps a copy.
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
-	if ok {
-		return f.clone(), nil
+	if !ok {
+		var err error
+		if f, err = getForm(ctx, s.formQuery, id); err != nil {
+			return FormDetail{}, err
+		}
+		s.forms.put(id, gen, f)
 	}
-	f, err := getForm(ctx, s.formQuery, id)
-	if err != nil {
-		return FormDetail{}, err
-	}
-	s.forms.put(id, gen, f.clone())
-	return f, nil
-}
-
-// clone copies f with its categories and fields, so that the form cache and its
-// callers never share what one of them might change.
-func (f FormDetail) clone() FormDetail {
+	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
 	}
-	return f
+	return f, nil
 }
 
 // formCacheBytes bounds the forms GetForm keeps, by formSize.
@@ -526,9 +483,9 @@ const formCacheBytes = 8 << 20
 //
 // It stays true because every write that changes a form (UpdateForm, DeleteForm) drops
 // the form after its commit and bumps gen, and a read keeps what it read only when gen
-// has not moved since the read began: a read that began before a commit may have seen
-// the old form, and must not put it back after the drop. (Creating a form needs no
-// drop: an id is never reused, and a missing form is not kept.)
+// has not moved since the read began: a read that began before a commit may have seen the
+// old form, and must not put it back after the drop. (Creating a form needs no drop: an
+// id is never reused, and a missing form is not kept.)
 type formCache struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -545,8 +502,8 @@ func (c *formCache) get(id int64) (FormDetail, uint64, bool) {
 	return f, c.gen, ok
 }
 
-// put keeps f unless a write dropped forms since gen was read, evicting arbitrary forms
-// (Go's map order) until it fits.
+// put keeps f unless a write dropped a form since gen was read. A form that does not fit
+// in what is left empties the cache first.
 func (c *formCache) put(id int64, gen uint64, f FormDetail) {
 	size := formSize(f)
 	c.mu.Lock()
@@ -554,20 +511,11 @@ func (c *formCache) put(id int64, gen uint64, f FormDetail) {
 	if gen != c.gen || size > c.maxBytes {
 		return
 	}
-	if c.forms == nil {
-		c.forms = map[int64]FormDetail{}
-	}
-	if old, ok := c.forms[id]; ok {
-		// Two reads of one form that missed together both put it.
+	if old, ok := c.forms[id]; ok { // two reads of one form that missed together both put it
 		c.bytes -= formSize(old)
-		delete(c.forms, id)
 	}
-	for other, kept := range c.forms {
-		if c.bytes+size <= c.maxBytes {
-			break
-		}
-		c.bytes -= formSize(kept)
-		delete(c.forms, other)
+	if c.forms == nil || c.bytes+size > c.maxBytes {
+		c.forms, c.bytes = map[int64]FormDetail{}, 0
 	}
 	c.forms[id] = f
 	c.bytes += size
@@ -616,15 +564,15 @@ func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) 
 	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
 	found := false
 	for rows.Next() {
-		var formDesc, catName, fieldLabel, fieldType, fieldDesc sql.NullString
+		var catName, fieldLabel, fieldType sql.NullString
+		var fieldDesc *string
 		var catID, catOrder, fieldID, fieldOrder sql.NullInt64
-		if err := rows.Scan(&f.Title, &formDesc, &f.CreatedAt,
+		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt,
 			&catID, &catName, &catOrder,
 			&fieldID, &fieldLabel, &fieldType, &fieldDesc, &fieldOrder); err != nil {
 			return FormDetail{}, fmt.Errorf("get form: %w", err)
 		}
 		found = true
-		f.Description = stringPtr(formDesc)
 		if !catID.Valid {
 			continue
 		}
@@ -638,7 +586,7 @@ func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) 
 		c := &f.Categories[len(f.Categories)-1]
 		c.Fields = append(c.Fields, Field{ID: fieldID.Int64, CategoryID: catID.Int64,
 			Label: fieldLabel.String, Type: fieldType.String,
-			Description: stringPtr(fieldDesc), SortOrder: int(fieldOrder.Int64)})
+			Description: fieldDesc, SortOrder: int(fieldOrder.Int64)})
 	}
 	if err := rows.Err(); err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
@@ -660,7 +608,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 	f := Form{Title: in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
-		f.Title, nullString(f.Description), f.CreatedAt).Scan(&f.ID)
+		f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
 	if err != nil {
 		return Form{}, fmt.Errorf("insert form: %w", err)
 	}
@@ -686,7 +634,7 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err = tx.QueryRowContext(ctx,
 		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-		f.Title, nullString(f.Description), id).Scan(&f.CreatedAt)
+		f.Title, f.Description, id).Scan(&f.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Form{}, errNotFound
 	}
@@ -747,7 +695,7 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if fd.Description != nil && *fd.Description != "" {
 				desc = fd.Description
 			}
-			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, nullString(desc), fi); err != nil {
+			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, desc, fi); err != nil {
 				return fmt.Errorf("insert field: %w", err)
 			}
 		}
@@ -855,40 +803,17 @@ type ListedField struct {
 // ResponseFields returns the title and the fields of a form in form order, as the
 // response list and the CSV export show them, or errNotFound.
 func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*ListedField, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
+	form, err := getForm(ctx, s.formQuery, formID)
 	if err != nil {
-		return "", nil, fmt.Errorf("begin: %w", err)
+		return "", nil, err
 	}
-	defer tx.Rollback()
-	var title string
-	err = tx.QueryRowContext(ctx, `SELECT title FROM forms WHERE id = ?`, formID).Scan(&title)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, errNotFound
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("find form: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT d.id, d.label, d.type
-		   FROM fields d JOIN categories c ON c.id = d.categoryId
-		  WHERE c.formId = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, formID)
-	if err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	defer rows.Close()
 	fields := []*ListedField{}
-	for rows.Next() {
-		f := &ListedField{position: len(fields)}
-		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
-			return "", nil, fmt.Errorf("list fields: %w", err)
+	for _, c := range form.Categories {
+		for _, f := range c.Fields {
+			fields = append(fields, &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)})
 		}
-		fields = append(fields, f)
 	}
-	if err := rows.Err(); err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	return title, fields, nil
+	return form.Title, fields, nil
 }
 
 // ListResponses returns a page of a form's responses, newest first, after the cursor,
@@ -918,7 +843,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		var id int64
 		var submittedAt sql.RawBytes // copied once per response, not once per value
 		var fieldID sql.NullInt64
-		var value sql.NullString
+		var value *string
 		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
@@ -931,8 +856,10 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		}
 		if f, ok := byID[fieldID.Int64]; fieldID.Valid && ok {
 			r := &list[len(list)-1]
-			r.Values = append(r.Values, ResponseValue{Field: f, Value: stringPtr(value)})
-			size += len(value.String)
+			r.Values = append(r.Values, ResponseValue{Field: f, Value: value})
+			if value != nil {
+				size += len(*value)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -978,11 +905,11 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 	values := map[int64]*string{}
 	for rows.Next() {
 		var fieldID int64
-		var value sql.NullString
+		var value *string
 		if err := rows.Scan(&fieldID, &value); err != nil {
 			return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
 		}
-		values[fieldID] = stringPtr(value)
+		values[fieldID] = value
 	}
 	if err := rows.Err(); err != nil {
 		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)

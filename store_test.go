@@ -649,7 +649,7 @@ func TestCheckCopyFindsCorruption(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "integrity_check says") {
+	if err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "integrity_check says") {
 		t.Errorf("checkCopy of a corrupt index = %v, want integrity_check's finding", err)
 	}
 }
