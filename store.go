@@ -20,13 +20,10 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// migrations are the schema, one step per entry, applied in order at start: a database
-// at PRAGMA user_version n gets migrations[n:], each in its own transaction that also
-// records the new version. A released entry is never edited; a schema change is a new
-// entry at the end, so that every existing forms.db follows.
-//
-// Timestamps are TEXT in toISOString() form (UTC, millisecond precision), which sorts
-// lexicographically in time order.
+// migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
+// migrations[n:] at start. A released entry is never edited; a change is a new entry at
+// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
+// form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -111,25 +108,17 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 `,
 }
 
-// Store is the SQLite database behind the service.
-//
-// It holds two pools on the same file. All writes go through write, which has exactly one
-// connection: SQLite allows one writer at a time anyway, and queueing writers in
-// database/sql's pool (first come, first served) instead of in SQLite's busy handler means a
-// writer never sees "database is locked" and never sleeps in a retry loop (the one other
-// writer, Litestream when it replicates, takes short locks to checkpoint, which SQLite's
-// busy_timeout waits out: docs/DESIGN.md, "Operating it"). Reads go through
-// read, whose connections are query-only: in WAL mode they see the last commit and never
-// wait for the writer, and SQLite refuses any write on them.
+// Store is the SQLite database behind the service, as two pools on one file. write has
+// one connection: SQLite allows one writer at a time anyway, and writers queued in
+// database/sql's pool, first come first served, never see "database is locked" nor sleep
+// in SQLite's busy handler. read's connections are query-only: in WAL mode they see the
+// last commit without waiting for the writer, and SQLite refuses any write on them.
 type Store struct {
-	write *sql.DB
-	read  *sql.DB
-	now   func() time.Time
-	// formQuery reads a form with its tree (formQuerySQL), prepared once on the read
-	// pool, as the most frequent read.
-	formQuery *sql.Stmt
-	// forms keeps read forms for GetForm; UpdateForm and DeleteForm drop them.
-	forms formCache
+	write     *sql.DB
+	read      *sql.DB
+	now       func() time.Time
+	formQuery *sql.Stmt // formQuerySQL, the most frequent read, prepared once on read
+	forms     formCache
 }
 
 // formQuerySQL reads a form and its tree, one row per field; see getForm.
@@ -142,9 +131,8 @@ const formQuerySQL = `SELECT f.title, f.description, f.createdAt,
 		  WHERE f.id = ?
 		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`
 
-// busyTimeout is how long a connection waits for a lock that another holds (SQLite's
-// busy_timeout): Litestream takes short write locks to checkpoint (docs/DESIGN.md), and a
-// checkpoint may wait on a reader of the other pool.
+// busyTimeout is how long a connection waits for a lock another holds (SQLite's
+// busy_timeout): Litestream's checkpoints take short write locks (docs/DESIGN.md).
 const busyTimeout = 10 * time.Second
 
 // OpenStore opens (creating when absent) the SQLite file at path and migrates it.
@@ -183,8 +171,7 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		write.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	// No answer holds a connection while its client reads, so a connection per core
-	// keeps every core busy.
+	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
@@ -201,11 +188,9 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	return s, nil
 }
 
-// checkFolder makes sure the folder of the database at path exists and can be written,
-// which SQLite needs even for a database that exists (it makes the -wal and -shm files
-// beside it). SQLite's own error for either is "unable to open database file", with an
-// errno that may be another's ("no such file or directory" for a folder it may not
-// write), so the check is made here, by writing a file there and removing it.
+// checkFolder makes sure that the database's folder exists and can be written, as SQLite
+// needs for the -wal and -shm files, by writing a file there: SQLite's own error for
+// either is "unable to open database file", with an errno that may be another's.
 func checkFolder(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".formsvc-check-*")
@@ -222,11 +207,10 @@ func checkFolder(path string) error {
 	return nil
 }
 
-// schemaVersion reads the user_version of the database at path, 0 for one not there yet.
-// It reads on a read-only connection, so that a database a newer program has migrated is
-// refused before anything is written to it: the pools' first connection already sets the
-// journal mode, which turns a database in rollback-journal mode (a backup written by
-// VACUUM INTO) into WAL mode.
+// schemaVersion reads the user_version of the database at path, 0 for one not there yet,
+// on a read-only connection: a database a newer program migrated is refused before
+// anything is written to it, as the pools' first connection turns a database in
+// rollback-journal mode (a backup) into WAL mode.
 func schemaVersion(ctx context.Context, path string) (int, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, nil
@@ -281,13 +265,11 @@ func (s *Store) Close() error {
 }
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
-// while the service may be running and writing, and returns the copy's size. It opens the
-// database read-only and runs VACUUM INTO, which copies within one read transaction: in
-// WAL mode that is a snapshot of the last commit, taken without blocking the service's
-// writer, and the copy is one compacted, self-contained file (no -wal beside it). SQLite's
-// online backup API is not reachable through database/sql. The copy is written to a
-// temporary file beside dest, checked, synced, and only then linked to dest, so that dest
-// is never a half-written file and an existing one is never replaced.
+// while the service may be writing, and returns its size. VACUUM INTO, on a read-only
+// connection, copies the last commit in one read transaction without blocking the writer,
+// into one compacted file (SQLite's backup API is not reachable through database/sql). The
+// copy goes to a temporary file, checked and synced before it is linked to dest, so that
+// dest is never half-written and an existing file is never replaced.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -327,10 +309,9 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	return info.Size(), nil
 }
 
-// openReadOnly opens the database at path read-only: as a file: URI, whose mode=ro SQLite
-// applies (go-sqlite3 drops it from a plain path), so that nothing is written to it (not
-// even the checkpoint a read-write connection runs as it closes) and a missing database
-// is an error rather than a new empty file.
+// openReadOnly opens the database at path as a file: URI with mode=ro (go-sqlite3 drops
+// it from a plain path), so that nothing is written to it, not even the checkpoint of a
+// closing connection, and a missing database is an error rather than a new file.
 func openReadOnly(path string) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -372,8 +353,7 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// Form is a form as GET /api/forms lists it (create and update answer formAnswer, without
-// createdAt).
+// Form is a form as GET /api/forms lists it.
 type Form struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
@@ -406,24 +386,21 @@ type Field struct {
 	SortOrder   int     `json:"sortOrder"`
 }
 
-// Lists are read a page at a time, each page with its own statement, so that no
-// statement or snapshot is open while a client reads a page, however slowly: a page
-// holds at most listPageRows rows, and a page of responses stops at the first response
-// that begins past listPageBytes of values.
+// Lists are read a page at a time, each with its own statement, so that no snapshot is
+// open while a client reads slowly: a page holds at most listPageRows rows, and a page of
+// responses stops at the first response that begins past listPageBytes of values.
 const (
 	listPageRows  = 64
 	listPageBytes = 256 << 10
 )
 
-// Cursor is where the next page of a list, newest first, begins: after the row of this
-// time and id.
+// Cursor is where the next page of a list, newest first, begins: after this time and id.
 type Cursor struct {
 	Time string
 	ID   int64
 }
 
-// listStart is the cursor of a list's first page: after every row. A function, so that
-// no caller can change where lists start for the others.
+// listStart is the cursor of a list's first page: after every row.
 func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: math.MaxInt64} }
 
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
@@ -477,15 +454,12 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 // formCacheBytes bounds the forms GetForm keeps, by formSize.
 const formCacheBytes = 8 << 20
 
-// formCache keeps forms as GetForm read them. It exists because the form read, the most
-// frequent request, measured short of its target without it (README, Performance): a
-// hit costs the JSON encoding alone instead of a query of one row per field.
-//
-// It stays true because every write that changes a form (UpdateForm, DeleteForm) drops
-// the form after its commit and bumps gen, and a read keeps what it read only when gen
-// has not moved since the read began: a read that began before a commit may have seen the
-// old form, and must not put it back after the drop. (Creating a form needs no drop: an
-// id is never reused, and a missing form is not kept.)
+// formCache keeps forms as GetForm read them: the form read, the most frequent request,
+// measured far short of its target without it (README, Performance). It stays true
+// because UpdateForm and DeleteForm drop the form after their commit and bump gen, and a
+// read keeps what it read only when gen has not moved since it began: a read that began
+// before a commit may have seen the old form. (A new form needs no drop: ids are never
+// reused, and a missing form is not kept.)
 type formCache struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -552,9 +526,8 @@ func formSize(f FormDetail) int {
 	return n
 }
 
-// getForm reads a form and its tree with one query, one row per field (a category
-// without fields and a form without categories still give one row, of NULLs), in
-// category and field sortOrder. One statement reads one consistent snapshot.
+// getForm reads a form and its tree in one statement, so one snapshot: one row per field
+// (a category without fields and a form without categories give a row of NULLs).
 func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) {
 	rows, err := stmt.QueryContext(ctx, id)
 	if err != nil {
@@ -661,10 +634,9 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	return f, nil
 }
 
-// insertCategories checks and inserts categories and fields in array order, which is
-// their sortOrder, with one prepared statement per table. It stops at the first
-// category or field that breaks a rule, with checkCategory's or checkField's error,
-// which the caller's rollback turns into "nothing created".
+// insertCategories checks and inserts categories and fields in array order, their
+// sortOrder. It stops at the first that breaks a rule, with checkCategory's or
+// checkField's error, which the caller's rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	insertCategory, err := tx.PrepareContext(ctx,
 		`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`)
@@ -720,15 +692,11 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	return nil
 }
 
-// CreateResponse stores a response to a form with the values whose key is the id of one
-// of the form's fields; values of other ids are skipped. values maps field ids to
-// String(value), nil for null. errNotFound when the form does not exist.
-//
-// Two statements do it all: the response row is inserted only when its form exists, and
-// SQLite itself joins the values (one JSON object parameter, read with json_each) with
-// the form's fields, so that no value of another form's field is ever stored. CROSS JOIN
-// fixes SQLite's loop order: each value looks its field up by primary key, where the
-// planner's own choice would read the whole JSON again for every field of the form.
+// CreateResponse stores a response to a form with the values (String(value) by field id,
+// nil for null) of the form's own fields; other ids are skipped. errNotFound when the
+// form does not exist. SQLite joins the values, one JSON parameter read with json_each,
+// with the form's fields; CROSS JOIN fixes the loop order, each value looking its field
+// up by primary key, where the planner would read the JSON again for every field.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int64]*string) (int64, error) {
 	valuesJSON, err := json.Marshal(values)
 	if err != nil {
@@ -739,8 +707,7 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	// Exec and LastInsertId rather than RETURNING, which SQLite runs as a costlier plan
-	// for an INSERT … SELECT (BenchmarkSubmit shows the difference).
+	// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
 		timestamp(s.now()), formID)
@@ -782,11 +749,10 @@ type Response struct {
 	Values      ResponseValues `json:"values"`
 }
 
-// ResponseValues are the answers of a response in form order (category sortOrder, then
-// field sortOrder). Their JSON is an object keyed by field id; see MarshalJSON.
+// ResponseValues are a response's values in form order; see MarshalJSON.
 type ResponseValues []ResponseValue
 
-// ResponseValue is one answer of a listed response.
+// ResponseValue is one value of a listed response.
 type ResponseValue struct {
 	Field *ListedField
 	Value *string
@@ -810,7 +776,8 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	fields := []*ListedField{}
 	for _, c := range form.Categories {
 		for _, f := range c.Fields {
-			fields = append(fields, &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)})
+			listed := &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)}
+			fields = append(fields, listed)
 		}
 	}
 	return form.Title, fields, nil
