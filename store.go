@@ -141,14 +141,10 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		return nil, fmt.Errorf("open database: path %q must not contain '?' or '#'", path)
 	}
 	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
-	// (kill -9): the commit is in the WAL file before the call returns. Only a power loss
-	// may lose the last commits, which is the usual trade for not fsyncing every commit.
-	params := url.Values{
-		"_journal_mode": {"WAL"},
-		"_synchronous":  {"NORMAL"},
-		"_foreign_keys": {"on"},
-		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
-	}
+	// (kill -9); only a power loss may lose the last ones, the usual trade for not syncing
+	// every commit.
+	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=on&_busy_timeout=%d",
+		path, busyTimeout.Milliseconds())
 	if err := checkFolder(path); err != nil {
 		return nil, err
 	}
@@ -159,14 +155,14 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if version > len(migrations) {
 		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
 	}
-	write, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_txlock=immediate")
+	write, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	write.SetMaxOpenConns(1)
 	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
 	// SQLite itself refuse writes on the read pool.
-	read, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_query_only=on")
+	read, err := sql.Open("sqlite3", dsn+"&_query_only=on")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open database: %w", err)
