@@ -174,12 +174,10 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 
 	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
 	if err := s.migrate(ctx, version); err != nil {
-		s.Close()
-		return nil, err
+		return nil, errors.Join(err, read.Close(), write.Close())
 	}
 	if s.formQuery, err = read.PrepareContext(ctx, formQuerySQL); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("prepare form query: %w", err)
+		return nil, errors.Join(fmt.Errorf("prepare form query: %w", err), read.Close(), write.Close())
 	}
 	return s, nil
 }
@@ -253,11 +251,7 @@ func (s *Store) applyMigration(ctx context.Context, version int, script string) 
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	var err error
-	if s.formQuery != nil {
-		err = s.formQuery.Close()
-	}
-	return errors.Join(err, s.read.Close(), s.write.Close())
+	return errors.Join(s.formQuery.Close(), s.read.Close(), s.write.Close())
 }
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
@@ -293,7 +287,10 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	}
 	info, err := tmp.Stat()
 	if err == nil {
-		err = errors.Join(tmp.Sync(), os.Link(tmp.Name(), dest))
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), dest)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
