@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -39,12 +38,10 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 }
 
 // submittedValues reads the `values` object into String(value) by field id, nil for
-// null. Absent, null, non-objects (arrays included) and {} are a 400, and so is a value
-// longer than maxValueChars. Keys that are not ids by the strict rule of parseID are
-// skipped; whether an id is one of the form's fields is the store's to check. Of a key
-// given twice the last value counts, as in a JavaScript object, and keys are visited in
-// sorted order, so that two spellings of one id ("7" and "07") resolve the same way
-// every time.
+// null. Anything but a non-empty object is a 400, and so is a value longer than
+// maxValueChars. Keys that are not ids (parseID) are skipped; whether an id is a field of
+// the form is the store's to check. Of a key given twice the last value counts, as in
+// JavaScript, and keys are read sorted, so that "7" and "07" resolve the same every time.
 func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	raw = bytes.TrimSpace(raw)
 	var object map[string]json.RawMessage
@@ -103,10 +100,9 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 	return id, title, fields, nil
 }
 
-// eachResponsePage reads a form's responses a page at a time, has build write each
-// page's bytes into out, and sends them. A page is read and built in one of the heavy
-// slots; it is sent outside the slot, so that no slot waits on a client that reads
-// slowly.
+// eachResponsePage reads a form's responses a page at a time, has build write each page
+// into out, and sends it. A page is read and built in a heavy slot and sent outside it,
+// so that no slot waits on a client that reads slowly.
 func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
 	start := listStart()
 	for after := &start; after != nil; {
@@ -130,11 +126,9 @@ func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*L
 	return nil
 }
 
-// handleExportCSV answers a form's responses as a spreadsheet reads them: CSV quoted as
-// RFC 4180 says, UTF-8 with a byte-order mark so that spreadsheet programs
-// do not guess another charset, a header of id, submittedAt and the field labels in form
-// order, newest response first, null as an empty cell. Written a page at a time, as the
-// JSON list.
+// handleExportCSV writes a form's responses as RFC 4180 CSV, newest first, a page at a
+// time: UTF-8 with a byte-order mark, so that spreadsheet programs guess no other
+// charset, a header of id, submittedAt and the labels in form order, null an empty cell.
 func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	formID, title, fields, err := s.responseFields(r)
 	if err != nil {
@@ -145,9 +139,8 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	out.header.Set("Content-Disposition",
 		dispositionHeader("attachment", fmt.Sprintf("responses_%d_%s.csv", formID, fileTitle(title))))
 	out.buf.WriteString("\uFEFF")
-	// Records end with LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv drops every
-	// carriage return inside a value, and a value must read back as it is stored.
-	// Spreadsheet programs read either.
+	// Records end with LF, which spreadsheets read too: with UseCRLF, encoding/csv drops
+	// every carriage return inside a value, which must read back as it is stored.
 	cw := csv.NewWriter(&out.buf)
 	column := make(map[int64]int, len(fields)) // field id → index in a row
 	row := []string{"id", "submittedAt"}
@@ -182,9 +175,8 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 // plainNumber is a number as a spreadsheet reads one: -5, +1.5, -2e3, .5.
 var plainNumber = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
-// csvCell disarms a cell a spreadsheet would run as a formula (one starting with =, +, -,
-// @, tab or carriage return, OWASP's "CSV injection") by prefixing an apostrophe, which
-// spreadsheets show as text. A plain number such as -5 stays a number.
+// csvCell disarms a cell a spreadsheet would run as a formula (starting with =, +, -, @,
+// tab or CR: OWASP's "CSV injection") with an apostrophe. A plain number stays a number.
 func csvCell(s string) string {
 	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || plainNumber.MatchString(s) {
 		return s
@@ -192,11 +184,10 @@ func csvCell(s string) string {
 	return "'" + s
 }
 
-// fileTitle makes a form title part of a download's file name: every white-space
-// character, backslash and slash becomes an underscore, and an empty result is "form"
-// (docs/SPEC.md §4, the PDF export). Control and format characters (bidi overrides and
-// isolates, zero-width spaces: Unicode's Cc and Cf) are dropped, as RFC 6266 appendix D
-// advises: they would let a name read otherwise than it is saved.
+// fileTitle makes a form title part of a download's name: white space, backslash and
+// slash become underscores, an empty result is "form" (docs/SPEC.md §4). Control and
+// format characters (Cc, Cf: bidi controls, zero-width spaces) are dropped, as RFC 6266
+// appendix D advises: they would let a name read otherwise than it is saved.
 func fileTitle(title string) string {
 	safe := strings.Map(func(r rune) rune {
 		switch {
@@ -214,23 +205,20 @@ func fileTitle(title string) string {
 }
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
-// name of HTTP token characters only, but for "%", stands bare (disposition;
-// filename=name); any other name (quotes, semicolons, non-ASCII) takes RFC 6266's form,
-// an ASCII fallback and the exact name percent-encoded as RFC 8187 says, so that no
-// title can break or inject a header. "%" is no part of a bare name or the fallback
-// (an underscore there), since some programs decode %XX sequences in filename (RFC
-// 6266 appendix D).
+// name of HTTP token characters stands bare; any other (quotes, semicolons, non-ASCII)
+// takes RFC 6266's form, an ASCII fallback and the exact name percent-encoded (RFC 8187),
+// so that no title can break or inject a header. "%" is an underscore in a bare name or
+// the fallback, since some programs decode %XX in filename (RFC 6266 appendix D).
 func dispositionHeader(disposition, name string) string {
-	plain := func(r rune) bool { return isTokenChar(r) && r != '%' }
-	if strings.IndexFunc(name, func(r rune) bool { return !plain(r) }) < 0 {
-		return disposition + "; filename=" + name
-	}
 	fallback := strings.Map(func(r rune) rune {
-		if plain(r) {
+		if isTokenChar(r) && r != '%' {
 			return r
 		}
 		return '_'
 	}, name)
+	if fallback == name {
+		return disposition + "; filename=" + name
+	}
 	var enc strings.Builder
 	for _, c := range []byte(name) {
 		if c < utf8.RuneSelf && isAttrChar(rune(c)) {
@@ -244,78 +232,63 @@ func dispositionHeader(disposition, name string) string {
 
 // MarshalJSON writes the values as an object keyed by field id, in form order, which a
 // Go map could not keep: {"12": {"label": …, "type": …, "value": …}, …}. One Encoder
-// writes every value into one buffer, which spares an allocation per value of a list
-// that holds tens of thousands.
+// writes every value into one buffer, which spares allocations in a list of tens of
+// thousands; json.Marshal drops the newline it ends each value with.
 func (vs ResponseValues) MarshalJSON() ([]byte, error) {
+	type value struct {
+		Label string  `json:"label"`
+		Type  string  `json:"type"`
+		Value *string `json:"value"`
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	put := func(prefix string, v any) error {
-		buf.WriteString(prefix)
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		buf.Truncate(buf.Len() - 1) // the newline Encode ends with
-		return nil
-	}
-	var id []byte
 	buf.WriteByte('{')
 	for i, v := range vs {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.WriteByte('"')
-		id = strconv.AppendInt(id[:0], v.Field.ID, 10) // digits: nothing to escape
-		buf.Write(id)
-		if err := errors.Join(
-			put(`":{"label":`, v.Field.Label),
-			put(`,"type":`, v.Field.Type),
-			put(`,"value":`, v.Value),
-		); err != nil {
+		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), v.Field.ID, 10))
+		buf.WriteString(`":`)
+		if err := enc.Encode(value{v.Field.Label, v.Field.Type, v.Value}); err != nil {
 			return nil, err
 		}
-		buf.WriteByte('}')
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
-// The original service stored every submitted value with JavaScript's String(value).
-// These functions reproduce it for JSON input, so that data written by clients of the
-// original reads back the same here (docs/DESIGN.md's table).
+// The original service stored every submitted value with JavaScript's String(value); the
+// js functions reproduce it, so that clients of the original read back the same.
 
-// jsString returns String(value) for a JSON value, and nil for JSON null, which responses
-// store as SQL NULL.
+// jsString is jsText of a submitted value, and nil for JSON null, which responses store
+// as SQL NULL.
 func jsString(raw json.RawMessage) (*string, error) {
-	// Fast paths for the common scalars; raw has been validated by the JSON decoder.
-	switch {
-	case len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
-		s := string(raw[1 : len(raw)-1])
-		return &s, nil
-	case string(raw) == "null":
-		return nil, nil
-	case string(raw) == "true" || string(raw) == "false":
-		s := string(raw)
-		return &s, nil
-	}
-	v, err := decodeAny(raw)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
+	if string(raw) == "null" {
 		return nil, nil
 	}
-	s := jsStringOf(v)
-	return &s, nil
+	s, err := jsText(raw)
+	return &s, err
 }
 
-// jsText returns String(value) for a JSON value, with null written as "null" as
-// settings store it.
+// jsText returns String(value) for a JSON value: null is "null", as settings store it.
 func jsText(raw json.RawMessage) (string, error) {
-	v, err := decodeAny(raw)
-	if err != nil {
-		return "", err
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		// A number past float64's range, which JavaScript reads as ±Infinity: decoded
+		// again, with numbers kept as written for appendJS.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return "", fmt.Errorf("decode value: %w", err)
+		}
 	}
-	return jsStringOf(v), nil
+	if s, ok := v.(string); ok {
+		return s, nil // most values, not copied again
+	}
+	var b strings.Builder
+	appendJS(&b, v)
+	return b.String(), nil
 }
 
 // jsDisplay writes a possibly absent JSON value for an error message as JavaScript's
@@ -324,38 +297,15 @@ func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
-	s, err := jsText(raw)
-	if err != nil {
-		return string(raw)
-	}
-	return s
-}
-
-// decodeAny decodes one JSON value with its numbers kept as written (json.Number), so
-// that jsStringOf formats the number the client sent rather than a float64 rounded twice.
-func decodeAny(raw json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // keep numbers exact until jsNumber formats them
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("decode value: %w", err)
-	}
-	return v, nil
-}
-
-// jsStringOf is JavaScript's String(v) for a decoded JSON value: an array joins its
-// elements with commas (null elements empty), an object is "[object Object]".
-func jsStringOf(v any) string {
-	if s, ok := v.(string); ok {
+	if s, err := jsText(raw); err == nil {
 		return s
 	}
-	var b strings.Builder
-	appendJS(&b, v)
-	return b.String()
+	return string(raw)
 }
 
-// appendJS writes String(v) to b. Nested arrays are written in place, not joined from
-// their own strings, so that the cost is linear in the input however deep it nests.
+// appendJS writes String(v) to b: an array joins its elements with commas, an object is
+// "[object Object]". Nested arrays are written in place, so that the cost is linear in
+// the input however deep it nests.
 func appendJS(b *strings.Builder, v any) {
 	switch v := v.(type) {
 	case nil:
@@ -364,12 +314,10 @@ func appendJS(b *strings.Builder, v any) {
 		b.WriteString(v)
 	case bool:
 		b.WriteString(strconv.FormatBool(v))
+	case float64:
+		b.WriteString(jsNumber(v))
 	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil && !math.IsInf(f, 0) {
-			b.WriteString(string(v)) // not reachable for numbers the JSON decoder accepted
-			return
-		}
+		f, _ := v.Float64() // ±Inf past float64's range
 		b.WriteString(jsNumber(f))
 	case []any:
 		// Array.prototype.join: null and undefined elements become "".
@@ -386,9 +334,8 @@ func appendJS(b *strings.Builder, v any) {
 	}
 }
 
-// jsNumber formats f as ECMAScript's Number::toString(10): the shortest digits that
-// round-trip, in plain notation for decimal exponents from -6 to 20 and in exponent
-// notation ("1e+21", "1.5e-7") outside.
+// jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
+// same rules (ECMAScript's Number::toString), once NaN, the infinities and -0 are written.
 func jsNumber(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -400,43 +347,8 @@ func jsNumber(f float64) string {
 	case f == 0:
 		return "0" // also -0
 	}
-	sign := ""
-	if f < 0 {
-		sign, f = "-", -f
-	}
-	// 'e' with precision -1 gives the shortest round-trip digits: d.ddddde±XX.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	k, n := len(digits), x+1 // ECMAScript's k and n: value = digits × 10^(n−k)
-	var out string
-	switch {
-	case k <= n && n <= 21:
-		out = digits + strings.Repeat("0", n-k)
-	case 0 < n && n <= 21:
-		out = digits[:n] + "." + digits[n:]
-	case -6 < n && n <= 0:
-		out = "0." + strings.Repeat("0", -n) + digits
-	default:
-		expSign := "+"
-		if n-1 < 0 {
-			expSign = "-"
-		}
-		out = digits[:1]
-		if k > 1 {
-			out += "." + digits[1:]
-		}
-		out += "e" + expSign + strconv.Itoa(abs(n-1))
-	}
-	return sign + out
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
+	b, _ := json.Marshal(f) // finite: never an error
+	return string(b)
 }
 
 // isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.

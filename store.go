@@ -20,13 +20,10 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// migrations are the schema, one step per entry, applied in order at start: a database
-// at PRAGMA user_version n gets migrations[n:], each in its own transaction that also
-// records the new version. A released entry is never edited; a schema change is a new
-// entry at the end, so that every existing forms.db follows.
-//
-// Timestamps are TEXT in toISOString() form (UTC, millisecond precision), which sorts
-// lexicographically in time order.
+// migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
+// migrations[n:] at start. A released entry is never edited; a change is a new entry at
+// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
+// form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -111,25 +108,17 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 `,
 }
 
-// Store is the SQLite database behind the service.
-//
-// It holds two pools on the same file. All writes go through write, which has exactly one
-// connection: SQLite allows one writer at a time anyway, and queueing writers in
-// database/sql's pool (first come, first served) instead of in SQLite's busy handler means a
-// writer never sees "database is locked" and never sleeps in a retry loop (the one other
-// writer, Litestream when it replicates, takes short locks to checkpoint, which SQLite's
-// busy_timeout waits out: docs/DESIGN.md, "Operating it"). Reads go through
-// read, whose connections are query-only: in WAL mode they see the last commit and never
-// wait for the writer, and SQLite refuses any write on them.
+// Store is the SQLite database behind the service, as two pools on one file. write has
+// one connection: SQLite allows one writer at a time anyway, and writers queued in
+// database/sql's pool, first come first served, never see "database is locked" nor sleep
+// in SQLite's busy handler. read's connections are query-only: in WAL mode they see the
+// last commit without waiting for the writer, and SQLite refuses any write on them.
 type Store struct {
-	write *sql.DB
-	read  *sql.DB
-	now   func() time.Time
-	// formQuery reads a form with its tree (formQuerySQL), prepared once on the read
-	// pool, as the most frequent read.
-	formQuery *sql.Stmt
-	// forms keeps read forms for GetForm; UpdateForm and DeleteForm drop them.
-	forms formCache
+	write     *sql.DB
+	read      *sql.DB
+	now       func() time.Time
+	formQuery *sql.Stmt // formQuerySQL, the most frequent read, prepared once on read
+	forms     formCache
 }
 
 // formQuerySQL reads a form and its tree, one row per field; see getForm.
@@ -142,62 +131,60 @@ const formQuerySQL = `SELECT f.title, f.description, f.createdAt,
 		  WHERE f.id = ?
 		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`
 
+// busyTimeout is how long a connection waits for a lock another holds (SQLite's
+// busy_timeout): Litestream's checkpoints take short write locks (docs/DESIGN.md).
+const busyTimeout = 10 * time.Second
+
 // OpenStore opens (creating when absent) the SQLite file at path and migrates it.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open database: path %q must not contain '?' or '#'", path)
 	}
 	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
-	// (kill -9): the commit is in the WAL file before the call returns. Only a power loss
-	// may lose the last commits, which is the usual trade for not fsyncing every commit.
-	// busy_timeout still matters for the rare cross-pool case, a checkpoint against a reader.
-	params := url.Values{
-		"_journal_mode": {"WAL"},
-		"_synchronous":  {"NORMAL"},
-		"_foreign_keys": {"on"},
-		"_busy_timeout": {"10000"},
-	}
+	// (kill -9); only a power loss may lose the last ones, the usual trade for not syncing
+	// every commit.
+	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=on&_busy_timeout=%d",
+		path, busyTimeout.Milliseconds())
 	if err := checkFolder(path); err != nil {
 		return nil, err
 	}
-	if err := refuseNewerSchema(ctx, path); err != nil {
+	version, err := schemaVersion(ctx, path)
+	if err != nil {
 		return nil, err
 	}
-	write, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_txlock=immediate")
+	if version > len(migrations) {
+		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
+	}
+	write, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	write.SetMaxOpenConns(1)
 	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
 	// SQLite itself refuse writes on the read pool.
-	read, err := sql.Open("sqlite3", path+"?"+params.Encode()+"&_query_only=on")
+	read, err := sql.Open("sqlite3", dsn+"&_query_only=on")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	// No answer holds a connection while its client reads, so a connection per core
-	// keeps every core busy.
+	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
 	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
-	if err := s.migrate(ctx); err != nil {
-		s.Close()
-		return nil, err
+	if err := s.migrate(ctx, version); err != nil {
+		return nil, errors.Join(err, read.Close(), write.Close())
 	}
 	if s.formQuery, err = read.PrepareContext(ctx, formQuerySQL); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("prepare form query: %w", err)
+		return nil, errors.Join(fmt.Errorf("prepare form query: %w", err), read.Close(), write.Close())
 	}
 	return s, nil
 }
 
-// checkFolder makes sure the folder of the database at path exists and can be written,
-// which SQLite needs even for a database that exists (it makes the -wal and -shm files
-// beside it). SQLite's own error for either is "unable to open database file", with an
-// errno that may be another's ("no such file or directory" for a folder it may not
-// write), so the check is made here, by writing a file there and removing it.
+// checkFolder makes sure that the database's folder exists and can be written, as SQLite
+// needs for the -wal and -shm files, by writing a file there: SQLite's own error for
+// either is "unable to open database file", with an errno that may be another's.
 func checkFolder(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".formsvc-check-*")
@@ -214,39 +201,28 @@ func checkFolder(path string) error {
 	return nil
 }
 
-// refuseNewerSchema refuses a database a newer program has migrated, before anything is
-// written to it: the pools' first connection already sets the journal mode, which turns a
-// database in rollback-journal mode (a backup written by VACUUM INTO) into WAL mode. It
-// reads user_version on a read-only connection; a database not there yet is created by
-// OpenStore.
-func refuseNewerSchema(ctx context.Context, path string) error {
+// schemaVersion reads the user_version of the database at path, 0 for one not there yet,
+// on a read-only connection: a database a newer program migrated is refused before
+// anything is written to it, as the pools' first connection turns a database in
+// rollback-journal mode (a backup) into WAL mode.
+func schemaVersion(ctx context.Context, path string) (int, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil
+		return 0, nil
 	}
 	db, err := openReadOnly(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer db.Close()
 	var version int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
-	return nil
+	return version, nil
 }
 
-// migrate applies the migrations the database has not had yet.
-func (s *Store) migrate(ctx context.Context) error {
-	var version int
-	if err := s.write.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
+// migrate applies the migrations after version, the database's.
+func (s *Store) migrate(ctx context.Context, version int) error {
 	for v := version; v < len(migrations); v++ {
 		if err := s.applyMigration(ctx, v+1, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
@@ -275,22 +251,15 @@ func (s *Store) applyMigration(ctx context.Context, version int, script string) 
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	var err error
-	if s.formQuery != nil {
-		err = s.formQuery.Close()
-	}
-	return errors.Join(err, s.read.Close(), s.write.Close())
+	return errors.Join(s.formQuery.Close(), s.read.Close(), s.write.Close())
 }
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
-// while the service may be running and writing. It opens the database read-only and runs
-// VACUUM INTO, which copies within one read transaction: in WAL mode that is a snapshot of
-// the last commit, taken without blocking the service's writer, and the copy is one
-// self-contained file (no -wal beside it). SQLite's online backup API would copy pages
-// too, but it is not reachable through database/sql, and the copy VACUUM INTO writes is
-// compacted. The copy is written to a temporary file beside dest, checked with
-// integrity_check, synced, and only then linked to dest, so that dest is never a
-// half-written file and an existing one is never replaced. It returns the copy's size.
+// while the service may be writing, and returns its size. VACUUM INTO, on a read-only
+// connection, copies the last commit in one read transaction without blocking the writer,
+// into one compacted file (SQLite's backup API is not reachable through database/sql). The
+// copy goes to a temporary file, checked and synced before it is linked to dest, so that
+// dest is never half-written and an existing file is never replaced.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -302,82 +271,68 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
-	tmp.Close()
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
-	if err := vacuumInto(ctx, path, tmp.Name()); err != nil {
-		return 0, err
-	}
-	size, err := checkCopy(ctx, tmp.Name())
+	defer tmp.Close()
+	db, err := openReadOnly(path)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.Link(tmp.Name(), dest); err != nil {
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+	db.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy database: %w", err)
+	}
+	if err := checkCopy(ctx, tmp.Name()); err != nil {
+		return 0, err
+	}
+	info, err := tmp.Stat()
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), dest)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
 	if dir, err := os.Open(filepath.Dir(dest)); err == nil { // the new name survives a crash
 		dir.Sync()
 		dir.Close()
 	}
-	return size, nil
+	return info.Size(), nil
 }
 
-// openReadOnly opens the database at path read-only: as a file: URI, whose mode=ro SQLite
-// applies (go-sqlite3 drops it from a plain path), so that nothing is written to it (not
-// even the checkpoint a read-write connection runs as it closes) and a missing database
-// is an error rather than a new empty file.
+// openReadOnly opens the database at path as a file: URI with mode=ro (go-sqlite3 drops
+// it from a plain path), so that nothing is written to it, not even the checkpoint of a
+// closing connection, and a missing database is an error rather than a new file.
 func openReadOnly(path string) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_busy_timeout=10000"}).String())
+	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	return db, nil
 }
 
-// vacuumInto copies the database at path into the empty file dest.
-func vacuumInto(ctx context.Context, path, dest string) error {
+// checkCopy runs integrity_check on the copy at path.
+func checkCopy(ctx context.Context, path string) error {
 	db, err := openReadOnly(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("check copy: %w", err)
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
-		return fmt.Errorf("copy database: %w", err)
-	}
-	return nil
-}
-
-// checkCopy runs integrity_check on the copy at path, syncs it to disk and returns its size.
-func checkCopy(ctx context.Context, path string) (int64, error) {
-	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
 	var result string
-	err = db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result)
-	db.Close()
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result); err != nil {
+		return fmt.Errorf("check copy: %w", err)
 	}
 	if result != "ok" {
-		return 0, fmt.Errorf("check copy: integrity_check says %q", result)
+		return fmt.Errorf("check copy: integrity_check says %q", result)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync copy: %w", err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("check copy: %w", err)
-	}
-	return info.Size(), nil
+	return nil
 }
 
 // Ping checks that the database answers a query.
@@ -389,22 +344,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // timestamp writes t as JavaScript's Date.prototype.toISOString does.
 func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// nullString turns a *string into a value SQLite stores as NULL when nil.
-func nullString(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// stringPtr turns a scanned sql.NullString back into a *string (nil for NULL).
-func stringPtr(ns sql.NullString) *string {
-	if !ns.Valid {
-		return nil
-	}
-	return &ns.String
 }
 
 // Form is a form as GET /api/forms lists it (create and update reply savedForm, without
@@ -441,24 +380,21 @@ type Field struct {
 	SortOrder   int     `json:"sortOrder"`
 }
 
-// Lists are read a page at a time, each page with its own statement, so that no
-// statement or snapshot is open while a client reads a page, however slowly: a page
-// holds at most listPageRows rows, and a page of responses stops at the first response
-// that begins past listPageBytes of values.
+// Lists are read a page at a time, each with its own statement, so that no snapshot is
+// open while a client reads slowly: a page holds at most listPageRows rows, and a page of
+// responses stops at the first response that begins past listPageBytes of values.
 const (
 	listPageRows  = 64
 	listPageBytes = 256 << 10
 )
 
-// Cursor is where the next page of a list, newest first, begins: after the row of this
-// time and id.
+// Cursor is where the next page of a list, newest first, begins: after this time and id.
 type Cursor struct {
 	Time string
 	ID   int64
 }
 
-// listStart is the cursor of a list's first page: after every row. A function, so that
-// no caller can change where lists start for the others.
+// listStart is the cursor of a list's first page: after every row.
 func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: math.MaxInt64} }
 
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
@@ -475,11 +411,9 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	forms := []Form{}
 	for rows.Next() {
 		var f Form
-		var desc sql.NullString
-		if err := rows.Scan(&f.ID, &f.Title, &desc, &f.CreatedAt); err != nil {
+		if err := rows.Scan(&f.ID, &f.Title, &f.Description, &f.CreatedAt); err != nil {
 			return nil, nil, fmt.Errorf("list forms: %w", err)
 		}
-		f.Description = stringPtr(desc)
 		forms = append(forms, f)
 	}
 	if err := rows.Err(); err != nil {
@@ -492,43 +426,34 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound. The answer
-// is the caller's own: the cache keeps a copy.
+// GetForm returns the form with its categories and fields, or errNotFound. The form is
+// the caller's own: the cache keeps a copy.
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
-	if ok {
-		return f.clone(), nil
+	if !ok {
+		var err error
+		if f, err = getForm(ctx, s.formQuery, id); err != nil {
+			return FormDetail{}, err
+		}
+		s.forms.put(id, gen, f)
 	}
-	f, err := getForm(ctx, s.formQuery, id)
-	if err != nil {
-		return FormDetail{}, err
-	}
-	s.forms.put(id, gen, f.clone())
-	return f, nil
-}
-
-// clone copies f with its categories and fields, so that the form cache and its
-// callers never share what one of them might change.
-func (f FormDetail) clone() FormDetail {
+	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
 	}
-	return f
+	return f, nil
 }
 
 // formCacheBytes bounds the forms GetForm keeps, by formSize.
 const formCacheBytes = 8 << 20
 
-// formCache keeps forms as GetForm read them. It exists because the form read, the most
-// frequent request, measured short of its target without it (README, Performance): a
-// hit costs the JSON encoding alone instead of a query of one row per field.
-//
-// It stays true because every write that changes a form (UpdateForm, DeleteForm) drops
-// the form after its commit and bumps gen, and a read keeps what it read only when gen
-// has not moved since the read began: a read that began before a commit may have seen
-// the old form, and must not put it back after the drop. (Creating a form needs no
-// drop: an id is never reused, and a missing form is not kept.)
+// formCache keeps forms as GetForm read them: the form read, the most frequent request,
+// measured far short of its target without it (README, Performance). It stays true
+// because UpdateForm and DeleteForm drop the form after their commit and bump gen, and a
+// read keeps what it read only when gen has not moved since it began: a read that began
+// before a commit may have seen the old form. (A new form needs no drop: ids are never
+// reused, and a missing form is not kept.)
 type formCache struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -545,8 +470,8 @@ func (c *formCache) get(id int64) (FormDetail, uint64, bool) {
 	return f, c.gen, ok
 }
 
-// put keeps f unless a write dropped forms since gen was read, evicting arbitrary forms
-// (Go's map order) until it fits.
+// put keeps f unless a write dropped a form since gen was read. A form that does not fit
+// in what is left empties the cache first.
 func (c *formCache) put(id int64, gen uint64, f FormDetail) {
 	size := formSize(f)
 	c.mu.Lock()
@@ -554,20 +479,11 @@ func (c *formCache) put(id int64, gen uint64, f FormDetail) {
 	if gen != c.gen || size > c.maxBytes {
 		return
 	}
-	if c.forms == nil {
-		c.forms = map[int64]FormDetail{}
-	}
-	if old, ok := c.forms[id]; ok {
-		// Two reads of one form that missed together both put it.
+	if old, ok := c.forms[id]; ok { // two reads of one form that missed together both put it
 		c.bytes -= formSize(old)
-		delete(c.forms, id)
 	}
-	for other, kept := range c.forms {
-		if c.bytes+size <= c.maxBytes {
-			break
-		}
-		c.bytes -= formSize(kept)
-		delete(c.forms, other)
+	if c.forms == nil || c.bytes+size > c.maxBytes {
+		c.forms, c.bytes = map[int64]FormDetail{}, 0
 	}
 	c.forms[id] = f
 	c.bytes += size
@@ -604,9 +520,8 @@ func formSize(f FormDetail) int {
 	return n
 }
 
-// getForm reads a form and its tree with one query, one row per field (a category
-// without fields and a form without categories still give one row, of NULLs), in
-// category and field sortOrder. One statement reads one consistent snapshot.
+// getForm reads a form and its tree in one statement, so one snapshot: one row per field
+// (a category without fields and a form without categories give a row of NULLs).
 func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) {
 	rows, err := stmt.QueryContext(ctx, id)
 	if err != nil {
@@ -616,15 +531,15 @@ func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) 
 	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
 	found := false
 	for rows.Next() {
-		var formDesc, catName, fieldLabel, fieldType, fieldDesc sql.NullString
+		var catName, fieldLabel, fieldType sql.NullString
+		var fieldDesc *string
 		var catID, catOrder, fieldID, fieldOrder sql.NullInt64
-		if err := rows.Scan(&f.Title, &formDesc, &f.CreatedAt,
+		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt,
 			&catID, &catName, &catOrder,
 			&fieldID, &fieldLabel, &fieldType, &fieldDesc, &fieldOrder); err != nil {
 			return FormDetail{}, fmt.Errorf("get form: %w", err)
 		}
 		found = true
-		f.Description = stringPtr(formDesc)
 		if !catID.Valid {
 			continue
 		}
@@ -638,7 +553,7 @@ func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) 
 		c := &f.Categories[len(f.Categories)-1]
 		c.Fields = append(c.Fields, Field{ID: fieldID.Int64, CategoryID: catID.Int64,
 			Label: fieldLabel.String, Type: fieldType.String,
-			Description: stringPtr(fieldDesc), SortOrder: int(fieldOrder.Int64)})
+			Description: fieldDesc, SortOrder: int(fieldOrder.Int64)})
 	}
 	if err := rows.Err(); err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
@@ -660,7 +575,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 	f := Form{Title: in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
-		f.Title, nullString(f.Description), f.CreatedAt).Scan(&f.ID)
+		f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
 	if err != nil {
 		return Form{}, fmt.Errorf("insert form: %w", err)
 	}
@@ -686,7 +601,7 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err = tx.QueryRowContext(ctx,
 		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-		f.Title, nullString(f.Description), id).Scan(&f.CreatedAt)
+		f.Title, f.Description, id).Scan(&f.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Form{}, errNotFound
 	}
@@ -713,10 +628,9 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	return f, nil
 }
 
-// insertCategories checks and inserts categories and fields in array order, which is
-// their sortOrder, with one prepared statement per table. It stops at the first
-// category or field that breaks a rule, with checkCategory's or checkField's error,
-// which the caller's rollback turns into "nothing created".
+// insertCategories checks and inserts categories and fields in array order, their
+// sortOrder. It stops at the first that breaks a rule, with checkCategory's or
+// checkField's error, which the caller's rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	insertCategory, err := tx.PrepareContext(ctx,
 		`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`)
@@ -747,7 +661,7 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if fd.Description != nil && *fd.Description != "" {
 				desc = fd.Description
 			}
-			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, nullString(desc), fi); err != nil {
+			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, desc, fi); err != nil {
 				return fmt.Errorf("insert field: %w", err)
 			}
 		}
@@ -772,15 +686,11 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	return nil
 }
 
-// CreateResponse stores a response to a form with the values whose key is the id of one
-// of the form's fields; values of other ids are skipped. values maps field ids to
-// String(value), nil for null. errNotFound when the form does not exist.
-//
-// Two statements do it all: the response row is inserted only when its form exists, and
-// SQLite itself joins the values (one JSON object parameter, read with json_each) with
-// the form's fields, so that no value of another form's field is ever stored. CROSS JOIN
-// fixes SQLite's loop order: each value looks its field up by primary key, where the
-// planner's own choice would read the whole JSON again for every field of the form.
+// CreateResponse stores a response to a form with the values (String(value) by field id,
+// nil for null) of the form's own fields; other ids are skipped. errNotFound when the
+// form does not exist. SQLite joins the values, one JSON parameter read with json_each,
+// with the form's fields; CROSS JOIN fixes the loop order, each value looking its field
+// up by primary key, where the planner would read the JSON again for every field.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int64]*string) (int64, error) {
 	valuesJSON, err := json.Marshal(values)
 	if err != nil {
@@ -791,8 +701,7 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	// Exec and LastInsertId rather than RETURNING, which SQLite runs as a costlier plan
-	// for an INSERT … SELECT (BenchmarkSubmit shows the difference).
+	// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
 		timestamp(s.now()), formID)
@@ -834,11 +743,10 @@ type Response struct {
 	Values      ResponseValues `json:"values"`
 }
 
-// ResponseValues are the answers of a response in form order (category sortOrder, then
-// field sortOrder). Their JSON is an object keyed by field id; see MarshalJSON.
+// ResponseValues are a response's values in form order; see MarshalJSON.
 type ResponseValues []ResponseValue
 
-// ResponseValue is one answer of a listed response.
+// ResponseValue is one value of a listed response.
 type ResponseValue struct {
 	Field *ListedField
 	Value *string
@@ -855,40 +763,18 @@ type ListedField struct {
 // ResponseFields returns the title and the fields of a form in form order, as the
 // response list and the CSV export show them, or errNotFound.
 func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*ListedField, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
+	form, err := getForm(ctx, s.formQuery, formID)
 	if err != nil {
-		return "", nil, fmt.Errorf("begin: %w", err)
+		return "", nil, err
 	}
-	defer tx.Rollback()
-	var title string
-	err = tx.QueryRowContext(ctx, `SELECT title FROM forms WHERE id = ?`, formID).Scan(&title)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, errNotFound
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("find form: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT d.id, d.label, d.type
-		   FROM fields d JOIN categories c ON c.id = d.categoryId
-		  WHERE c.formId = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, formID)
-	if err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	defer rows.Close()
 	fields := []*ListedField{}
-	for rows.Next() {
-		f := &ListedField{position: len(fields)}
-		if err := rows.Scan(&f.ID, &f.Label, &f.Type); err != nil {
-			return "", nil, fmt.Errorf("list fields: %w", err)
+	for _, c := range form.Categories {
+		for _, f := range c.Fields {
+			listed := &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)}
+			fields = append(fields, listed)
 		}
-		fields = append(fields, f)
 	}
-	if err := rows.Err(); err != nil {
-		return "", nil, fmt.Errorf("list fields: %w", err)
-	}
-	return title, fields, nil
+	return form.Title, fields, nil
 }
 
 // ListResponses returns a page of a form's responses, newest first, after the cursor,
@@ -918,7 +804,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		var id int64
 		var submittedAt sql.RawBytes // copied once per response, not once per value
 		var fieldID sql.NullInt64
-		var value sql.NullString
+		var value *string
 		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
@@ -931,8 +817,10 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		}
 		if f, ok := byID[fieldID.Int64]; fieldID.Valid && ok {
 			r := &list[len(list)-1]
-			r.Values = append(r.Values, ResponseValue{Field: f, Value: stringPtr(value)})
-			size += len(value.String)
+			r.Values = append(r.Values, ResponseValue{Field: f, Value: value})
+			if value != nil {
+				size += len(*value)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -978,11 +866,11 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 	values := map[int64]*string{}
 	for rows.Next() {
 		var fieldID int64
-		var value sql.NullString
+		var value *string
 		if err := rows.Scan(&fieldID, &value); err != nil {
 			return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
 		}
-		values[fieldID] = stringPtr(value)
+		values[fieldID] = value
 	}
 	if err := rows.Err(); err != nil {
 		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
