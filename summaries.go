@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"mime"
+	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -588,10 +589,7 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
 // shows it (headers decoded, the body a reader sees first, every charset to UTF-8,
-// malformed mail read past). A first read of the service may skip it. Its tests:
-// TestEmailAsAReaderSees (each class of real-world malformation), TestParseEmailFixtures,
-// TestEmailCharsetsEndToEnd, TestMailCorpusAsPythonReadsIt (real mail beside Python's
-// reader), TestMaildirSkipsOldFilesUnopened, TestMaildirCostsItsPrompt, TestMIMEDepthLinear.
+// malformed mail read past). A first read of the service may skip it.
 const (
 	maxEmailBodyChars = 4000
 	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to
@@ -617,8 +615,8 @@ type email struct {
 // readMaildir offers fit the messages in new/ and cur/ of the Maildir fsys delivered and
 // dated at or after start, newest delivered first, until fit answers that the prompt is
 // full. A file delivered before start is passed over without being opened, and no file
-// is opened once the prompt is full, so that a job costs its prompt, not the Maildir. A
-// file that is not a message is skipped with a log line. ctx ends the read between
+// is opened once the prompt is full, so that a job costs its prompt, not the Maildir.
+// Every message opened and left out is named in a log line. ctx ends the read between
 // messages.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
 	type delivered struct {
@@ -654,6 +652,7 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 			continue
 		}
 		if e.when.Before(start) {
+			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
 			continue
 		}
 		if more, err := fit(e); !more || err != nil {
@@ -760,17 +759,14 @@ func (e mimeEntity) get(name string) []byte {
 }
 
 // parseEntity splits raw into header fields and body as mail programs do: the fields end
-// at a blank line. A line that is neither a field nor the continuation of one (a field
-// name with a blank in it, an unindented continuation of a Received: line, an mbox
-// "From " line) is passed over when a field follows it within maxStrayHeaderLines lines,
-// as mail programs and Go's lenient mail readers pass over it, so that the Content-Type,
-// From or Subject after it is not lost; otherwise it ends the fields and begins the body,
-// as in a message that lacks the blank line (Python's email package ends the fields at
-// any such line).
+// at a blank line. A line that is not an RFC 5322 field is kept as one while the header
+// section goes on after it (headerGoesOn): a field whose name holds blanks or punctuation,
+// continued on the next lines (as in mnako/letters' test messages), an unindented
+// continuation of a Received: line, an mbox "From " line. Otherwise it ends the fields and
+// begins the body, as in a message that lacks the blank line.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
-	rest := raw
-	for len(rest) > 0 {
+	for rest := raw; len(rest) > 0; {
 		line, next := cutLine(rest)
 		switch {
 		case len(line) == 0:
@@ -781,11 +777,8 @@ func parseEntity(raw []byte) mimeEntity {
 			}
 		default:
 			name, value, ok := headerField(line)
-			if !ok {
-				if !fieldFollows(next) && !bytes.HasPrefix(line, []byte("From ")) {
-					return mimeEntity{fields: e.fields, body: rest}
-				}
-				break // passed over
+			if !ok && !headerGoesOn(line, next) {
+				return mimeEntity{fields: e.fields, body: rest}
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
@@ -798,15 +791,25 @@ func parseEntity(raw []byte) mimeEntity {
 // for one that is: a Received: line continued unindented takes one or two.
 const maxStrayHeaderLines = 3
 
-// headerField cuts a line into a field's name and value; ok is false when it is not one.
+// headerField cuts a line into a field's name and value; ok is false when it is not an
+// RFC 5322 field: its name empty or not printable ASCII.
 func headerField(line []byte) (name, value []byte, ok bool) {
 	name, value, ok = bytes.Cut(line, []byte(":"))
-	return name, value, ok && isFieldName(name)
+	for _, c := range name {
+		ok = ok && 33 <= c && c <= 126
+	}
+	return name, value, ok && len(name) > 0
 }
 
-// fieldFollows reports whether a header field starts within maxStrayHeaderLines lines of
-// b, before any blank line.
-func fieldFollows(b []byte) bool {
+// headerGoesOn reports whether the header section goes on after line, which is no RFC
+// 5322 field, followed by b: line is an mbox "From " line, or holds a colon and is
+// continued on the next, or a header field follows within maxStrayHeaderLines lines,
+// before any blank line.
+func headerGoesOn(line, b []byte) bool {
+	continued := len(b) > 0 && (b[0] == ' ' || b[0] == '\t')
+	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
+		return true
+	}
 	for range maxStrayHeaderLines {
 		line, next := cutLine(b)
 		if len(line) == 0 {
@@ -818,16 +821,6 @@ func fieldFollows(b []byte) bool {
 		b = next
 	}
 	return false
-}
-
-// isFieldName reports whether b is printable ASCII without a colon (RFC 5322 ftext).
-func isFieldName(b []byte) bool {
-	for _, c := range b {
-		if c < 33 || c > 126 {
-			return false
-		}
-	}
-	return len(b) > 0
 }
 
 // cutLine cuts the first line off b, at CRLF, LF or a lone CR.
@@ -857,14 +850,14 @@ type bodyPick struct {
 // with nothing but blanks in it is passed over, as a reader passes over an empty first
 // part to the text after it (Python's get_body takes it and shows nothing).
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
-	if disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";"); strings.EqualFold(strings.TrimSpace(disp), "attachment") {
+	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
+	if strings.EqualFold(strings.TrimSpace(disp), "attachment") {
 		return false
 	}
 	mediaType, params := e.contentType(def)
-	if (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e) {
-		return false
-	}
 	switch {
+	case (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e):
+		return false
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
 		return true
@@ -876,22 +869,12 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
 	}
-	parts := splitMultipart(e.body, params["boundary"])
-	if b := params["boundary"]; len(parts) == 0 && len(b) >= 2 && b[0] == '\'' && b[len(b)-1] == '\'' {
-		// boundary='...' in single quotes, which mime.ParseMediaType refuses and a mail
-		// program reads without them (wildduck's imap-core/test/fixtures/fix3.eml).
-		parts = splitMultipart(e.body, b[1:len(b)-1])
-	}
+	parts := multipartParts(e.body, params["boundary"])
 	if len(parts) == 0 {
-		// No boundary parameter, or one not found in the body (cut short, misspelt): the
-		// delimiter lines the body has, where it has them, else its raw text, where it is
-		// text, as a mail program shows it rather than nothing.
-		if b, ok := delimiterInBody(e.body); ok {
-			parts = splitMultipart(e.body, b)
-		}
-	}
-	if len(parts) == 0 {
-		if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); readable(string(text)) && len(bytes.TrimSpace(text)) > 0 {
+		// No boundary found: the multipart's text, where it is text and holds no
+		// delimiter line (MIME structure), as a mail program shows it rather than nothing.
+		text := transferDecode(e.get("Content-Transfer-Encoding"), e.body)
+		if readable(string(text)) && len(bytes.TrimSpace(text)) > 0 && bodyDelimiter(text) == "" {
 			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
 			return true
 		}
@@ -901,42 +884,56 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if mediaType == "multipart/digest" {
 		childDefault = "message/rfc822" // RFC 2046 5.1.5
 	}
-	entities := make([]mimeEntity, len(parts))
-	for i, part := range parts {
-		entities[i] = parseEntity(part)
-	}
-	if mediaType == "multipart/related" && len(entities) > 0 {
+	if mediaType == "multipart/related" {
 		// RFC 2387: the start part, named by its Content-ID, else the first, is the body.
-		start := entities[0]
-		for _, part := range entities {
-			if id := params["start"]; id != "" && string(part.get("Content-ID")) == id {
-				start = part
+		start := parseEntity(parts[0])
+		for _, part := range parts {
+			if e := parseEntity(part); params["start"] != "" && string(e.get("Content-ID")) == params["start"] {
+				start = e
 				break
 			}
 		}
 		return p.find(start, childDefault, depth+1)
 	}
-	for _, part := range entities {
-		if p.find(part, childDefault, depth+1) {
+	for _, part := range parts {
+		if p.find(parseEntity(part), childDefault, depth+1) {
 			return true
 		}
 	}
 	return false
 }
 
-// delimiterInBody finds the boundary of a multipart body from its first line that reads as
-// a delimiter (--boundary, no blank inside) and that splits the body into parts.
-func delimiterInBody(body []byte) (string, bool) {
+// multipartParts cuts a multipart body into its parts at boundary, as a mail program
+// does when the parameter is malformed: a boundary in single quotes, which
+// mime.ParseMediaType refuses and a mail program reads without them (wildduck's
+// imap-core/test/fixtures/fix3.eml), and, when the parameter is missing or not found in
+// the body (cut short, misspelt), the first line of the body that reads as a delimiter
+// (--boundary, no blank inside) and splits it.
+func multipartParts(body []byte, boundary string) [][]byte {
+	if parts := splitMultipart(body, boundary); len(parts) > 0 {
+		return parts
+	}
+	if b, ok := strings.CutPrefix(boundary, "'"); ok && strings.HasSuffix(b, "'") {
+		if parts := splitMultipart(body, strings.TrimSuffix(b, "'")); len(parts) > 0 {
+			return parts
+		}
+	}
+	return splitMultipart(body, bodyDelimiter(body))
+}
+
+// bodyDelimiter is the boundary of the first line of body that reads as a delimiter:
+// --boundary, no blank inside, not a rule of dashes alone; "" when none does.
+func bodyDelimiter(body []byte) string {
 	for rest := body; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
 		line = bytes.TrimRight(line, " \t")
-		if len(line) > 2 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") {
-			b := strings.TrimSuffix(string(line[2:]), "--")
-			return b, b != "" && len(splitMultipart(body, b)) > 0
+		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
+		if len(line) > 2 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") && strings.Trim(b, "-") != "" {
+			return b
 		}
 	}
-	return "", false
+	return ""
 }
 
 // isBlank reports whether e's body, its transfer encoding undone, holds nothing but blanks.
@@ -953,26 +950,20 @@ func notBase64(e mimeEntity) bool {
 	for rest := e.body; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
-		for _, c := range bytes.TrimRight(line, " \t") {
-			if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
-				return true
-			}
+		if strings.Trim(string(bytes.TrimRight(line, " \t")), base64Alphabet+"=") != "" {
+			return true
 		}
 	}
 	return false
 }
 
 // readable reports whether s reads as text: no U+FFFD, which stands for bytes not in its
-// charset, and no control character other than a tab, line break or form feed.
+// charset, and no control character (C0 or C1) other than a tab, line break or form feed.
 func readable(s string) bool {
-	for _, r := range s {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r' || r == '\f':
-		case r == utf8.RuneError, r < 0x20, 0x7f <= r && r <= 0x9f:
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		control := r < 0x20 || 0x7f <= r && r <= 0x9f
+		return r == utf8.RuneError || control && !strings.ContainsRune("\t\n\r\f", r)
+	})
 }
 
 // contentType reads e's Content-Type as a mail program does: the media type in lower case
@@ -1085,10 +1076,10 @@ func cutParam(s string) (param, rest string) {
 }
 
 // splitMultipart cuts a multipart body into its parts' bytes, as a mail program does:
-// a part ends at the next delimiter line (--boundary, then spaces or tabs only) and the
-// last part at the close delimiter or, when that is missing, at the end. The preamble and
-// the epilogue are left out; a body without any delimiter has no parts. One pass over
-// body.
+// a part ends at the next delimiter line (--boundary at a line's start, then spaces or
+// tabs only; RFC 2046 5.1.1) and the last part at the close delimiter or, when that is
+// missing, at the end. The preamble and the epilogue are left out; a body without any
+// delimiter has no parts. One pass over body.
 func splitMultipart(body []byte, boundary string) [][]byte {
 	if boundary == "" {
 		return nil
@@ -1108,14 +1099,13 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 		}
 		tail, next := cutLine(body[pos:])
 		closing := bytes.HasPrefix(tail, []byte("--"))
-		if closing {
-			tail = tail[2:]
-		}
-		if len(bytes.Trim(tail, " \t")) > 0 {
+		if len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
 			continue
 		}
 		if start >= 0 {
-			parts = append(parts, trimLineEnd(body[start:at]))
+			// The line break before a delimiter belongs to it (RFC 2046 5.1.1).
+			part := bytes.TrimSuffix(body[start:at], []byte("\n"))
+			parts = append(parts, bytes.TrimSuffix(part, []byte("\r")))
 		}
 		if closing {
 			return parts
@@ -1129,13 +1119,7 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 	return parts
 }
 
-// trimLineEnd drops the line break before a delimiter, which belongs to it (RFC 2046 5.1.1).
-func trimLineEnd(b []byte) []byte {
-	if bytes.HasSuffix(b, []byte("\r\n")) {
-		return b[:len(b)-2]
-	}
-	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-}
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 // transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program:
 // base64 with missing padding, line breaks or stray characters, quoted-printable with
@@ -1151,64 +1135,36 @@ func transferDecode(encoding, b []byte) []byte {
 }
 
 // decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other and
-// any padding; a last lone character, which carries no whole byte, is dropped.
+// any padding, as mail programs do.
 func decodeBase64(b []byte) []byte {
-	clean := make([]byte, 0, len(b))
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' {
-			clean = append(clean, c)
+	clean := bytes.Map(func(r rune) rune {
+		if strings.ContainsRune(base64Alphabet, r) {
+			return r
 		}
-	}
-	if len(clean)%4 == 1 {
-		clean = clean[:len(clean)-1]
-	}
-	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
-	n, _ := base64.RawStdEncoding.Decode(out, clean) // only the alphabet is left: no error
-	return out[:n]
+		return -1
+	}, b)
+	// A last lone character, which carries no whole byte, ends the decoding without it.
+	out, _ := base64.RawStdEncoding.DecodeString(string(clean))
+	return out
 }
 
-// decodeQuotedPrintable decodes =XX escapes (either case) and soft line breaks; an = that
-// starts neither is kept as written.
+// decodeQuotedPrintable decodes RFC 2045's quoted-printable with Go's reader, which keeps
+// a malformed escape as written. A lone CR ends a line, as in cutLine; a body the reader
+// refuses (a raw control character, such as ISO-2022-JP's escape) is kept as written.
 func decodeQuotedPrintable(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '=' {
-			out = append(out, c)
-			continue
-		}
-		if i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
-			out = append(out, unhex(b[i+1])<<4|unhex(b[i+2]))
-			i += 2
-			continue
-		}
-		j := i + 1
-		for j < len(b) && (b[j] == ' ' || b[j] == '\t') {
-			j++
-		}
-		if j == len(b) || b[j] == '\r' || b[j] == '\n' {
-			_, rest := cutLine(b[j:])
-			i = len(b) - len(rest) - 1
-			continue
-		}
-		out = append(out, c)
+	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+	out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return b
 	}
 	return out
 }
 
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
+// encodedWord matches an RFC 2047 encoded-word: its charset (an RFC 2231 language after
+// a star is left out), and its B or Q text. A Q word with blanks in its text, which RFC
+// 2047 forbids but mailers write (=?UTF-8?Q?Caf=C3=A9 Bar?=), is read as mail programs
+// and Python's email package read it, blanks kept.
+var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?\s]*)|[qQ]\?([^?]*))\?=`)
 
 // decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
 // RFC 2047 encoded-word on its own (one malformed word or unknown charset spoils no
@@ -1217,50 +1173,29 @@ func unhex(c byte) byte {
 // the words read in fallback, the charset of the message's body, when it is not UTF-8.
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	var sb strings.Builder
-	var blank []byte       // blanks after a word, dropped if another word follows
-	var wordBytes []byte   // decoded bytes of the adjacent words of wordCharset so far
-	var wordCharset string // "" when no word is pending
-	flush := func() {
-		if wordCharset != "" {
-			sb.WriteString(decodeCharset(wordCharset, wordBytes, log))
-			wordBytes, wordCharset = nil, ""
+	var word []byte       // decoded bytes of the adjacent words of charset so far
+	charset, end := "", 0 // charset is "" when no word is pending
+	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
+		between := v[end:m[0]]
+		next := string(v[m[2]:m[3]])
+		if charset != "" && (len(bytes.Trim(between, " \t")) > 0 || !strings.EqualFold(next, charset)) {
+			sb.WriteString(decodeCharset(charset, word, log))
+			word, charset = nil, ""
 		}
-		sb.Write(blank)
-		blank = nil
+		if charset == "" && len(bytes.Trim(between, " \t")) > 0 || end == 0 {
+			sb.WriteString(decodeRawHeader(between, fallback, log))
+		}
+		if m[4] >= 0 {
+			word = append(word, decodeBase64(v[m[4]:m[5]])...)
+		} else {
+			word = append(word, decodeQuotedPrintable(bytes.ReplaceAll(v[m[6]:m[7]], []byte("_"), []byte("=20")))...)
+		}
+		charset, end = next, m[1]
 	}
-	for len(v) > 0 {
-		i := bytes.Index(v, []byte("=?"))
-		if i < 0 {
-			i = len(v)
-		}
-		if i > 0 {
-			text := v[:i]
-			if wordCharset != "" && len(bytes.Trim(text, " \t")) == 0 {
-				blank = text
-			} else {
-				flush()
-				sb.WriteString(decodeRawHeader(text, fallback, log))
-			}
-			v = v[i:]
-			continue
-		}
-		charset, b, size, ok := encodedWord(v)
-		if !ok {
-			flush()
-			sb.WriteString("=?")
-			v = v[2:]
-			continue
-		}
-		if wordCharset != "" && !strings.EqualFold(charset, wordCharset) {
-			blank = nil
-			flush()
-		}
-		blank = nil
-		wordCharset = charset
-		wordBytes = append(wordBytes, b...)
-		v = v[size:]
+	if charset != "" {
+		sb.WriteString(decodeCharset(charset, word, log))
 	}
-	flush()
+	sb.WriteString(decodeRawHeader(v[end:], fallback, log))
 	return validUTF8([]byte(sb.String()))
 }
 
@@ -1271,28 +1206,6 @@ func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
 		return decodeCharset("", b, log)
 	}
 	return decodeCharset(fallback, b, log)
-}
-
-// encodedWord reads the RFC 2047 word =?charset?B|Q?text?= at the start of v: its charset,
-// its bytes and its length; ok is false when v does not start with one. A Q word with
-// blanks in its text, which RFC 2047 forbids but mailers write (=?UTF-8?Q?Caf=C3=A9 Bar?=),
-// is read as mail programs and Python's email package read it, blanks kept.
-func encodedWord(v []byte) (charset string, b []byte, size int, ok bool) {
-	parts := bytes.SplitN(v[2:], []byte("?"), 4)
-	if len(parts) < 4 || !bytes.HasPrefix(parts[3], []byte("=")) || len(parts[0]) == 0 || len(parts[1]) != 1 ||
-		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") && parts[1][0] != 'Q' && parts[1][0] != 'q' {
-		return "", nil, 0, false
-	}
-	charset, _, _ = strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
-	switch parts[1][0] {
-	case 'B', 'b':
-		b = decodeBase64(parts[2])
-	case 'Q', 'q':
-		b = decodeQuotedPrintable(bytes.ReplaceAll(parts[2], []byte("_"), []byte(" ")))
-	default:
-		return "", nil, 0, false
-	}
-	return charset, b, 2 + len(parts[0]) + 3 + len(parts[2]) + 2, true
 }
 
 // decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
@@ -1357,57 +1270,35 @@ func lookupCharset(label string) encoding.Encoding {
 // validUTF8 keeps the valid UTF-8 of b and turns each other byte into U+FFFD, so that a
 // reader sees how many characters were lost.
 func validUTF8(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		sb.WriteRune(r) // utf8.RuneError for an invalid byte, size 1
-		b = b[size:]
-	}
-	return sb.String()
+	return string([]rune(string(b))) // the spec's conversion: U+FFFD for each invalid byte
 }
 
-// decodeUTF7 reads RFC 2152's UTF-7: ASCII as it is, +...- a run of UTF-16 in modified
-// base64, +- a plus sign. A byte outside ASCII is U+FFFD.
+// decodeUTF7 reads RFC 2152's UTF-7, which no standard decoder knows: ASCII as it is,
+// +...- a run of UTF-16 in modified base64, +- a plus sign. A byte outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
 	var sb strings.Builder
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
 		case c >= 0x80:
 			sb.WriteRune(utf8.RuneError)
-			i++
-			continue
 		case c != '+':
 			sb.WriteByte(c)
-			i++
-			continue
-		}
-		j := i + 1
-		var units []uint16
-		var bits uint32
-		nbits := 0
-		for ; j < len(b); j++ {
-			v := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", b[j])
-			if v < 0 {
-				break
+		default:
+			run := b[i+1:]
+			n := len(run) - len(bytes.TrimLeft(run, base64Alphabet))
+			if n == 0 && (n == len(run) || run[0] == '-') {
+				sb.WriteByte('+')
 			}
-			bits = bits<<6 | uint32(v)
-			nbits += 6
-			if nbits >= 16 {
-				nbits -= 16
-				units = append(units, uint16(bits>>nbits))
-				bits &= 1<<nbits - 1
+			wide, _ := base64.RawStdEncoding.DecodeString(string(run[:n])) // bits past a unit dropped
+			units := make([]uint16, len(wide)/2)
+			for k := range units {
+				units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
+			}
+			sb.WriteString(string(utf16.Decode(units)))
+			if i += n; i+1 < len(b) && b[i+1] == '-' {
+				i++
 			}
 		}
-		if j == i+1 && (j == len(b) || b[j] == '-') {
-			sb.WriteByte('+')
-		}
-		sb.WriteString(string(utf16.Decode(units)))
-		if j < len(b) && b[j] == '-' {
-			j++
-		}
-		i = j
 	}
 	return sb.String()
 }
