@@ -589,16 +589,15 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
 // shows it (headers decoded, the body a reader sees first, every charset to UTF-8,
-// malformed mail read past). A first read of the service may skip it.
+// malformed mail read past, as RFC 5322, 2045-2047, Python's email package and enmime do).
 const (
 	maxEmailBodyChars = 4000
 	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to
 	// megabytes, which would leave the message too large for the prompt.
 	maxEmailHeaderChars = 1000
 	maxEmailFileBytes   = 25 << 20 // a larger message file is read only this far
-	// maxMIMEDepth bounds the nesting of multiparts read for the body. Real mail nests a
-	// few levels; each level read costs one pass over its part, so the bound keeps a
-	// message's cost linear in its size. Deeper parts are not read.
+	// maxMIMEDepth bounds the nesting of multiparts read for the body, so that a
+	// message's cost stays linear in its size (each level read is one pass).
 	maxMIMEDepth = 16
 )
 
@@ -614,10 +613,9 @@ type email struct {
 
 // readMaildir offers fit the messages in new/ and cur/ of the Maildir fsys delivered and
 // dated at or after start, newest delivered first, until fit answers that the prompt is
-// full. A file delivered before start is passed over without being opened, and no file
-// is opened once the prompt is full, so that a job costs its prompt, not the Maildir.
-// Every message opened and left out is named in a log line. ctx ends the read between
-// messages.
+// full. A file delivered before start is passed over unopened, and none is opened once
+// the prompt is full, so that a job costs its prompt, not the Maildir. A message opened
+// and left out is named in a log line. ctx ends the read between messages.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
 	type delivered struct {
 		name string
@@ -633,11 +631,9 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 			if !entry.Type().IsRegular() || strings.HasPrefix(entry.Name(), ".") {
 				continue
 			}
-			at, ok := deliveryTime(entry)
-			if ok && at.Before(start) {
-				continue
+			if at, ok := deliveryTime(entry); !ok || !at.Before(start) {
+				files = append(files, delivered{path.Join(sub, entry.Name()), at})
 			}
-			files = append(files, delivered{path.Join(sub, entry.Name()), at})
 		}
 	}
 	slices.SortStableFunc(files, func(a, b delivered) int { return b.at.Compare(a.at) })
@@ -647,25 +643,23 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 		}
 		flog := log.With("file", f.name)
 		e, err := readEmailFile(fsys, f.name, f.at, flog)
-		if err != nil {
+		switch {
+		case err != nil:
 			flog.Warn("skip e-mail message", "err", err)
-			continue
-		}
-		if e.when.Before(start) {
+		case e.when.Before(start):
 			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
-			continue
-		}
-		if more, err := fit(e); !more || err != nil {
-			return err
+		default:
+			if more, err := fit(e); !more || err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// deliveryTime is when a Maildir file arrived, read without opening it: the
-// seconds-since-epoch that start a standard Maildir name (1732590000.M123P456.host,S=123:2,S),
-// else the modification time the directory entry carries. It reports false when neither
-// can be read.
+// deliveryTime is when a Maildir file arrived, read without opening it: the seconds that
+// start a standard Maildir name (1732590000.M123P456.host:2,S), else the file's
+// modification time; false when neither can be read.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
 		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
@@ -680,8 +674,8 @@ func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	return info.ModTime(), true
 }
 
-// readEmailFile parses one message file, read at most maxEmailFileBytes far, so that a
-// huge attachment costs no more than that; delivered dates a message without a Date.
+// readEmailFile parses one message file, read at most maxEmailFileBytes far;
+// delivered dates a message without a Date.
 func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logger) (email, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -695,12 +689,10 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
-// the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
-// Malformations a mail program reads past are read past here too; only a file in which a
-// reader would see nothing, no header field and no text, is not a message. delivered
-// dates a message whose Date is missing or not readable. log hears of a charset that is
-// not known.
+// parseEmail reads one message as a mail program shows it: decoded headers and the text
+// of the body a reader sees first, in UTF-8. Only a file in which a reader would see
+// nothing, no header field and no text, is not a message. delivered dates a message whose
+// Date is missing or not readable; log hears of a charset that is not known.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -712,9 +704,8 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	}
 	var pick bodyPick
 	pick.find(msg, "text/plain", 0)
-	body, charset := "", ""
+	body, charset := "", pick.params["charset"]
 	if pick.found {
-		charset = pick.params["charset"]
 		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
 		if notBase64(pick.part) && !readable(text) {
 			// Declared base64 but written as text (an Exchange part, enmime's
@@ -729,17 +720,10 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 		body = cutText(strings.TrimSpace(text), maxEmailBodyChars)
 	}
 	header := func(name string) string {
-		v := decodeHeader(msg.get(name), charset, log)
-		return cutText(strings.TrimSpace(v), maxEmailHeaderChars)
+		return cutText(strings.TrimSpace(decodeHeader(msg.get(name), charset, log)), maxEmailHeaderChars)
 	}
-	return email{
-		From:    header("From"),
-		To:      header("To"),
-		Subject: header("Subject"),
-		Date:    timestamp(when),
-		Body:    body,
-		when:    when,
-	}, nil
+	return email{From: header("From"), To: header("To"), Subject: header("Subject"),
+		Date: timestamp(when), Body: body, when: when}, nil
 }
 
 // mimeEntity is a message or one part of it: its header fields, in order, and its raw body.
@@ -748,7 +732,7 @@ type mimeEntity struct {
 	body   []byte
 }
 
-// get is the value of the first field called name, as a reader shows it.
+// get is the value of the first field called name.
 func (e mimeEntity) get(name string) []byte {
 	for _, f := range e.fields {
 		if strings.EqualFold(string(f[0]), name) {
@@ -758,12 +742,10 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into header fields and body as mail programs do: the fields end
-// at a blank line. A line that is not an RFC 5322 field is kept as one while the header
-// section goes on after it (headerGoesOn): a field whose name holds blanks or punctuation,
-// continued on the next lines (as in mnako/letters' test messages), an unindented
-// continuation of a Received: line, an mbox "From " line. Otherwise it ends the fields and
-// begins the body, as in a message that lacks the blank line.
+// parseEntity splits raw into header fields and body: the fields end at a blank line. A
+// line that is not an RFC 5322 field is kept as one while the header section goes on
+// after it (headerGoesOn); otherwise it begins the body, as in a message that lacks the
+// blank line.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	for rest := raw; len(rest) > 0; {
@@ -787,12 +769,8 @@ func parseEntity(raw []byte) mimeEntity {
 	return e
 }
 
-// maxStrayHeaderLines bounds how far parseEntity looks past a line that is no header field
-// for one that is: a Received: line continued unindented takes one or two.
-const maxStrayHeaderLines = 3
-
 // headerField cuts a line into a field's name and value; ok is false when it is not an
-// RFC 5322 field: its name empty or not printable ASCII.
+// RFC 5322 field, whose name is printable ASCII.
 func headerField(line []byte) (name, value []byte, ok bool) {
 	name, value, ok = bytes.Cut(line, []byte(":"))
 	for _, c := range name {
@@ -801,24 +779,20 @@ func headerField(line []byte) (name, value []byte, ok bool) {
 	return name, value, ok && len(name) > 0
 }
 
-// headerGoesOn reports whether the header section goes on after line, which is no RFC
-// 5322 field, followed by b: line is an mbox "From " line, or holds a colon and is
-// continued on the next, or a header field follows within maxStrayHeaderLines lines,
-// before any blank line.
-func headerGoesOn(line, b []byte) bool {
-	continued := len(b) > 0 && (b[0] == ' ' || b[0] == '\t')
+// headerGoesOn reports whether the header section goes on after line, which is no field,
+// before rest: line is an mbox "From " line, or a field whose name holds blanks or
+// punctuation continued on the next line (mnako/letters' test messages), or a field
+// follows within three lines (a Received: line continued unindented).
+func headerGoesOn(line, rest []byte) bool {
+	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
 		return true
 	}
-	for range maxStrayHeaderLines {
-		line, next := cutLine(b)
-		if len(line) == 0 {
-			return false
+	for range 3 {
+		line, rest = cutLine(rest)
+		if _, _, ok := headerField(line); ok || len(line) == 0 {
+			return ok
 		}
-		if _, _, ok := headerField(line); ok {
-			return true
-		}
-		b = next
 	}
 	return false
 }
@@ -835,20 +809,19 @@ func cutLine(b []byte) (line, rest []byte) {
 	return b[:i], b[i+1:]
 }
 
-// bodyPick finds the body a reader sees first, as Python's EmailMessage.get_body with
-// ('plain', 'html') does: the first text/plain part that is not an attachment, else the
-// first such text/html part, looking into multiparts (of multipart/related only its start
-// part) but not into attached messages (message/rfc822, a digest's parts).
+// bodyPick finds the body a reader sees first, as Python's get_body(('plain', 'html'))
+// does: the first text/plain part that is not an attachment, else the first such
+// text/html part, looking into multiparts (of multipart/related only its start part) but
+// not into attached messages (message/rfc822, a digest's parts).
 type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
 }
 
-// find looks in e, whose Content-Type defaults to def, at depth levels of nesting. It
-// reports true once it has found a text/plain part, which ends the search. A text part
-// with nothing but blanks in it is passed over, as a reader passes over an empty first
-// part to the text after it (Python's get_body takes it and shows nothing).
+// find looks in e, whose Content-Type defaults to def, at depth levels of nesting; true
+// once it has found a text/plain part. A text part of blanks alone is passed over, as a
+// reader passes over an empty first part to the text after it.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	if strings.EqualFold(strings.TrimSpace(disp), "attachment") {
@@ -870,15 +843,14 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		return false
 	}
 	parts := multipartParts(e.body, params["boundary"])
-	if len(parts) == 0 {
-		// No boundary found: the multipart's text, where it is text and holds no
-		// delimiter line (MIME structure), as a mail program shows it rather than nothing.
-		text := transferDecode(e.get("Content-Transfer-Encoding"), e.body)
-		if readable(string(text)) && len(bytes.TrimSpace(text)) > 0 && bodyDelimiter(text) == "" {
+	if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); len(parts) == 0 {
+		// No boundary in the body: its text, where it is text and holds no delimiter
+		// line (MIME structure), as a mail program shows it rather than nothing.
+		ok := !isBlank(e) && readable(string(text)) && bodyDelimiter(text) == ""
+		if ok {
 			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
-			return true
 		}
-		return false
+		return ok
 	}
 	childDefault := "text/plain"
 	if mediaType == "multipart/digest" {
@@ -886,14 +858,14 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	}
 	if mediaType == "multipart/related" {
 		// RFC 2387: the start part, named by its Content-ID, else the first, is the body.
-		start := parseEntity(parts[0])
+		start := parts[0]
 		for _, part := range parts {
-			if e := parseEntity(part); params["start"] != "" && string(e.get("Content-ID")) == params["start"] {
-				start = e
+			if id := params["start"]; id != "" && string(parseEntity(part).get("Content-ID")) == id {
+				start = part
 				break
 			}
 		}
-		return p.find(start, childDefault, depth+1)
+		parts = [][]byte{start}
 	}
 	for _, part := range parts {
 		if p.find(parseEntity(part), childDefault, depth+1) {
@@ -903,22 +875,19 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	return false
 }
 
-// multipartParts cuts a multipart body into its parts at boundary, as a mail program
-// does when the parameter is malformed: a boundary in single quotes, which
-// mime.ParseMediaType refuses and a mail program reads without them (wildduck's
-// imap-core/test/fixtures/fix3.eml), and, when the parameter is missing or not found in
-// the body (cut short, misspelt), the first line of the body that reads as a delimiter
-// (--boundary, no blank inside) and splits it.
+// multipartParts cuts a multipart body into its parts at boundary or, when that is not
+// found, at the boundary in single quotes (which mime.ParseMediaType refuses; wildduck's
+// fix3.eml), else at the body's own first delimiter line (a parameter cut short or
+// misspelt, CPython's msg_25.txt and msg_31.txt).
 func multipartParts(body []byte, boundary string) [][]byte {
-	if parts := splitMultipart(body, boundary); len(parts) > 0 {
-		return parts
+	parts := splitMultipart(body, boundary)
+	if b, ok := strings.CutPrefix(boundary, "'"); ok && len(parts) == 0 && strings.HasSuffix(b, "'") {
+		parts = splitMultipart(body, strings.TrimSuffix(b, "'"))
 	}
-	if b, ok := strings.CutPrefix(boundary, "'"); ok && strings.HasSuffix(b, "'") {
-		if parts := splitMultipart(body, strings.TrimSuffix(b, "'")); len(parts) > 0 {
-			return parts
-		}
+	if len(parts) == 0 {
+		parts = splitMultipart(body, bodyDelimiter(body))
 	}
-	return splitMultipart(body, bodyDelimiter(body))
+	return parts
 }
 
 // bodyDelimiter is the boundary of the first line of body that reads as a delimiter:
@@ -929,20 +898,20 @@ func bodyDelimiter(body []byte) string {
 		line, rest = cutLine(rest)
 		line = bytes.TrimRight(line, " \t")
 		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
-		if len(line) > 2 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") && strings.Trim(b, "-") != "" {
+		if bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") && strings.Trim(b, "-") != "" {
 			return b
 		}
 	}
 	return ""
 }
 
-// isBlank reports whether e's body, its transfer encoding undone, holds nothing but blanks.
+// isBlank reports whether e's body, its transfer encoding undone, holds blanks alone.
 func isBlank(e mimeEntity) bool {
 	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
 }
 
-// notBase64 reports whether e is declared base64 while its body is not written in base64's
-// alphabet: a line holds a blank or another character inside it.
+// notBase64 reports whether e is declared base64 while a line of its body holds a
+// character outside base64's alphabet.
 func notBase64(e mimeEntity) bool {
 	if !strings.EqualFold(strings.TrimSpace(string(e.get("Content-Transfer-Encoding"))), "base64") {
 		return false
@@ -958,7 +927,7 @@ func notBase64(e mimeEntity) bool {
 }
 
 // readable reports whether s reads as text: no U+FFFD, which stands for bytes not in its
-// charset, and no control character (C0 or C1) other than a tab, line break or form feed.
+// charset, and no control character (C0 or C1) but a tab, line break or form feed.
 func readable(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool {
 		control := r < 0x20 || 0x7f <= r && r <= 0x9f
@@ -966,22 +935,20 @@ func readable(s string) bool {
 	})
 }
 
-// contentType reads e's Content-Type as a mail program does: the media type in lower case
-// and its parameters. Of two Content-Type fields the first that names a type and subtype
-// counts (a mailer that writes an empty one before the real one); when none does, the
-// type is def, with the first field's parameters.
+// contentType is e's media type in lower case and its parameters. Of two Content-Type
+// fields the first that names a type and subtype counts (a mailer that writes an empty
+// one before the real one); when none does, the type is def, with the first's parameters.
 func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	var first map[string]string
 	for _, f := range e.fields {
-		if !strings.EqualFold(string(f[0]), "Content-Type") {
-			continue
-		}
-		mediaType, params := parseMediaType(string(f[1]))
-		if top, sub, _ := strings.Cut(mediaType, "/"); top != "" && sub != "" {
-			return mediaType, params
-		}
-		if first == nil {
-			first = params
+		if strings.EqualFold(string(f[0]), "Content-Type") {
+			mediaType, params := parseMediaType(string(f[1]))
+			if top, sub, _ := strings.Cut(mediaType, "/"); top != "" && sub != "" {
+				return mediaType, params
+			}
+			if first == nil {
+				first = params
+			}
 		}
 	}
 	if first == nil {
@@ -990,35 +957,26 @@ func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	return def, first
 }
 
+// mediaParam is one name=value parameter of a Content-Type, its value quoted or not.
+var mediaParam = regexp.MustCompile(`(?:^|;)\s*([^\s;=:]+)\s*=\s*("[^"]*"|[^;]*)`)
+
 // parseMediaType reads a Content-Type value: mime.ParseMediaType's reading where it
-// accepts the value, else lenientMediaType's (Outlook's unquoted
-// boundary=----=_NextPart_..., a type with a blank or no subtype).
+// accepts the value, else one as enmime's tolerant parser reads it (fixMangledMediaType
+// in its mediatype/mediatype.go): parameters split at semicolons, values quoted or not
+// (Outlook's boundary=----=_NextPart_...), a parameter after the type without its
+// semicolon, "text/" as text/plain, "multipart/" as multipart/mixed, another type without
+// a subtype as application/octet-stream, a third part of the type dropped.
 func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
-	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted,
-	// as some mailers write a boundary.
-	if err != nil || strings.HasPrefix(mediaType, "multipart/") && params["boundary"] == "" {
-		mediaType, params = lenientMediaType(value)
+	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted.
+	if err == nil && (!strings.HasPrefix(mediaType, "multipart/") || params["boundary"] != "") {
+		return mediaType, params
 	}
-	return mediaType, params
-}
-
-// lenientMediaType splits a Content-Type at its semicolons: the type, then name=value
-// pairs whose values may be quoted or not. An odd type is read as enmime's tolerant parser
-// reads it (fixMangledMediaType in mediatype/mediatype.go of
-// golang-github-jhillyerd-enmime-dev, from real mailers' messages): a parameter after
-// the type without its semicolon (text/html charset=utf-8), "text/" as text/plain,
-// "multipart/" as multipart/mixed, any other type without a subtype as
-// application/octet-stream, a third part of the type dropped (text/plain/x).
-func lenientMediaType(value string) (string, map[string]string) {
-	params := map[string]string{}
-	mediaType, rest, _ := strings.Cut(value, ";")
-	mediaType = strings.TrimSpace(mediaType)
+	mediaType, rest, _ := strings.Cut(strings.TrimSpace(value), ";")
 	if i := strings.IndexAny(mediaType, " \t"); i >= 0 {
 		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
 	}
-	mediaType = strings.ToLower(mediaType)
-	if top, sub, ok := strings.Cut(mediaType, "/"); ok {
+	if top, sub, ok := strings.Cut(strings.ToLower(mediaType), "/"); ok {
 		sub, _, _ = strings.Cut(sub, "/")
 		switch {
 		case sub == "" && top == "text":
@@ -1030,18 +988,9 @@ func lenientMediaType(value string) (string, map[string]string) {
 		}
 		mediaType = top + "/" + sub
 	}
-	for rest != "" {
-		var param string
-		param, rest = cutParam(rest)
-		name, v, ok := strings.Cut(param, "=")
-		name = strings.ToLower(strings.TrimSpace(name))
-		if !ok || name == "" || strings.ContainsAny(name, " \t:") {
-			continue // no name=value, or no name (a header field written into the value)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-			v = v[1 : len(v)-1]
-		}
+	params = map[string]string{}
+	for _, m := range mediaParam.FindAllStringSubmatch(rest, -1) {
+		name, v := strings.ToLower(m[1]), strings.Trim(strings.TrimSpace(m[2]), `"`)
 		if n, ok := strings.CutSuffix(name, "*"); ok {
 			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
 			name = n
@@ -1056,30 +1005,13 @@ func lenientMediaType(value string) (string, map[string]string) {
 			params[name] = v
 		}
 	}
-	return mediaType, params
+	return strings.ToLower(mediaType), params
 }
 
-// cutParam cuts the first parameter off s at a semicolon outside quotes.
-func cutParam(s string) (param, rest string) {
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			quoted = !quoted
-		case ';':
-			if !quoted {
-				return s[:i], s[i+1:]
-			}
-		}
-	}
-	return s, ""
-}
-
-// splitMultipart cuts a multipart body into its parts' bytes, as a mail program does:
-// a part ends at the next delimiter line (--boundary at a line's start, then spaces or
-// tabs only; RFC 2046 5.1.1) and the last part at the close delimiter or, when that is
-// missing, at the end. The preamble and the epilogue are left out; a body without any
-// delimiter has no parts. One pass over body.
+// splitMultipart cuts a multipart body into its parts: a part ends at the next delimiter
+// line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1), the last at the
+// close delimiter or, when that is missing, at the end. The preamble and the epilogue are
+// left out; a body without a delimiter has no parts. One pass over body.
 func splitMultipart(body []byte, boundary string) [][]byte {
 	if boundary == "" {
 		return nil
@@ -1094,18 +1026,13 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 		}
 		at := pos + i
 		pos = at + len(delim)
-		if at > 0 && body[at-1] != '\n' && body[at-1] != '\r' {
-			continue // not at the start of a line
-		}
 		tail, next := cutLine(body[pos:])
 		closing := bytes.HasPrefix(tail, []byte("--"))
-		if len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
-			continue
+		if at > 0 && body[at-1] != '\n' && body[at-1] != '\r' || len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
+			continue // not a delimiter line
 		}
-		if start >= 0 {
-			// The line break before a delimiter belongs to it (RFC 2046 5.1.1).
-			part := bytes.TrimSuffix(body[start:at], []byte("\n"))
-			parts = append(parts, bytes.TrimSuffix(part, []byte("\r")))
+		if start >= 0 { // the line break before a delimiter belongs to it
+			parts = append(parts, bytes.TrimSuffix(bytes.TrimSuffix(body[start:at], []byte("\n")), []byte("\r")))
 		}
 		if closing {
 			return parts
@@ -1121,9 +1048,8 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
-// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program:
-// base64 with missing padding, line breaks or stray characters, quoted-printable with
-// malformed escapes kept as written. Any other encoding is the bytes as they are.
+// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program; any
+// encoding but base64 and quoted-printable is the bytes as they are.
 func transferDecode(encoding, b []byte) []byte {
 	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
 	case "base64":
@@ -1134,8 +1060,8 @@ func transferDecode(encoding, b []byte) []byte {
 	return b
 }
 
-// decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other and
-// any padding, as mail programs do.
+// decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other (line
+// breaks, stray characters) and any padding, as mail programs do.
 func decodeBase64(b []byte) []byte {
 	clean := bytes.Map(func(r rune) rune {
 		if strings.ContainsRune(base64Alphabet, r) {
@@ -1148,8 +1074,8 @@ func decodeBase64(b []byte) []byte {
 	return out
 }
 
-// decodeQuotedPrintable decodes RFC 2045's quoted-printable with Go's reader, which keeps
-// a malformed escape as written. A lone CR ends a line, as in cutLine; a body the reader
+// decodeQuotedPrintable decodes quoted-printable with Go's reader, which keeps a
+// malformed escape as written. A lone CR ends a line, as in cutLine; a body the reader
 // refuses (a raw control character, such as ISO-2022-JP's escape) is kept as written.
 func decodeQuotedPrintable(b []byte) []byte {
 	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
@@ -1160,24 +1086,23 @@ func decodeQuotedPrintable(b []byte) []byte {
 	return out
 }
 
-// encodedWord matches an RFC 2047 encoded-word: its charset (an RFC 2231 language after
-// a star is left out), and its B or Q text. A Q word with blanks in its text, which RFC
-// 2047 forbids but mailers write (=?UTF-8?Q?Caf=C3=A9 Bar?=), is read as mail programs
-// and Python's email package read it, blanks kept.
+// encodedWord is an RFC 2047 encoded-word: its charset (less an RFC 2231 language), and
+// its B or Q text. A Q word with blanks inside, which RFC 2047 forbids but mailers write,
+// is read as Python's email package reads it, blanks kept. mime.WordDecoder does not
+// serve: it fails a whole header on one unknown charset and reads none of the words below.
 var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?\s]*)|[qQ]\?([^?]*))\?=`)
 
 // decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
-// RFC 2047 encoded-word on its own (one malformed word or unknown charset spoils no
-// other), the blanks between two adjacent words dropped, adjacent words of one charset
-// decoded together (mailers split a character between two), and raw 8-bit text outside
-// the words read in fallback, the charset of the message's body, when it is not UTF-8.
+// encoded-word on its own (one malformed word or unknown charset spoils no other), the
+// blanks between two words dropped, adjacent words of one charset decoded together
+// (mailers split a character between two), and raw 8-bit text outside the words read in
+// fallback, the charset of the message's body, when it is not UTF-8.
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	var sb strings.Builder
 	var word []byte       // decoded bytes of the adjacent words of charset so far
 	charset, end := "", 0 // charset is "" when no word is pending
 	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
-		between := v[end:m[0]]
-		next := string(v[m[2]:m[3]])
+		between, next := v[end:m[0]], string(v[m[2]:m[3]])
 		if charset != "" && (len(bytes.Trim(between, " \t")) > 0 || !strings.EqualFold(next, charset)) {
 			sb.WriteString(decodeCharset(charset, word, log))
 			word, charset = nil, ""
@@ -1202,23 +1127,18 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 // decodeRawHeader reads header text outside encoded-words: UTF-8 as it is, else in the
 // fallback charset, else windows-1252 (decodeCharset's rule for text without a label).
 func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
-	if utf8.Valid(b) || fallback == "" || lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
+	if utf8.Valid(b) || lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
 		return decodeCharset("", b, log)
 	}
 	return decodeCharset(fallback, b, log)
 }
 
-// decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
-// and bodies alike.
-//
-// Labels are looked up as browsers do (the WHATWG Encoding Standard, which also knows
-// what mail programs write: Outlook's ks_c_5601-1987 is EUC-KR, gb2312 is read as its
-// superset GBK, iso-8859-1 as its superset windows-1252), then in the IANA registry.
-// Text without a charset, or labelled US-ASCII while it has 8-bit bytes, is kept when it
-// is valid UTF-8 (what such mislabelled mail nearly always is) and read as windows-1252
-// otherwise, so that every byte stays a character. A charset that is not known keeps the
-// text, valid UTF-8 as it is and every other byte as U+FFFD, and is logged: no character
-// is lost unnoticed.
+// decodeCharset turns text written in charset into UTF-8. Labels are looked up as
+// browsers do (WHATWG's, which know what mail programs write: Outlook's ks_c_5601-1987 is
+// EUC-KR, iso-8859-1 is read as its superset windows-1252), then in the IANA registry.
+// Text without a charset, or labelled US-ASCII with 8-bit bytes, is kept when it is valid
+// UTF-8 (what such mail nearly always is) and read as windows-1252 otherwise. A charset
+// not known keeps the text, each byte not UTF-8 as U+FFFD, and is logged.
 func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	label := strings.ToLower(strings.TrimSpace(charset))
 	if label == "" || label == "us-ascii" || label == "ascii" {
@@ -1244,18 +1164,15 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 }
 
 // lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
-// encoding (its answer to ISO-2022-KR and HZ) would turn the whole text into a single
-// U+FFFD, so it counts as not known.
+// encoding (for ISO-2022-KR and HZ) would turn the whole text into one U+FFFD, so it
+// counts as not known.
 func lookupCharset(label string) encoding.Encoding {
-	// Python's email package writes its own codec names, not registered ones, in RFC 2047
-	// words of these two charsets (its email.charset.CODEC_MAP), and Python scripts send a
-	// good deal of mail.
 	switch label {
-	case "eucgb2312_cn":
+	case "eucgb2312_cn": // Python's codec names, which its email package writes
 		label = "gb2312"
 	case "big5_tw":
 		label = "big5"
-	case "cp932", "ms932": // Windows' Shift_JIS, WHATWG's Shift_JIS decoder
+	case "cp932", "ms932": // Windows' Shift_JIS
 		label = "shift_jis"
 	}
 	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
@@ -1270,7 +1187,7 @@ func lookupCharset(label string) encoding.Encoding {
 // validUTF8 keeps the valid UTF-8 of b and turns each other byte into U+FFFD, so that a
 // reader sees how many characters were lost.
 func validUTF8(b []byte) string {
-	return string([]rune(string(b))) // the spec's conversion: U+FFFD for each invalid byte
+	return string([]rune(string(b)))
 }
 
 // decodeUTF7 reads RFC 2152's UTF-7, which no standard decoder knows: ASCII as it is,
