@@ -611,11 +611,10 @@ type email struct {
 	when    time.Time // Date, or the delivery time of an undated message
 }
 
-// readMaildir offers fit the messages in new/ and cur/ of the Maildir fsys delivered and
-// dated at or after start, newest delivered first, until fit answers that the prompt is
-// full. A file delivered before start is passed over unopened, and none is opened once
-// the prompt is full, so that a job costs its prompt, not the Maildir. A message opened
-// and left out is named in a log line. ctx ends the read between messages.
+// readMaildir offers fit the messages of the Maildir fsys delivered and dated at or after
+// start, newest delivered first, until fit answers that the prompt is full. A file
+// delivered before start, or after the prompt is full, is not opened, so that a job costs
+// its prompt, not the Maildir; one opened and left out is named in a log line.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
 	type delivered struct {
 		name string
@@ -674,8 +673,7 @@ func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	return info.ModTime(), true
 }
 
-// readEmailFile parses one message file, read at most maxEmailFileBytes far;
-// delivered dates a message without a Date.
+// readEmailFile parses one message file, read at most maxEmailFileBytes far.
 func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logger) (email, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -689,10 +687,9 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one message as a mail program shows it: decoded headers and the text
-// of the body a reader sees first, in UTF-8. Only a file in which a reader would see
-// nothing, no header field and no text, is not a message. delivered dates a message whose
-// Date is missing or not readable; log hears of a charset that is not known.
+// parseEmail reads one message as a mail program shows it, in UTF-8; only a file with no
+// header field and no text is not a message. delivered dates a message without a
+// readable Date; log hears of a charset that is not known.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -742,10 +739,9 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into header fields and body: the fields end at a blank line. A
-// line that is not an RFC 5322 field is kept as one while the header section goes on
-// after it (headerGoesOn); otherwise it begins the body, as in a message that lacks the
-// blank line.
+// parseEntity splits raw into header fields and body at the blank line. A line that is
+// no RFC 5322 field is kept as one while the header section goes on after it
+// (headerGoesOn), else it begins the body, as in a message that lacks the blank line.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	for rest := raw; len(rest) > 0; {
@@ -758,8 +754,8 @@ func parseEntity(raw []byte) mimeEntity {
 				e.fields[n-1][1] = append(e.fields[n-1][1], line...)
 			}
 		default:
-			name, value, ok := headerField(line)
-			if !ok && !headerGoesOn(line, next) {
+			name, value, _ := bytes.Cut(line, []byte(":"))
+			if !rfcField.Match(line) && !headerGoesOn(line, next) {
 				return mimeEntity{fields: e.fields, body: rest}
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
@@ -769,15 +765,8 @@ func parseEntity(raw []byte) mimeEntity {
 	return e
 }
 
-// headerField cuts a line into a field's name and value; ok is false when it is not an
-// RFC 5322 field, whose name is printable ASCII.
-func headerField(line []byte) (name, value []byte, ok bool) {
-	name, value, ok = bytes.Cut(line, []byte(":"))
-	for _, c := range name {
-		ok = ok && 33 <= c && c <= 126
-	}
-	return name, value, ok && len(name) > 0
-}
+// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon.
+var rfcField = regexp.MustCompile(`^[!-9;-~]+:`)
 
 // headerGoesOn reports whether the header section goes on after line, which is no field,
 // before rest: line is an mbox "From " line, or a field whose name holds blanks or
@@ -790,7 +779,7 @@ func headerGoesOn(line, rest []byte) bool {
 	}
 	for range 3 {
 		line, rest = cutLine(rest)
-		if _, _, ok := headerField(line); ok || len(line) == 0 {
+		if ok := rfcField.Match(line); ok || len(line) == 0 {
 			return ok
 		}
 	}
@@ -820,8 +809,7 @@ type bodyPick struct {
 }
 
 // find looks in e, whose Content-Type defaults to def, at depth levels of nesting; true
-// once it has found a text/plain part. A text part of blanks alone is passed over, as a
-// reader passes over an empty first part to the text after it.
+// once it has found a text/plain part. A text part of blanks alone is passed over.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	if strings.EqualFold(strings.TrimSpace(disp), "attachment") {
@@ -875,10 +863,9 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	return false
 }
 
-// multipartParts cuts a multipart body into its parts at boundary or, when that is not
-// found, at the boundary in single quotes (which mime.ParseMediaType refuses; wildduck's
-// fix3.eml), else at the body's own first delimiter line (a parameter cut short or
-// misspelt, CPython's msg_25.txt and msg_31.txt).
+// multipartParts cuts a multipart body into its parts at boundary, else at it without
+// single quotes (wildduck's fix3.eml), else at the body's first delimiter line (a
+// parameter cut short or misspelt: CPython's msg_25.txt and msg_31.txt).
 func multipartParts(body []byte, boundary string) [][]byte {
 	parts := splitMultipart(body, boundary)
 	if b, ok := strings.CutPrefix(boundary, "'"); ok && len(parts) == 0 && strings.HasSuffix(b, "'") {
@@ -898,7 +885,8 @@ func bodyDelimiter(body []byte) string {
 		line, rest = cutLine(rest)
 		line = bytes.TrimRight(line, " \t")
 		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
-		if bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") && strings.Trim(b, "-") != "" {
+		dashes := bytes.HasPrefix(line, []byte("--")) && strings.Trim(b, "-") != ""
+		if dashes && !bytes.ContainsAny(line, " \t") {
 			return b
 		}
 	}
@@ -910,34 +898,27 @@ func isBlank(e mimeEntity) bool {
 	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
 }
 
-// notBase64 reports whether e is declared base64 while a line of its body holds a
-// character outside base64's alphabet.
+// notBase64 reports whether e is declared base64 while its body is written otherwise: a
+// character outside base64's alphabet, or a blank inside a line.
 func notBase64(e mimeEntity) bool {
-	if !strings.EqualFold(strings.TrimSpace(string(e.get("Content-Transfer-Encoding"))), "base64") {
-		return false
-	}
-	for rest := e.body; len(rest) > 0; {
-		var line []byte
-		line, rest = cutLine(rest)
-		if strings.Trim(string(bytes.TrimRight(line, " \t")), base64Alphabet+"=") != "" {
-			return true
-		}
-	}
-	return false
+	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
+	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
 }
 
-// readable reports whether s reads as text: no U+FFFD, which stands for bytes not in its
-// charset, and no control character (C0 or C1) but a tab, line break or form feed.
-func readable(s string) bool {
-	return !strings.ContainsFunc(s, func(r rune) bool {
-		control := r < 0x20 || 0x7f <= r && r <= 0x9f
-		return r == utf8.RuneError || control && !strings.ContainsRune("\t\n\r\f", r)
-	})
-}
+var (
+	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
+	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
+	// unreadable is a character that text does not hold: U+FFFD, which stands for bytes not
+	// in its charset (or, to a regexp, not UTF-8), or a C0 or C1 control but a tab, line
+	// break or form feed.
+	unreadable = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
+)
 
-// contentType is e's media type in lower case and its parameters. Of two Content-Type
-// fields the first that names a type and subtype counts (a mailer that writes an empty
-// one before the real one); when none does, the type is def, with the first's parameters.
+// readable reports whether s reads as text.
+func readable(s string) bool { return !unreadable.MatchString(s) }
+
+// contentType is e's media type in lower case and its parameters: of the first
+// Content-Type that names a type and subtype, else def with the first one's parameters.
 func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	var first map[string]string
 	for _, f := range e.fields {
@@ -960,12 +941,11 @@ func (e mimeEntity) contentType(def string) (string, map[string]string) {
 // mediaParam is one name=value parameter of a Content-Type, its value quoted or not.
 var mediaParam = regexp.MustCompile(`(?:^|;)\s*([^\s;=:]+)\s*=\s*("[^"]*"|[^;]*)`)
 
-// parseMediaType reads a Content-Type value: mime.ParseMediaType's reading where it
-// accepts the value, else one as enmime's tolerant parser reads it (fixMangledMediaType
-// in its mediatype/mediatype.go): parameters split at semicolons, values quoted or not
-// (Outlook's boundary=----=_NextPart_...), a parameter after the type without its
-// semicolon, "text/" as text/plain, "multipart/" as multipart/mixed, another type without
-// a subtype as application/octet-stream, a third part of the type dropped.
+// parseMediaType reads a Content-Type as mime.ParseMediaType does where it can, else as
+// enmime's fixMangledMediaType does: values quoted or not (Outlook's
+// boundary=----=_NextPart_...), a parameter without its semicolon, "text/" as text/plain,
+// "multipart/" as multipart/mixed, another type without a subtype as
+// application/octet-stream, a third part of the type dropped.
 func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
 	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted.
@@ -977,13 +957,10 @@ func parseMediaType(value string) (string, map[string]string) {
 		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
 	}
 	if top, sub, ok := strings.Cut(strings.ToLower(mediaType), "/"); ok {
-		sub, _, _ = strings.Cut(sub, "/")
-		switch {
-		case sub == "" && top == "text":
-			sub = "plain"
-		case sub == "" && top == "multipart":
-			sub = "mixed"
-		case sub == "":
+		if sub, _, _ = strings.Cut(sub, "/"); sub == "" {
+			sub = map[string]string{"text": "plain", "multipart": "mixed"}[top]
+		}
+		if sub == "" {
 			top, sub = "application", "octet-stream"
 		}
 		mediaType = top + "/" + sub
@@ -1008,10 +985,9 @@ func parseMediaType(value string) (string, map[string]string) {
 	return strings.ToLower(mediaType), params
 }
 
-// splitMultipart cuts a multipart body into its parts: a part ends at the next delimiter
-// line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1), the last at the
-// close delimiter or, when that is missing, at the end. The preamble and the epilogue are
-// left out; a body without a delimiter has no parts. One pass over body.
+// splitMultipart cuts a multipart body into its parts in one pass: a part ends at the
+// next delimiter line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1),
+// the last at the close delimiter or the end. Preamble and epilogue are left out.
 func splitMultipart(body []byte, boundary string) [][]byte {
 	if boundary == "" {
 		return nil
@@ -1028,11 +1004,13 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 		pos = at + len(delim)
 		tail, next := cutLine(body[pos:])
 		closing := bytes.HasPrefix(tail, []byte("--"))
-		if at > 0 && body[at-1] != '\n' && body[at-1] != '\r' || len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
+		lineStart := at == 0 || body[at-1] == '\n' || body[at-1] == '\r'
+		if !lineStart || len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
 			continue // not a delimiter line
 		}
 		if start >= 0 { // the line break before a delimiter belongs to it
-			parts = append(parts, bytes.TrimSuffix(bytes.TrimSuffix(body[start:at], []byte("\n")), []byte("\r")))
+			part := bytes.TrimSuffix(body[start:at], []byte("\n"))
+			parts = append(parts, bytes.TrimSuffix(part, []byte("\r")))
 		}
 		if closing {
 			return parts
@@ -1048,8 +1026,7 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
-// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program; any
-// encoding but base64 and quoted-printable is the bytes as they are.
+// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program.
 func transferDecode(encoding, b []byte) []byte {
 	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
 	case "base64":
@@ -1060,23 +1037,16 @@ func transferDecode(encoding, b []byte) []byte {
 	return b
 }
 
-// decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other (line
-// breaks, stray characters) and any padding, as mail programs do.
+// decodeBase64 decodes the base64 alphabet's characters in b, ignoring any other and the
+// padding, as mail programs do.
 func decodeBase64(b []byte) []byte {
-	clean := bytes.Map(func(r rune) rune {
-		if strings.ContainsRune(base64Alphabet, r) {
-			return r
-		}
-		return -1
-	}, b)
 	// A last lone character, which carries no whole byte, ends the decoding without it.
-	out, _ := base64.RawStdEncoding.DecodeString(string(clean))
+	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
 }
 
-// decodeQuotedPrintable decodes quoted-printable with Go's reader, which keeps a
-// malformed escape as written. A lone CR ends a line, as in cutLine; a body the reader
-// refuses (a raw control character, such as ISO-2022-JP's escape) is kept as written.
+// decodeQuotedPrintable decodes with Go's reader, a lone CR ending a line as in cutLine;
+// text the reader refuses (a raw control character) is kept as written.
 func decodeQuotedPrintable(b []byte) []byte {
 	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 	out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(b)))
@@ -1086,18 +1056,25 @@ func decodeQuotedPrintable(b []byte) []byte {
 	return out
 }
 
-// encodedWord is an RFC 2047 encoded-word: its charset (less an RFC 2231 language), and
-// its B or Q text. A Q word with blanks inside, which RFC 2047 forbids but mailers write,
-// is read as Python's email package reads it, blanks kept. mime.WordDecoder does not
-// serve: it fails a whole header on one unknown charset and reads none of the words below.
+// encodedWord is an RFC 2047 encoded-word: its charset (less an RFC 2231 language), its B
+// or Q text; a Q text with blanks, which mailers write, is read as Python reads it.
+// (mime.WordDecoder fails a whole header on one unknown charset.)
 var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?\s]*)|[qQ]\?([^?]*))\?=`)
 
-// decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
-// encoded-word on its own (one malformed word or unknown charset spoils no other), the
-// blanks between two words dropped, adjacent words of one charset decoded together
-// (mailers split a character between two), and raw 8-bit text outside the words read in
-// fallback, the charset of the message's body, when it is not UTF-8.
+// decodeHeader decodes a header field to UTF-8 as a mail program shows it: each
+// encoded-word on its own, blanks between words dropped, adjacent words of one charset
+// decoded together (mailers split a character between two), and 8-bit text outside the
+// words, when not UTF-8, in fallback (the body's charset), else as windows-1252.
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
+	if lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
+		fallback = ""
+	}
+	decodeRawHeader := func(b []byte) string {
+		if utf8.Valid(b) {
+			return string(b)
+		}
+		return decodeCharset(fallback, b, log)
+	}
 	var sb strings.Builder
 	var word []byte       // decoded bytes of the adjacent words of charset so far
 	charset, end := "", 0 // charset is "" when no word is pending
@@ -1108,37 +1085,27 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 			word, charset = nil, ""
 		}
 		if charset == "" && len(bytes.Trim(between, " \t")) > 0 || end == 0 {
-			sb.WriteString(decodeRawHeader(between, fallback, log))
+			sb.WriteString(decodeRawHeader(between))
 		}
 		if m[4] >= 0 {
 			word = append(word, decodeBase64(v[m[4]:m[5]])...)
-		} else {
-			word = append(word, decodeQuotedPrintable(bytes.ReplaceAll(v[m[6]:m[7]], []byte("_"), []byte("=20")))...)
+		} else { // Q: an underscore is a space
+			q := bytes.ReplaceAll(v[m[6]:m[7]], []byte("_"), []byte("=20"))
+			word = append(word, decodeQuotedPrintable(q)...)
 		}
 		charset, end = next, m[1]
 	}
 	if charset != "" {
 		sb.WriteString(decodeCharset(charset, word, log))
 	}
-	sb.WriteString(decodeRawHeader(v[end:], fallback, log))
+	sb.WriteString(decodeRawHeader(v[end:]))
 	return validUTF8([]byte(sb.String()))
 }
 
-// decodeRawHeader reads header text outside encoded-words: UTF-8 as it is, else in the
-// fallback charset, else windows-1252 (decodeCharset's rule for text without a label).
-func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
-	if utf8.Valid(b) || lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
-		return decodeCharset("", b, log)
-	}
-	return decodeCharset(fallback, b, log)
-}
-
-// decodeCharset turns text written in charset into UTF-8. Labels are looked up as
-// browsers do (WHATWG's, which know what mail programs write: Outlook's ks_c_5601-1987 is
-// EUC-KR, iso-8859-1 is read as its superset windows-1252), then in the IANA registry.
-// Text without a charset, or labelled US-ASCII with 8-bit bytes, is kept when it is valid
-// UTF-8 (what such mail nearly always is) and read as windows-1252 otherwise. A charset
-// not known keeps the text, each byte not UTF-8 as U+FFFD, and is logged.
+// decodeCharset turns text in charset into UTF-8, labels read as WHATWG's (which know
+// Outlook's ks_c_5601-1987, and read iso-8859-1 as windows-1252), else IANA's. Text
+// without a charset, or US-ASCII with 8-bit bytes, is kept if valid UTF-8, else read as
+// windows-1252. A charset not known is logged, the text kept, each bad byte U+FFFD.
 func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	label := strings.ToLower(strings.TrimSpace(charset))
 	if label == "" || label == "us-ascii" || label == "ascii" {
@@ -1163,17 +1130,17 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	return string(text)
 }
 
+// charsetAliases are labels mail programs write that the indexes do not know: Python's
+// codec names, which its email package writes, and Windows' Shift_JIS.
+var charsetAliases = map[string]string{
+	"eucgb2312_cn": "gb2312", "big5_tw": "big5", "cp932": "shift_jis", "ms932": "shift_jis",
+}
+
 // lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
-// encoding (for ISO-2022-KR and HZ) would turn the whole text into one U+FFFD, so it
-// counts as not known.
+// (for ISO-2022-KR and HZ) would make the text one U+FFFD: it counts as not known.
 func lookupCharset(label string) encoding.Encoding {
-	switch label {
-	case "eucgb2312_cn": // Python's codec names, which its email package writes
-		label = "gb2312"
-	case "big5_tw":
-		label = "big5"
-	case "cp932", "ms932": // Windows' Shift_JIS
-		label = "shift_jis"
+	if alias, ok := charsetAliases[label]; ok {
+		label = alias
 	}
 	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
 		return enc
@@ -1184,14 +1151,11 @@ func lookupCharset(label string) encoding.Encoding {
 	return nil
 }
 
-// validUTF8 keeps the valid UTF-8 of b and turns each other byte into U+FFFD, so that a
-// reader sees how many characters were lost.
-func validUTF8(b []byte) string {
-	return string([]rune(string(b)))
-}
+// validUTF8 turns each byte of b that is not UTF-8 into U+FFFD (Go's []rune conversion).
+func validUTF8(b []byte) string { return string([]rune(string(b))) }
 
-// decodeUTF7 reads RFC 2152's UTF-7, which no standard decoder knows: ASCII as it is,
-// +...- a run of UTF-16 in modified base64, +- a plus sign. A byte outside ASCII is U+FFFD.
+// decodeUTF7 reads RFC 2152's UTF-7, which no standard decoder knows: +...- is UTF-16 in
+// base64, +- a plus sign, a byte outside ASCII U+FFFD.
 func decodeUTF7(b []byte) string {
 	var sb strings.Builder
 	for i := 0; i < len(b); i++ {
