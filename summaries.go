@@ -836,7 +836,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		// line (MIME structure), as a mail program shows it rather than nothing.
 		ok := !isBlank(e) && readable(string(text)) && bodyDelimiter(text) == ""
 		if ok {
-			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
+			*p = bodyPick{found: true, part: e, params: params}
 		}
 		return ok
 	}
@@ -898,8 +898,7 @@ func isBlank(e mimeEntity) bool {
 	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
 }
 
-// notBase64 reports whether e is declared base64 while its body is written otherwise: a
-// character outside base64's alphabet, or a blank inside a line.
+// notBase64 reports whether e is declared base64 but holds a blank or another character.
 func notBase64(e mimeEntity) bool {
 	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
 	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
@@ -908,9 +907,8 @@ func notBase64(e mimeEntity) bool {
 var (
 	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
 	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
-	// unreadable is a character that text does not hold: U+FFFD, which stands for bytes not
-	// in its charset (or, to a regexp, not UTF-8), or a C0 or C1 control but a tab, line
-	// break or form feed.
+	// unreadable is U+FFFD (bytes not in a charset, or to a regexp not UTF-8), or a C0 or
+	// C1 control but a tab, line break or form feed.
 	unreadable = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
 )
 
@@ -932,20 +930,16 @@ func (e mimeEntity) contentType(def string) (string, map[string]string) {
 			}
 		}
 	}
-	if first == nil {
-		first = map[string]string{}
-	}
 	return def, first
 }
 
 // mediaParam is one name=value parameter of a Content-Type, its value quoted or not.
 var mediaParam = regexp.MustCompile(`(?:^|;)\s*([^\s;=:]+)\s*=\s*("[^"]*"|[^;]*)`)
 
-// parseMediaType reads a Content-Type as mime.ParseMediaType does where it can, else as
-// enmime's fixMangledMediaType does: values quoted or not (Outlook's
-// boundary=----=_NextPart_...), a parameter without its semicolon, "text/" as text/plain,
-// "multipart/" as multipart/mixed, another type without a subtype as
-// application/octet-stream, a third part of the type dropped.
+// parseMediaType reads a Content-Type as mime.ParseMediaType does, else as enmime's
+// fixMangledMediaType does: values quoted or not (Outlook's boundary=----=_NextPart_...),
+// a parameter without its semicolon, "text/" as text/plain, "multipart/" as
+// multipart/mixed, another type without a subtype application/octet-stream.
 func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
 	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted.
@@ -985,27 +979,20 @@ func parseMediaType(value string) (string, map[string]string) {
 	return strings.ToLower(mediaType), params
 }
 
-// splitMultipart cuts a multipart body into its parts in one pass: a part ends at the
-// next delimiter line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1),
-// the last at the close delimiter or the end. Preamble and epilogue are left out.
+// splitMultipart cuts a multipart body into its parts: a part ends at the next
+// delimiter line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1), the
+// last at the close delimiter or the end. Preamble and epilogue are left out.
 func splitMultipart(body []byte, boundary string) [][]byte {
-	if boundary == "" {
-		return nil
-	}
 	delim := []byte("--" + boundary)
 	var parts [][]byte
 	start := -1 // of the current part; -1 before the first delimiter
-	for pos := 0; pos < len(body); {
-		i := bytes.Index(body[pos:], delim)
-		if i < 0 {
-			break
-		}
-		at := pos + i
-		pos = at + len(delim)
-		tail, next := cutLine(body[pos:])
-		closing := bytes.HasPrefix(tail, []byte("--"))
-		lineStart := at == 0 || body[at-1] == '\n' || body[at-1] == '\r'
-		if !lineStart || len(bytes.Trim(bytes.TrimPrefix(tail, []byte("--")), " \t")) > 0 {
+	for rest := body; len(rest) > 0 && boundary != ""; {
+		at := len(body) - len(rest)
+		var line []byte
+		line, rest = cutLine(rest)
+		tail, ok := bytes.CutPrefix(line, delim)
+		tail, closing := bytes.CutPrefix(tail, []byte("--"))
+		if !ok || len(bytes.Trim(tail, " \t")) > 0 {
 			continue // not a delimiter line
 		}
 		if start >= 0 { // the line break before a delimiter belongs to it
@@ -1015,8 +1002,7 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 		if closing {
 			return parts
 		}
-		start = len(body) - len(next)
-		pos = start
+		start = len(body) - len(rest)
 	}
 	if start >= 0 {
 		parts = append(parts, body[start:])
@@ -1066,14 +1052,11 @@ var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?
 // decoded together (mailers split a character between two), and 8-bit text outside the
 // words, when not UTF-8, in fallback (the body's charset), else as windows-1252.
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
-	if lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
-		fallback = ""
-	}
 	decodeRawHeader := func(b []byte) string {
-		if utf8.Valid(b) {
-			return string(b)
+		if !utf8.Valid(b) && lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) != nil {
+			return decodeCharset(fallback, b, log)
 		}
-		return decodeCharset(fallback, b, log)
+		return decodeCharset("", b, log)
 	}
 	var sb strings.Builder
 	var word []byte       // decoded bytes of the adjacent words of charset so far
@@ -1099,7 +1082,7 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 		sb.WriteString(decodeCharset(charset, word, log))
 	}
 	sb.WriteString(decodeRawHeader(v[end:]))
-	return validUTF8([]byte(sb.String()))
+	return sb.String() // each part decoded to valid UTF-8
 }
 
 // decodeCharset turns text in charset into UTF-8, labels read as WHATWG's (which know
