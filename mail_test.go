@@ -458,6 +458,8 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
 		{"utf-7", "a+AOk-", "aé", false},
+		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
+		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
 		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
 		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
 	}

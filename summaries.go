@@ -588,12 +588,10 @@ func (j *summaryJobs) shared(ctx context.Context, run func(ctx context.Context) 
 }
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
-// shows it (headers decoded, the body a reader sees first, every charset to UTF-8,
-// malformed mail read past, as RFC 5322, 2045-2047, Python's email package and enmime do).
+// shows it, malformed mail read past as Python's email package and enmime read it.
 const (
 	maxEmailBodyChars = 4000
-	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to
-	// megabytes, which would leave the message too large for the prompt.
+	// maxEmailHeaderChars bounds From, To and Subject (a mass mailing's To runs to megabytes).
 	maxEmailHeaderChars = 1000
 	maxEmailFileBytes   = 25 << 20 // a larger message file is read only this far
 	// maxMIMEDepth bounds the nesting of multiparts read for the body, so that a
@@ -611,10 +609,9 @@ type email struct {
 	when    time.Time // Date, or the delivery time of an undated message
 }
 
-// readMaildir offers fit the messages of the Maildir fsys delivered and dated at or after
-// start, newest delivered first, until fit answers that the prompt is full. A file
-// delivered before start, or after the prompt is full, is not opened, so that a job costs
-// its prompt, not the Maildir; one opened and left out is named in a log line.
+// readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
+// newest delivered first, until the prompt is full. A file delivered before start, or
+// once the prompt is full, is not opened; one opened and left out is logged.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
 	type delivered struct {
 		name string
@@ -656,9 +653,8 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 	return nil
 }
 
-// deliveryTime is when a Maildir file arrived, read without opening it: the seconds that
-// start a standard Maildir name (1732590000.M123P456.host:2,S), else the file's
-// modification time; false when neither can be read.
+// deliveryTime is when a Maildir file arrived: the seconds that start its name
+// (1732590000.M123P456.host:2,S), else its modification time; false when neither is known.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
 		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
@@ -687,9 +683,8 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one message as a mail program shows it, in UTF-8; only a file with no
-// header field and no text is not a message. delivered dates a message without a
-// readable Date; log hears of a charset that is not known.
+// parseEmail reads one message as a mail program shows it, in UTF-8; a file with no field
+// and no text is not a message. delivered dates one without a readable Date.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -705,8 +700,7 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	if pick.found {
 		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
 		if notBase64(pick.part) && !readable(text) {
-			// Declared base64 but written as text (an Exchange part, enmime's
-			// mime-bad-content-transfer-encoding.raw): a reader sees the text.
+			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
 			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
 				text = raw
 			}
@@ -739,9 +733,8 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into header fields and body at the blank line. A line that is
-// no RFC 5322 field is kept as one while the header section goes on after it
-// (headerGoesOn), else it begins the body, as in a message that lacks the blank line.
+// parseEntity splits raw into fields and body at the blank line. A line that is no field
+// is kept as one while the header goes on after it (headerGoesOn), else begins the body.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	for rest := raw; len(rest) > 0; {
@@ -768,10 +761,9 @@ func parseEntity(raw []byte) mimeEntity {
 // rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon.
 var rfcField = regexp.MustCompile(`^[!-9;-~]+:`)
 
-// headerGoesOn reports whether the header section goes on after line, which is no field,
-// before rest: line is an mbox "From " line, or a field whose name holds blanks or
-// punctuation continued on the next line (mnako/letters' test messages), or a field
-// follows within three lines (a Received: line continued unindented).
+// headerGoesOn reports whether the header goes on after line, no field, before rest: an
+// mbox "From " line, a field name with blanks or punctuation continued on the next line
+// (mnako/letters' tests), or a field within three lines (a Received: continued unindented).
 func headerGoesOn(line, rest []byte) bool {
 	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
@@ -798,26 +790,22 @@ func cutLine(b []byte) (line, rest []byte) {
 	return b[:i], b[i+1:]
 }
 
-// bodyPick finds the body a reader sees first, as Python's get_body(('plain', 'html'))
-// does: the first text/plain part that is not an attachment, else the first such
-// text/html part, looking into multiparts (of multipart/related only its start part) but
-// not into attached messages (message/rfc822, a digest's parts).
+// bodyPick finds the body a reader sees first, as Python's get_body(('plain', 'html')):
+// the first text/plain part not attached, else the first text/html one, in multiparts (of
+// multipart/related its start part) but not in attached messages (a digest's parts).
 type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
 }
 
-// find looks in e, whose Content-Type defaults to def, at depth levels of nesting; true
-// once it has found a text/plain part. A text part of blanks alone is passed over.
+// find looks in e (of type def by default) at depth; true once it finds text/plain.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
-	if strings.EqualFold(strings.TrimSpace(disp), "attachment") {
-		return false
-	}
 	mediaType, params := e.contentType(def)
+	text := mediaType == "text/plain" || mediaType == "text/html"
 	switch {
-	case (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e):
+	case strings.EqualFold(strings.TrimSpace(disp), "attachment") || text && isBlank(e):
 		return false
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
@@ -830,7 +818,12 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
 	}
-	parts := multipartParts(e.body, params["boundary"])
+	// A boundary in single quotes (wildduck's fix3.eml), else the body's own delimiter when
+	// the parameter is cut short or misspelt (CPython's msg_25.txt and msg_31.txt).
+	parts := splitMultipart(e.body, strings.Trim(params["boundary"], "'"))
+	if len(parts) == 0 {
+		parts = splitMultipart(e.body, bodyDelimiter(e.body))
+	}
 	if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); len(parts) == 0 {
 		// No boundary in the body: its text, where it is text and holds no delimiter
 		// line (MIME structure), as a mail program shows it rather than nothing.
@@ -844,16 +837,11 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if mediaType == "multipart/digest" {
 		childDefault = "message/rfc822" // RFC 2046 5.1.5
 	}
-	if mediaType == "multipart/related" {
-		// RFC 2387: the start part, named by its Content-ID, else the first, is the body.
-		start := parts[0]
-		for _, part := range parts {
-			if id := params["start"]; id != "" && string(parseEntity(part).get("Content-ID")) == id {
-				start = part
-				break
-			}
-		}
-		parts = [][]byte{start}
+	if mediaType == "multipart/related" { // RFC 2387: the start part, by Content-ID, else the first
+		i := slices.IndexFunc(parts, func(part []byte) bool {
+			return params["start"] != "" && string(parseEntity(part).get("Content-ID")) == params["start"]
+		})
+		parts = [][]byte{parts[max(i, 0)]}
 	}
 	for _, part := range parts {
 		if p.find(parseEntity(part), childDefault, depth+1) {
@@ -863,22 +851,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	return false
 }
 
-// multipartParts cuts a multipart body into its parts at boundary, else at it without
-// single quotes (wildduck's fix3.eml), else at the body's first delimiter line (a
-// parameter cut short or misspelt: CPython's msg_25.txt and msg_31.txt).
-func multipartParts(body []byte, boundary string) [][]byte {
-	parts := splitMultipart(body, boundary)
-	if b, ok := strings.CutPrefix(boundary, "'"); ok && len(parts) == 0 && strings.HasSuffix(b, "'") {
-		parts = splitMultipart(body, strings.TrimSuffix(b, "'"))
-	}
-	if len(parts) == 0 {
-		parts = splitMultipart(body, bodyDelimiter(body))
-	}
-	return parts
-}
-
-// bodyDelimiter is the boundary of the first line of body that reads as a delimiter:
-// --boundary, no blank inside, not a rule of dashes alone; "" when none does.
+// bodyDelimiter is the boundary of body's first delimiter line (no blank, not dashes alone).
 func bodyDelimiter(body []byte) string {
 	for rest := body; len(rest) > 0; {
 		var line []byte
@@ -907,12 +880,11 @@ func notBase64(e mimeEntity) bool {
 var (
 	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
 	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
-	// unreadable is U+FFFD (bytes not in a charset, or to a regexp not UTF-8), or a C0 or
-	// C1 control but a tab, line break or form feed.
-	unreadable = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
+	unreadable    = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
 )
 
-// readable reports whether s reads as text.
+// readable reports whether s reads as text: no U+FFFD (bytes not in its charset, or not
+// UTF-8), no C0 or C1 control but a tab, line break or form feed.
 func readable(s string) bool { return !unreadable.MatchString(s) }
 
 // contentType is e's media type in lower case and its parameters: of the first
@@ -936,10 +908,9 @@ func (e mimeEntity) contentType(def string) (string, map[string]string) {
 // mediaParam is one name=value parameter of a Content-Type, its value quoted or not.
 var mediaParam = regexp.MustCompile(`(?:^|;)\s*([^\s;=:]+)\s*=\s*("[^"]*"|[^;]*)`)
 
-// parseMediaType reads a Content-Type as mime.ParseMediaType does, else as enmime's
-// fixMangledMediaType does: values quoted or not (Outlook's boundary=----=_NextPart_...),
-// a parameter without its semicolon, "text/" as text/plain, "multipart/" as
-// multipart/mixed, another type without a subtype application/octet-stream.
+// parseMediaType reads a Content-Type as mime.ParseMediaType, else as enmime's
+// fixMangledMediaType: values unquoted (Outlook's boundary=----=_NextPart_...), a missing
+// semicolon, "text/" text/plain, "multipart/" multipart/mixed, "x/" application/octet-stream.
 func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
 	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted.
@@ -979,9 +950,8 @@ func parseMediaType(value string) (string, map[string]string) {
 	return strings.ToLower(mediaType), params
 }
 
-// splitMultipart cuts a multipart body into its parts: a part ends at the next
-// delimiter line (--boundary at a line's start, then blanks only; RFC 2046 5.1.1), the
-// last at the close delimiter or the end. Preamble and epilogue are left out.
+// splitMultipart cuts a multipart body at its delimiter lines (--boundary, blanks after;
+// RFC 2046 5.1.1), the last part ending at the close delimiter or at the end.
 func splitMultipart(body []byte, boundary string) [][]byte {
 	delim := []byte("--" + boundary)
 	var parts [][]byte
@@ -1010,8 +980,6 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 	return parts
 }
 
-const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
 // transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program.
 func transferDecode(encoding, b []byte) []byte {
 	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
@@ -1023,10 +991,9 @@ func transferDecode(encoding, b []byte) []byte {
 	return b
 }
 
-// decodeBase64 decodes the base64 alphabet's characters in b, ignoring any other and the
-// padding, as mail programs do.
+// decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
+// programs do; a last lone character, no whole byte, ends the decoding without it.
 func decodeBase64(b []byte) []byte {
-	// A last lone character, which carries no whole byte, ends the decoding without it.
 	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
 }
@@ -1042,15 +1009,13 @@ func decodeQuotedPrintable(b []byte) []byte {
 	return out
 }
 
-// encodedWord is an RFC 2047 encoded-word: its charset (less an RFC 2231 language), its B
-// or Q text; a Q text with blanks, which mailers write, is read as Python reads it.
-// (mime.WordDecoder fails a whole header on one unknown charset.)
+// encodedWord is an RFC 2047 word: charset (less an RFC 2231 language), B or Q text; a Q
+// text with blanks, as mailers write, is read as Python reads it.
 var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?\s]*)|[qQ]\?([^?]*))\?=`)
 
-// decodeHeader decodes a header field to UTF-8 as a mail program shows it: each
-// encoded-word on its own, blanks between words dropped, adjacent words of one charset
-// decoded together (mailers split a character between two), and 8-bit text outside the
-// words, when not UTF-8, in fallback (the body's charset), else as windows-1252.
+// decodeHeader decodes a field as a mail program shows it (mime.WordDecoder fails a whole
+// field on one unknown charset): adjacent words of one charset decoded together (mailers
+// split a character), 8-bit text outside words in fallback (the body's charset).
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	decodeRawHeader := func(b []byte) string {
 		if !utf8.Valid(b) && lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) != nil {
@@ -1085,10 +1050,9 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	return sb.String() // each part decoded to valid UTF-8
 }
 
-// decodeCharset turns text in charset into UTF-8, labels read as WHATWG's (which know
-// Outlook's ks_c_5601-1987, and read iso-8859-1 as windows-1252), else IANA's. Text
-// without a charset, or US-ASCII with 8-bit bytes, is kept if valid UTF-8, else read as
-// windows-1252. A charset not known is logged, the text kept, each bad byte U+FFFD.
+// decodeCharset turns text in charset into UTF-8 by WHATWG's labels (Outlook's
+// ks_c_5601-1987; iso-8859-1 as windows-1252), else IANA's. Unlabelled or US-ASCII 8-bit
+// text is windows-1252 unless valid UTF-8. A charset not known is logged, the text kept.
 func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	label := strings.ToLower(strings.TrimSpace(charset))
 	if label == "" || label == "us-ascii" || label == "ascii" {
@@ -1113,8 +1077,7 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	return string(text)
 }
 
-// charsetAliases are labels mail programs write that the indexes do not know: Python's
-// codec names, which its email package writes, and Windows' Shift_JIS.
+// charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
 var charsetAliases = map[string]string{
 	"eucgb2312_cn": "gb2312", "big5_tw": "big5", "cp932": "shift_jis", "ms932": "shift_jis",
 }
@@ -1125,46 +1088,38 @@ func lookupCharset(label string) encoding.Encoding {
 	if alias, ok := charsetAliases[label]; ok {
 		label = alias
 	}
-	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
-		return enc
+	enc, err := htmlindex.Get(label)
+	if err != nil || enc == encoding.Replacement {
+		enc, _ = ianaindex.IANA.Encoding(label) // nil when not known
 	}
-	if enc, err := ianaindex.IANA.Encoding(label); err == nil && enc != nil {
-		return enc
-	}
-	return nil
+	return enc
 }
 
 // validUTF8 turns each byte of b that is not UTF-8 into U+FFFD (Go's []rune conversion).
 func validUTF8(b []byte) string { return string([]rune(string(b))) }
 
-// decodeUTF7 reads RFC 2152's UTF-7, which no standard decoder knows: +...- is UTF-16 in
-// base64, +- a plus sign, a byte outside ASCII U+FFFD.
+// utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
+var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
+
+// decodeUTF7 reads UTF-7, which no standard decoder knows; outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
-	var sb strings.Builder
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c >= 0x80:
-			sb.WriteRune(utf8.RuneError)
-		case c != '+':
-			sb.WriteByte(c)
-		default:
-			run := b[i+1:]
-			n := len(run) - len(bytes.TrimLeft(run, base64Alphabet))
-			if n == 0 && (n == len(run) || run[0] == '-') {
-				sb.WriteByte('+')
-			}
-			wide, _ := base64.RawStdEncoding.DecodeString(string(run[:n])) // bits past a unit dropped
-			units := make([]uint16, len(wide)/2)
-			for k := range units {
-				units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
-			}
-			sb.WriteString(string(utf16.Decode(units)))
-			if i += n; i+1 < len(b) && b[i+1] == '-' {
-				i++
-			}
+	ascii := strings.Map(func(r rune) rune {
+		if r >= 0x80 {
+			return utf8.RuneError
 		}
-	}
-	return sb.String()
+		return r
+	}, string(b))
+	return utf7Run.ReplaceAllStringFunc(ascii, func(run string) string {
+		if run == "+-" || run == "+" {
+			return "+"
+		}
+		wide, _ := base64.RawStdEncoding.DecodeString(strings.TrimSuffix(run[1:], "-"))
+		units := make([]uint16, len(wide)/2) // bits past the last unit are padding
+		for k := range units {
+			units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
+		}
+		return string(utf16.Decode(units))
+	})
 }
 
 var (
