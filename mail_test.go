@@ -145,6 +145,42 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "", ""},
 		{"base64 of UTF-7 (issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
 			"", "Hi été", ""},
+		{"a field name with blanks and punctuation, continued, then a base64 body (issue 28; " +
+			"mnako/letters' tests/test_english_plaintext_ascii_over_base64.txt)",
+			from + date + "Content-Transfer-Encoding: base64\r\n" +
+				"X-Script/function/\t !\"#$%&'()*+,-./;<=>?@[\\]^_`{|}~: TEST\r\n" +
+				" VALUE 1\t !\"#:;<=>?\r\n abcdefghijklmnopqrstuvwxyz{|}~\r\n\r\nSGVsbG8gd29ybGQ=\r\n",
+			"", "Hello world", ""},
+		{"a line without a colon is no field, even when an indented line follows " +
+			"(CPython's msg_19.txt)",
+			from + date + "Subject: s\r\nSend Ppp mailing list submissions to\r\n\tppp@zzz.org\r\n",
+			"s", "Send Ppp mailing list submissions to\r\n\tppp@zzz.org", ""},
+		{"multipart/mixed without the semicolon before its boundary (issue 28; hand-made, " +
+			"no packaged message of it found)",
+			from + date + "Content-Type: multipart/mixed boundary=\"x\"\r\n\r\n--x\r\n" +
+				"Content-Type: image/png\r\n\r\nxx\r\n--x\r\nContent-Type: text/plain\r\n\r\n" +
+				"The text.\r\n--x--\r\n",
+			"", "The text.", ""},
+		{"a boundary parameter cut short, its closing quote lost (issue 28; hand-made, " +
+			"as CPython's msg_25.txt)",
+			from + date + "Content-Type: multipart/alternative; boundary=\"----=_NextPart_000\r\n" +
+				"\r\n------=_NextPart_000_0012_01D0\r\nContent-Type: text/plain\r\n\r\n" +
+				"Cut short.\r\n------=_NextPart_000_0012_01D0--\r\n",
+			"", "Cut short.", ""},
+		{"a multipart whose delimiter lines split nothing shows no MIME structure " +
+			"(issue 28; hand-made)",
+			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--c--\r\n" +
+				"Content-Type: text/plain\r\n\r\n--c--\r\n",
+			"", "", ""},
+		{"a delimiter must start its line: one after text is part of the text (RFC 2046 5.1.1)",
+			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\n" +
+				"see x--b\r\nand on\r\n--b--\r\n",
+			"", "see x--b\r\nand on", ""},
+		{"a C1 control makes decoded base64 unreadable: the text as written " +
+			"(as enmime's mime-bad-content-transfer-encoding.raw)",
+			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
+				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n",
+			"", "YcKF Yg==", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -218,6 +254,10 @@ func TestMIMEDepthLinear(t *testing.T) {
 	}
 	if got, _ := parseEmail(nested(maxMIMEDepth), time.Time{}, slog.New(slog.DiscardHandler)); got.Body != "deep" {
 		t.Errorf("%d levels: body %q, want deep", maxMIMEDepth, got.Body)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	if got, _ := parseEmail(nested(maxMIMEDepth+1), time.Time{}, quiet); got.Body != "" {
+		t.Errorf("%d levels: body %q, want none: deeper is not read", maxMIMEDepth+1, got.Body)
 	}
 }
 
@@ -422,6 +462,7 @@ func TestDecodeCharset(t *testing.T) {
 		{"UTF-8", "Grüße", "Grüße", false},
 		{"utf-8", "ok \xff end", "ok \uFFFD end", false},
 		{"", "caf\xe9", "café", false},                    // no label, not UTF-8: windows-1252
+		{"", "\x93a\x94 \x80", "“a” €", false},            // windows-1252, not Latin-1
 		{"us-ascii", "Grüße", "Grüße", false},             // mislabelled UTF-8 kept
 		{"US-ASCII", "\x93quoted\x94", "“quoted”", false}, // mislabelled Outlook text
 		{"iso-8859-1", "\x80 5", "€ 5", false},            // read as its superset windows-1252
@@ -440,6 +481,8 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
 		{"utf-7", "a+AOk-", "aé", false},
+		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
+		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
 		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
 		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
 	}
@@ -584,9 +627,14 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		}
 	}
 	fsys := &countingFS{FS: os.DirFS(dir)}
-	got, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
+	var logs bytes.Buffer
+	got, err := readAllMail(fsys, start, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if text := logs.String(); !strings.Contains(text, "dated before the window") ||
+		!strings.Contains(text, files[3].name) {
+		t.Errorf("the message dated before the window is not named in a log line:\n%s", logs.String())
 	}
 	slices.Sort(wantOpened)
 	if opened := fsys.openedFiles(); !slices.Equal(opened, wantOpened) {

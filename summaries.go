@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"mime"
+	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -536,20 +537,14 @@ func (s *server) runOnDemand() (_ any, err error) {
 }
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
-// shows it (headers decoded, the body a reader sees first, every charset to UTF-8,
-// malformed mail read past). A first read of the service may skip it. Its tests:
-// TestEmailAsAReaderSees (each class of real-world malformation), TestParseEmailFixtures,
-// TestEmailCharsetsEndToEnd, TestMailCorpusAsPythonReadsIt (real mail beside Python's
-// reader), TestMaildirSkipsOldFilesUnopened, TestMaildirCostsItsPrompt, TestMIMEDepthLinear.
+// shows it, malformed mail read past as Python's email package and enmime read it.
 const (
 	maxEmailBodyChars = 4000
-	// maxEmailHeaderChars bounds From, To and Subject: a mass mailing's To can run to
-	// megabytes, which would leave the message too large for the prompt.
+	// maxEmailHeaderChars bounds From, To and Subject (a mass mailing's To runs to megabytes).
 	maxEmailHeaderChars = 1000
 	maxEmailFileBytes   = 25 << 20 // a larger message file is read only this far
-	// maxMIMEDepth bounds the nesting of multiparts read for the body. Real mail nests a
-	// few levels; each level read costs one pass over its part, so the bound keeps a
-	// message's cost linear in its size. Deeper parts are not read.
+	// maxMIMEDepth bounds the nesting of multiparts read for the body, so that a
+	// message's cost stays linear in its size (each level read is one pass).
 	maxMIMEDepth = 16
 )
 
@@ -563,12 +558,9 @@ type email struct {
 	when    time.Time // Date, or the delivery time of an undated message
 }
 
-// readMaildir offers fit the messages in new/ and cur/ of the Maildir fsys delivered and
-// dated at or after start, newest delivered first, until fit answers that the prompt is
-// full. A file delivered before start is passed over without being opened, and no file
-// is opened once the prompt is full, so that a job costs its prompt, not the Maildir. A
-// file that is not a message is skipped with a log line. ctx ends the read between
-// messages.
+// readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
+// newest delivered first, until the prompt is full. A file delivered before start, or
+// once the prompt is full, is not opened; one opened and left out is logged.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
 	type delivered struct {
 		name string
@@ -584,11 +576,9 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 			if !entry.Type().IsRegular() || strings.HasPrefix(entry.Name(), ".") {
 				continue
 			}
-			at, ok := deliveryTime(entry)
-			if ok && at.Before(start) {
-				continue
+			if at, ok := deliveryTime(entry); !ok || !at.Before(start) {
+				files = append(files, delivered{path.Join(sub, entry.Name()), at})
 			}
-			files = append(files, delivered{path.Join(sub, entry.Name()), at})
 		}
 	}
 	slices.SortStableFunc(files, func(a, b delivered) int { return b.at.Compare(a.at) })
@@ -598,24 +588,22 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 		}
 		flog := log.With("file", f.name)
 		e, err := readEmailFile(fsys, f.name, f.at, flog)
-		if err != nil {
+		switch {
+		case err != nil:
 			flog.Warn("skip e-mail message", "err", err)
-			continue
-		}
-		if e.when.Before(start) {
-			continue
-		}
-		if more, err := fit(e); !more || err != nil {
-			return err
+		case e.when.Before(start):
+			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
+		default:
+			if more, err := fit(e); !more || err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// deliveryTime is when a Maildir file arrived, read without opening it: the
-// seconds-since-epoch that start a standard Maildir name (1732590000.M123P456.host,S=123:2,S),
-// else the modification time the directory entry carries. It reports false when neither
-// can be read.
+// deliveryTime is when a Maildir file arrived: the seconds that start its name
+// (1732590000.M123P456.host:2,S), else its modification time; false when neither is known.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
 		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
@@ -630,8 +618,7 @@ func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	return info.ModTime(), true
 }
 
-// readEmailFile parses one message file, read at most maxEmailFileBytes far, so that a
-// huge attachment costs no more than that; delivered dates a message without a Date.
+// readEmailFile parses one message file, read at most maxEmailFileBytes far.
 func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logger) (email, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -645,12 +632,8 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one RFC 5322 message as a mail program shows it: decoded headers and
-// the text of the body a reader sees first, in UTF-8 whatever charsets the sender used.
-// Malformations a mail program reads past are read past here too; only a file in which a
-// reader would see nothing, no header field and no text, is not a message. delivered
-// dates a message whose Date is missing or not readable. log hears of a charset that is
-// not known.
+// parseEmail reads one message as a mail program shows it, in UTF-8; a file with no field
+// and no text is not a message. delivered dates one without a readable Date.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -662,13 +645,11 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	}
 	var pick bodyPick
 	pick.find(msg, "text/plain", 0)
-	body, charset := "", ""
+	body, charset := "", pick.params["charset"]
 	if pick.found {
-		charset = pick.params["charset"]
 		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
 		if notBase64(pick.part) && !readable(text) {
-			// Declared base64 but written as text (an Exchange part, enmime's
-			// mime-bad-content-transfer-encoding.raw): a reader sees the text.
+			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
 			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
 				text = raw
 			}
@@ -679,17 +660,10 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 		body = cutText(strings.TrimSpace(text), maxEmailBodyChars)
 	}
 	header := func(name string) string {
-		v := decodeHeader(msg.get(name), charset, log)
-		return cutText(strings.TrimSpace(v), maxEmailHeaderChars)
+		return cutText(strings.TrimSpace(decodeHeader(msg.get(name), charset, log)), maxEmailHeaderChars)
 	}
-	return email{
-		From:    header("From"),
-		To:      header("To"),
-		Subject: header("Subject"),
-		Date:    timestamp(when),
-		Body:    body,
-		when:    when,
-	}, nil
+	return email{From: header("From"), To: header("To"), Subject: header("Subject"),
+		Date: timestamp(when), Body: body, when: when}, nil
 }
 
 // mimeEntity is a message or one part of it: its header fields, in order, and its raw body.
@@ -698,7 +672,7 @@ type mimeEntity struct {
 	body   []byte
 }
 
-// get is the value of the first field called name, as a reader shows it.
+// get is the value of the first field called name.
 func (e mimeEntity) get(name string) []byte {
 	for _, f := range e.fields {
 		if strings.EqualFold(string(f[0]), name) {
@@ -708,18 +682,11 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into header fields and body as mail programs do: the fields end
-// at a blank line. A line that is neither a field nor the continuation of one (a field
-// name with a blank in it, an unindented continuation of a Received: line, an mbox
-// "From " line) is passed over when a field follows it within maxStrayHeaderLines lines,
-// as mail programs and Go's lenient mail readers pass over it, so that the Content-Type,
-// From or Subject after it is not lost; otherwise it ends the fields and begins the body,
-// as in a message that lacks the blank line (Python's email package ends the fields at
-// any such line).
+// parseEntity splits raw into fields and body at the blank line. A line that is no field
+// is kept as one while the header goes on after it (headerGoesOn), else begins the body.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
-	rest := raw
-	for len(rest) > 0 {
+	for rest := raw; len(rest) > 0; {
 		line, next := cutLine(rest)
 		switch {
 		case len(line) == 0:
@@ -729,12 +696,9 @@ func parseEntity(raw []byte) mimeEntity {
 				e.fields[n-1][1] = append(e.fields[n-1][1], line...)
 			}
 		default:
-			name, value, ok := headerField(line)
-			if !ok {
-				if !fieldFollows(next) && !bytes.HasPrefix(line, []byte("From ")) {
-					return mimeEntity{fields: e.fields, body: rest}
-				}
-				break // passed over
+			name, value, _ := bytes.Cut(line, []byte(":"))
+			if !rfcField.Match(line) && !headerGoesOn(line, next) {
+				return mimeEntity{fields: e.fields, body: rest}
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
@@ -743,40 +707,24 @@ func parseEntity(raw []byte) mimeEntity {
 	return e
 }
 
-// maxStrayHeaderLines bounds how far parseEntity looks past a line that is no header field
-// for one that is: a Received: line continued unindented takes one or two.
-const maxStrayHeaderLines = 3
+// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon.
+var rfcField = regexp.MustCompile(`^[!-9;-~]+:`)
 
-// headerField cuts a line into a field's name and value; ok is false when it is not one.
-func headerField(line []byte) (name, value []byte, ok bool) {
-	name, value, ok = bytes.Cut(line, []byte(":"))
-	return name, value, ok && isFieldName(name)
-}
-
-// fieldFollows reports whether a header field starts within maxStrayHeaderLines lines of
-// b, before any blank line.
-func fieldFollows(b []byte) bool {
-	for range maxStrayHeaderLines {
-		line, next := cutLine(b)
-		if len(line) == 0 {
-			return false
+// headerGoesOn reports whether the header goes on after line, no field, before rest: an
+// mbox "From " line, a field name with blanks or punctuation continued on the next line
+// (mnako/letters' tests), or a field within three lines (a Received: continued unindented).
+func headerGoesOn(line, rest []byte) bool {
+	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
+	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
+		return true
+	}
+	for range 3 {
+		line, rest = cutLine(rest)
+		if ok := rfcField.Match(line); ok || len(line) == 0 {
+			return ok
 		}
-		if _, _, ok := headerField(line); ok {
-			return true
-		}
-		b = next
 	}
 	return false
-}
-
-// isFieldName reports whether b is printable ASCII without a colon (RFC 5322 ftext).
-func isFieldName(b []byte) bool {
-	for _, c := range b {
-		if c < 33 || c > 126 {
-			return false
-		}
-	}
-	return len(b) > 0
 }
 
 // cutLine cuts the first line off b, at CRLF, LF or a lone CR.
@@ -791,29 +739,23 @@ func cutLine(b []byte) (line, rest []byte) {
 	return b[:i], b[i+1:]
 }
 
-// bodyPick finds the body a reader sees first, as Python's EmailMessage.get_body with
-// ('plain', 'html') does: the first text/plain part that is not an attachment, else the
-// first such text/html part, looking into multiparts (of multipart/related only its start
-// part) but not into attached messages (message/rfc822, a digest's parts).
+// bodyPick finds the body a reader sees first, as Python's get_body(('plain', 'html')):
+// the first text/plain part not attached, else the first text/html one, in multiparts (of
+// multipart/related its start part) but not in attached messages (a digest's parts).
 type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
 }
 
-// find looks in e, whose Content-Type defaults to def, at depth levels of nesting. It
-// reports true once it has found a text/plain part, which ends the search. A text part
-// with nothing but blanks in it is passed over, as a reader passes over an empty first
-// part to the text after it (Python's get_body takes it and shows nothing).
+// find looks in e (of type def by default) at depth; true once it finds text/plain.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
-	if disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";"); strings.EqualFold(strings.TrimSpace(disp), "attachment") {
-		return false
-	}
+	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
-	if (mediaType == "text/plain" || mediaType == "text/html") && isBlank(e) {
-		return false
-	}
+	text := mediaType == "text/plain" || mediaType == "text/html"
 	switch {
+	case strings.EqualFold(strings.TrimSpace(disp), "attachment") || text && isBlank(e):
+		return false
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
 		return true
@@ -825,181 +767,121 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
 	}
-	parts := splitMultipart(e.body, params["boundary"])
-	if b := params["boundary"]; len(parts) == 0 && len(b) >= 2 && b[0] == '\'' && b[len(b)-1] == '\'' {
-		// boundary='...' in single quotes, which mime.ParseMediaType refuses and a mail
-		// program reads without them (wildduck's imap-core/test/fixtures/fix3.eml).
-		parts = splitMultipart(e.body, b[1:len(b)-1])
-	}
+	// A boundary in single quotes (wildduck's fix3.eml), else the body's own delimiter when
+	// the parameter is cut short or misspelt (CPython's msg_25.txt and msg_31.txt).
+	parts := splitMultipart(e.body, strings.Trim(params["boundary"], "'"))
 	if len(parts) == 0 {
-		// No boundary parameter, or one not found in the body (cut short, misspelt): the
-		// delimiter lines the body has, where it has them, else its raw text, where it is
-		// text, as a mail program shows it rather than nothing.
-		if b, ok := delimiterInBody(e.body); ok {
-			parts = splitMultipart(e.body, b)
-		}
+		parts = splitMultipart(e.body, bodyDelimiter(e.body))
 	}
-	if len(parts) == 0 {
-		if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); readable(string(text)) && len(bytes.TrimSpace(text)) > 0 {
-			*p = bodyPick{found: true, part: e, params: map[string]string{"charset": params["charset"]}}
-			return true
+	if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); len(parts) == 0 {
+		// No boundary in the body: its text, where it is text and holds no delimiter
+		// line (MIME structure), as a mail program shows it rather than nothing.
+		ok := !isBlank(e) && readable(string(text)) && bodyDelimiter(text) == ""
+		if ok {
+			*p = bodyPick{found: true, part: e, params: params}
 		}
-		return false
+		return ok
 	}
 	childDefault := "text/plain"
 	if mediaType == "multipart/digest" {
 		childDefault = "message/rfc822" // RFC 2046 5.1.5
 	}
-	entities := make([]mimeEntity, len(parts))
-	for i, part := range parts {
-		entities[i] = parseEntity(part)
+	if mediaType == "multipart/related" { // RFC 2387: the start part, by Content-ID, else the first
+		i := slices.IndexFunc(parts, func(part []byte) bool {
+			return params["start"] != "" && string(parseEntity(part).get("Content-ID")) == params["start"]
+		})
+		parts = [][]byte{parts[max(i, 0)]}
 	}
-	if mediaType == "multipart/related" && len(entities) > 0 {
-		// RFC 2387: the start part, named by its Content-ID, else the first, is the body.
-		start := entities[0]
-		for _, part := range entities {
-			if id := params["start"]; id != "" && string(part.get("Content-ID")) == id {
-				start = part
-				break
-			}
-		}
-		return p.find(start, childDefault, depth+1)
-	}
-	for _, part := range entities {
-		if p.find(part, childDefault, depth+1) {
+	for _, part := range parts {
+		if p.find(parseEntity(part), childDefault, depth+1) {
 			return true
 		}
 	}
 	return false
 }
 
-// delimiterInBody finds the boundary of a multipart body from its first line that reads as
-// a delimiter (--boundary, no blank inside) and that splits the body into parts.
-func delimiterInBody(body []byte) (string, bool) {
+// bodyDelimiter is the boundary of body's first delimiter line (no blank, not dashes alone).
+func bodyDelimiter(body []byte) string {
 	for rest := body; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
 		line = bytes.TrimRight(line, " \t")
-		if len(line) > 2 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") {
-			b := strings.TrimSuffix(string(line[2:]), "--")
-			return b, b != "" && len(splitMultipart(body, b)) > 0
+		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
+		dashes := bytes.HasPrefix(line, []byte("--")) && strings.Trim(b, "-") != ""
+		if dashes && !bytes.ContainsAny(line, " \t") {
+			return b
 		}
 	}
-	return "", false
+	return ""
 }
 
-// isBlank reports whether e's body, its transfer encoding undone, holds nothing but blanks.
+// isBlank reports whether e's body, its transfer encoding undone, holds blanks alone.
 func isBlank(e mimeEntity) bool {
 	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
 }
 
-// notBase64 reports whether e is declared base64 while its body is not written in base64's
-// alphabet: a line holds a blank or another character inside it.
+// notBase64 reports whether e is declared base64 but holds a blank or another character.
 func notBase64(e mimeEntity) bool {
-	if !strings.EqualFold(strings.TrimSpace(string(e.get("Content-Transfer-Encoding"))), "base64") {
-		return false
-	}
-	for rest := e.body; len(rest) > 0; {
-		var line []byte
-		line, rest = cutLine(rest)
-		for _, c := range bytes.TrimRight(line, " \t") {
-			if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
-				return true
-			}
-		}
-	}
-	return false
+	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
+	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
 }
 
-// readable reports whether s reads as text: no U+FFFD, which stands for bytes not in its
-// charset, and no control character other than a tab, line break or form feed.
-func readable(s string) bool {
-	for _, r := range s {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r' || r == '\f':
-		case r == utf8.RuneError, r < 0x20, 0x7f <= r && r <= 0x9f:
-			return false
-		}
-	}
-	return true
-}
+var (
+	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
+	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
+	unreadable    = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
+)
 
-// contentType reads e's Content-Type as a mail program does: the media type in lower case
-// and its parameters. Of two Content-Type fields the first that names a type and subtype
-// counts (a mailer that writes an empty one before the real one); when none does, the
-// type is def, with the first field's parameters.
+// readable reports whether s reads as text: no U+FFFD (bytes not in its charset, or not
+// UTF-8), no C0 or C1 control but a tab, line break or form feed.
+func readable(s string) bool { return !unreadable.MatchString(s) }
+
+// contentType is e's media type in lower case and its parameters: of the first
+// Content-Type that names a type and subtype, else def with the first one's parameters.
 func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	var first map[string]string
 	for _, f := range e.fields {
-		if !strings.EqualFold(string(f[0]), "Content-Type") {
-			continue
+		if strings.EqualFold(string(f[0]), "Content-Type") {
+			mediaType, params := parseMediaType(string(f[1]))
+			if top, sub, _ := strings.Cut(mediaType, "/"); top != "" && sub != "" {
+				return mediaType, params
+			}
+			if first == nil {
+				first = params
+			}
 		}
-		mediaType, params := parseMediaType(string(f[1]))
-		if top, sub, _ := strings.Cut(mediaType, "/"); top != "" && sub != "" {
-			return mediaType, params
-		}
-		if first == nil {
-			first = params
-		}
-	}
-	if first == nil {
-		first = map[string]string{}
 	}
 	return def, first
 }
 
-// parseMediaType reads a Content-Type value: mime.ParseMediaType's reading where it
-// accepts the value, else lenientMediaType's (Outlook's unquoted
-// boundary=----=_NextPart_..., a type with a blank or no subtype).
+// mediaParam is one name=value parameter of a Content-Type, its value quoted or not.
+var mediaParam = regexp.MustCompile(`(?:^|;)\s*([^\s;=:]+)\s*=\s*("[^"]*"|[^;]*)`)
+
+// parseMediaType reads a Content-Type as mime.ParseMediaType, else as enmime's
+// fixMangledMediaType: values unquoted (Outlook's boundary=----=_NextPart_...), a missing
+// semicolon, "text/" text/plain, "multipart/" multipart/mixed, "x/" application/octet-stream.
 func parseMediaType(value string) (string, map[string]string) {
 	mediaType, params, err := mime.ParseMediaType(value)
-	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted,
-	// as some mailers write a boundary.
-	if err != nil || strings.HasPrefix(mediaType, "multipart/") && params["boundary"] == "" {
-		mediaType, params = lenientMediaType(value)
+	// ParseMediaType also drops, without an error, an RFC 2231 value that is quoted.
+	if err == nil && (!strings.HasPrefix(mediaType, "multipart/") || params["boundary"] != "") {
+		return mediaType, params
 	}
-	return mediaType, params
-}
-
-// lenientMediaType splits a Content-Type at its semicolons: the type, then name=value
-// pairs whose values may be quoted or not. An odd type is read as enmime's tolerant parser
-// reads it (fixMangledMediaType in mediatype/mediatype.go of
-// golang-github-jhillyerd-enmime-dev, from real mailers' messages): a parameter after
-// the type without its semicolon (text/html charset=utf-8), "text/" as text/plain,
-// "multipart/" as multipart/mixed, any other type without a subtype as
-// application/octet-stream, a third part of the type dropped (text/plain/x).
-func lenientMediaType(value string) (string, map[string]string) {
-	params := map[string]string{}
-	mediaType, rest, _ := strings.Cut(value, ";")
-	mediaType = strings.TrimSpace(mediaType)
+	mediaType, rest, _ := strings.Cut(strings.TrimSpace(value), ";")
 	if i := strings.IndexAny(mediaType, " \t"); i >= 0 {
 		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
 	}
-	mediaType = strings.ToLower(mediaType)
-	if top, sub, ok := strings.Cut(mediaType, "/"); ok {
-		sub, _, _ = strings.Cut(sub, "/")
-		switch {
-		case sub == "" && top == "text":
-			sub = "plain"
-		case sub == "" && top == "multipart":
-			sub = "mixed"
-		case sub == "":
+	if top, sub, ok := strings.Cut(strings.ToLower(mediaType), "/"); ok {
+		if sub, _, _ = strings.Cut(sub, "/"); sub == "" {
+			sub = map[string]string{"text": "plain", "multipart": "mixed"}[top]
+		}
+		if sub == "" {
 			top, sub = "application", "octet-stream"
 		}
 		mediaType = top + "/" + sub
 	}
-	for rest != "" {
-		var param string
-		param, rest = cutParam(rest)
-		name, v, ok := strings.Cut(param, "=")
-		name = strings.ToLower(strings.TrimSpace(name))
-		if !ok || name == "" || strings.ContainsAny(name, " \t:") {
-			continue // no name=value, or no name (a header field written into the value)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-			v = v[1 : len(v)-1]
-		}
+	params = map[string]string{}
+	for _, m := range mediaParam.FindAllStringSubmatch(rest, -1) {
+		name, v := strings.ToLower(m[1]), strings.Trim(strings.TrimSpace(m[2]), `"`)
 		if n, ok := strings.CutSuffix(name, "*"); ok {
 			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
 			name = n
@@ -1014,63 +896,32 @@ func lenientMediaType(value string) (string, map[string]string) {
 			params[name] = v
 		}
 	}
-	return mediaType, params
+	return strings.ToLower(mediaType), params
 }
 
-// cutParam cuts the first parameter off s at a semicolon outside quotes.
-func cutParam(s string) (param, rest string) {
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			quoted = !quoted
-		case ';':
-			if !quoted {
-				return s[:i], s[i+1:]
-			}
-		}
-	}
-	return s, ""
-}
-
-// splitMultipart cuts a multipart body into its parts' bytes, as a mail program does:
-// a part ends at the next delimiter line (--boundary, then spaces or tabs only) and the
-// last part at the close delimiter or, when that is missing, at the end. The preamble and
-// the epilogue are left out; a body without any delimiter has no parts. One pass over
-// body.
+// splitMultipart cuts a multipart body at its delimiter lines (--boundary, blanks after;
+// RFC 2046 5.1.1), the last part ending at the close delimiter or at the end.
 func splitMultipart(body []byte, boundary string) [][]byte {
-	if boundary == "" {
-		return nil
-	}
 	delim := []byte("--" + boundary)
 	var parts [][]byte
 	start := -1 // of the current part; -1 before the first delimiter
-	for pos := 0; pos < len(body); {
-		i := bytes.Index(body[pos:], delim)
-		if i < 0 {
-			break
+	for rest := body; len(rest) > 0 && boundary != ""; {
+		at := len(body) - len(rest)
+		var line []byte
+		line, rest = cutLine(rest)
+		tail, ok := bytes.CutPrefix(line, delim)
+		tail, closing := bytes.CutPrefix(tail, []byte("--"))
+		if !ok || len(bytes.Trim(tail, " \t")) > 0 {
+			continue // not a delimiter line
 		}
-		at := pos + i
-		pos = at + len(delim)
-		if at > 0 && body[at-1] != '\n' && body[at-1] != '\r' {
-			continue // not at the start of a line
-		}
-		tail, next := cutLine(body[pos:])
-		closing := bytes.HasPrefix(tail, []byte("--"))
-		if closing {
-			tail = tail[2:]
-		}
-		if len(bytes.Trim(tail, " \t")) > 0 {
-			continue
-		}
-		if start >= 0 {
-			parts = append(parts, trimLineEnd(body[start:at]))
+		if start >= 0 { // the line break before a delimiter belongs to it
+			part := bytes.TrimSuffix(body[start:at], []byte("\n"))
+			parts = append(parts, bytes.TrimSuffix(part, []byte("\r")))
 		}
 		if closing {
 			return parts
 		}
-		start = len(body) - len(next)
-		pos = start
+		start = len(body) - len(rest)
 	}
 	if start >= 0 {
 		parts = append(parts, body[start:])
@@ -1078,17 +929,7 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 	return parts
 }
 
-// trimLineEnd drops the line break before a delimiter, which belongs to it (RFC 2046 5.1.1).
-func trimLineEnd(b []byte) []byte {
-	if bytes.HasSuffix(b, []byte("\r\n")) {
-		return b[:len(b)-2]
-	}
-	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-}
-
-// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program:
-// base64 with missing padding, line breaks or stray characters, quoted-printable with
-// malformed escapes kept as written. Any other encoding is the bytes as they are.
+// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program.
 func transferDecode(encoding, b []byte) []byte {
 	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
 	case "base64":
@@ -1099,162 +940,68 @@ func transferDecode(encoding, b []byte) []byte {
 	return b
 }
 
-// decodeBase64 decodes the base64 alphabet's characters in b, ignoring every other and
-// any padding; a last lone character, which carries no whole byte, is dropped.
+// decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
+// programs do; a last lone character, no whole byte, ends the decoding without it.
 func decodeBase64(b []byte) []byte {
-	clean := make([]byte, 0, len(b))
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' {
-			clean = append(clean, c)
-		}
-	}
-	if len(clean)%4 == 1 {
-		clean = clean[:len(clean)-1]
-	}
-	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
-	n, _ := base64.RawStdEncoding.Decode(out, clean) // only the alphabet is left: no error
-	return out[:n]
+	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
+	return out
 }
 
-// decodeQuotedPrintable decodes =XX escapes (either case) and soft line breaks; an = that
-// starts neither is kept as written.
+// decodeQuotedPrintable decodes with Go's reader, a lone CR ending a line as in cutLine;
+// text the reader refuses (a raw control character) is kept as written.
 func decodeQuotedPrintable(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '=' {
-			out = append(out, c)
-			continue
-		}
-		if i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
-			out = append(out, unhex(b[i+1])<<4|unhex(b[i+2]))
-			i += 2
-			continue
-		}
-		j := i + 1
-		for j < len(b) && (b[j] == ' ' || b[j] == '\t') {
-			j++
-		}
-		if j == len(b) || b[j] == '\r' || b[j] == '\n' {
-			_, rest := cutLine(b[j:])
-			i = len(b) - len(rest) - 1
-			continue
-		}
-		out = append(out, c)
+	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+	out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return b
 	}
 	return out
 }
 
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
+// encodedWord is an RFC 2047 word: charset (less an RFC 2231 language), B or Q text; a Q
+// text with blanks, as mailers write, is read as Python reads it.
+var encodedWord = regexp.MustCompile(`=\?([^?*\s]+)(?:\*[^?\s]*)?\?(?:[bB]\?([^?\s]*)|[qQ]\?([^?]*))\?=`)
 
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
-
-// decodeHeader decodes a header field's value to UTF-8 as a mail program shows it: each
-// RFC 2047 encoded-word on its own (one malformed word or unknown charset spoils no
-// other), the blanks between two adjacent words dropped, adjacent words of one charset
-// decoded together (mailers split a character between two), and raw 8-bit text outside
-// the words read in fallback, the charset of the message's body, when it is not UTF-8.
+// decodeHeader decodes a field as a mail program shows it (mime.WordDecoder fails a whole
+// field on one unknown charset): adjacent words of one charset decoded together (mailers
+// split a character), 8-bit text outside words in fallback (the body's charset).
 func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
-	var sb strings.Builder
-	var blank []byte       // blanks after a word, dropped if another word follows
-	var wordBytes []byte   // decoded bytes of the adjacent words of wordCharset so far
-	var wordCharset string // "" when no word is pending
-	flush := func() {
-		if wordCharset != "" {
-			sb.WriteString(decodeCharset(wordCharset, wordBytes, log))
-			wordBytes, wordCharset = nil, ""
+	decodeRawHeader := func(b []byte) string {
+		if !utf8.Valid(b) && lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) != nil {
+			return decodeCharset(fallback, b, log)
 		}
-		sb.Write(blank)
-		blank = nil
-	}
-	for len(v) > 0 {
-		i := bytes.Index(v, []byte("=?"))
-		if i < 0 {
-			i = len(v)
-		}
-		if i > 0 {
-			text := v[:i]
-			if wordCharset != "" && len(bytes.Trim(text, " \t")) == 0 {
-				blank = text
-			} else {
-				flush()
-				sb.WriteString(decodeRawHeader(text, fallback, log))
-			}
-			v = v[i:]
-			continue
-		}
-		charset, b, size, ok := encodedWord(v)
-		if !ok {
-			flush()
-			sb.WriteString("=?")
-			v = v[2:]
-			continue
-		}
-		if wordCharset != "" && !strings.EqualFold(charset, wordCharset) {
-			blank = nil
-			flush()
-		}
-		blank = nil
-		wordCharset = charset
-		wordBytes = append(wordBytes, b...)
-		v = v[size:]
-	}
-	flush()
-	return validUTF8([]byte(sb.String()))
-}
-
-// decodeRawHeader reads header text outside encoded-words: UTF-8 as it is, else in the
-// fallback charset, else windows-1252 (decodeCharset's rule for text without a label).
-func decodeRawHeader(b []byte, fallback string, log *slog.Logger) string {
-	if utf8.Valid(b) || fallback == "" || lookupCharset(strings.ToLower(strings.TrimSpace(fallback))) == nil {
 		return decodeCharset("", b, log)
 	}
-	return decodeCharset(fallback, b, log)
+	var sb strings.Builder
+	var word []byte       // decoded bytes of the adjacent words of charset so far
+	charset, end := "", 0 // charset is "" when no word is pending
+	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
+		between, next := v[end:m[0]], string(v[m[2]:m[3]])
+		if charset != "" && (len(bytes.Trim(between, " \t")) > 0 || !strings.EqualFold(next, charset)) {
+			sb.WriteString(decodeCharset(charset, word, log))
+			word, charset = nil, ""
+		}
+		if charset == "" && len(bytes.Trim(between, " \t")) > 0 || end == 0 {
+			sb.WriteString(decodeRawHeader(between))
+		}
+		if m[4] >= 0 {
+			word = append(word, decodeBase64(v[m[4]:m[5]])...)
+		} else { // Q: an underscore is a space
+			q := bytes.ReplaceAll(v[m[6]:m[7]], []byte("_"), []byte("=20"))
+			word = append(word, decodeQuotedPrintable(q)...)
+		}
+		charset, end = next, m[1]
+	}
+	if charset != "" {
+		sb.WriteString(decodeCharset(charset, word, log))
+	}
+	sb.WriteString(decodeRawHeader(v[end:]))
+	return sb.String() // each part decoded to valid UTF-8
 }
 
-// encodedWord reads the RFC 2047 word =?charset?B|Q?text?= at the start of v: its charset,
-// its bytes and its length; ok is false when v does not start with one. A Q word with
-// blanks in its text, which RFC 2047 forbids but mailers write (=?UTF-8?Q?Caf=C3=A9 Bar?=),
-// is read as mail programs and Python's email package read it, blanks kept.
-func encodedWord(v []byte) (charset string, b []byte, size int, ok bool) {
-	parts := bytes.SplitN(v[2:], []byte("?"), 4)
-	if len(parts) < 4 || !bytes.HasPrefix(parts[3], []byte("=")) || len(parts[0]) == 0 || len(parts[1]) != 1 ||
-		bytes.ContainsAny(parts[0], " \t") || bytes.ContainsAny(parts[2], " \t") && parts[1][0] != 'Q' && parts[1][0] != 'q' {
-		return "", nil, 0, false
-	}
-	charset, _, _ = strings.Cut(string(parts[0]), "*") // RFC 2231 adds a language
-	switch parts[1][0] {
-	case 'B', 'b':
-		b = decodeBase64(parts[2])
-	case 'Q', 'q':
-		b = decodeQuotedPrintable(bytes.ReplaceAll(parts[2], []byte("_"), []byte(" ")))
-	default:
-		return "", nil, 0, false
-	}
-	return charset, b, 2 + len(parts[0]) + 3 + len(parts[2]) + 2, true
-}
-
-// decodeCharset turns text written in charset into UTF-8, for headers (RFC 2047 words)
-// and bodies alike.
-//
-// Labels are looked up as browsers do (the WHATWG Encoding Standard, which also knows
-// what mail programs write: Outlook's ks_c_5601-1987 is EUC-KR, gb2312 is read as its
-// superset GBK, iso-8859-1 as its superset windows-1252), then in the IANA registry.
-// Text without a charset, or labelled US-ASCII while it has 8-bit bytes, is kept when it
-// is valid UTF-8 (what such mislabelled mail nearly always is) and read as windows-1252
-// otherwise, so that every byte stays a character. A charset that is not known keeps the
-// text, valid UTF-8 as it is and every other byte as U+FFFD, and is logged: no character
-// is lost unnoticed.
+// decodeCharset turns text in charset into UTF-8 by WHATWG's labels (Outlook's
+// ks_c_5601-1987; iso-8859-1 as windows-1252), else IANA's. Unlabelled or US-ASCII 8-bit
+// text is windows-1252 unless valid UTF-8. A charset not known is logged, the text kept.
 func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	label := strings.ToLower(strings.TrimSpace(charset))
 	if label == "" || label == "us-ascii" || label == "ascii" {
@@ -1279,86 +1026,49 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	return string(text)
 }
 
+// charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
+var charsetAliases = map[string]string{
+	"eucgb2312_cn": "gb2312", "big5_tw": "big5", "cp932": "shift_jis", "ms932": "shift_jis",
+}
+
 // lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
-// encoding (its answer to ISO-2022-KR and HZ) would turn the whole text into a single
-// U+FFFD, so it counts as not known.
+// (for ISO-2022-KR and HZ) would make the text one U+FFFD: it counts as not known.
 func lookupCharset(label string) encoding.Encoding {
-	// Python's email package writes its own codec names, not registered ones, in RFC 2047
-	// words of these two charsets (its email.charset.CODEC_MAP), and Python scripts send a
-	// good deal of mail.
-	switch label {
-	case "eucgb2312_cn":
-		label = "gb2312"
-	case "big5_tw":
-		label = "big5"
-	case "cp932", "ms932": // Windows' Shift_JIS, WHATWG's Shift_JIS decoder
-		label = "shift_jis"
+	if alias, ok := charsetAliases[label]; ok {
+		label = alias
 	}
-	if enc, err := htmlindex.Get(label); err == nil && enc != encoding.Replacement {
-		return enc
+	enc, err := htmlindex.Get(label)
+	if err != nil || enc == encoding.Replacement {
+		enc, _ = ianaindex.IANA.Encoding(label) // nil when not known
 	}
-	if enc, err := ianaindex.IANA.Encoding(label); err == nil && enc != nil {
-		return enc
-	}
-	return nil
+	return enc
 }
 
-// validUTF8 keeps the valid UTF-8 of b and turns each other byte into U+FFFD, so that a
-// reader sees how many characters were lost.
-func validUTF8(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		sb.WriteRune(r) // utf8.RuneError for an invalid byte, size 1
-		b = b[size:]
-	}
-	return sb.String()
-}
+// validUTF8 turns each byte of b that is not UTF-8 into U+FFFD (Go's []rune conversion).
+func validUTF8(b []byte) string { return string([]rune(string(b))) }
 
-// decodeUTF7 reads RFC 2152's UTF-7: ASCII as it is, +...- a run of UTF-16 in modified
-// base64, +- a plus sign. A byte outside ASCII is U+FFFD.
+// utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
+var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
+
+// decodeUTF7 reads UTF-7, which no standard decoder knows; outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
-	var sb strings.Builder
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
-		case c >= 0x80:
-			sb.WriteRune(utf8.RuneError)
-			i++
-			continue
-		case c != '+':
-			sb.WriteByte(c)
-			i++
-			continue
+	ascii := strings.Map(func(r rune) rune {
+		if r >= 0x80 {
+			return utf8.RuneError
 		}
-		j := i + 1
-		var units []uint16
-		var bits uint32
-		nbits := 0
-		for ; j < len(b); j++ {
-			v := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", b[j])
-			if v < 0 {
-				break
-			}
-			bits = bits<<6 | uint32(v)
-			nbits += 6
-			if nbits >= 16 {
-				nbits -= 16
-				units = append(units, uint16(bits>>nbits))
-				bits &= 1<<nbits - 1
-			}
+		return r
+	}, string(b))
+	return utf7Run.ReplaceAllStringFunc(ascii, func(run string) string {
+		if run == "+-" || run == "+" {
+			return "+"
 		}
-		if j == i+1 && (j == len(b) || b[j] == '-') {
-			sb.WriteByte('+')
+		wide, _ := base64.RawStdEncoding.DecodeString(strings.TrimSuffix(run[1:], "-"))
+		units := make([]uint16, len(wide)/2) // bits past the last unit are padding
+		for k := range units {
+			units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
 		}
-		sb.WriteString(string(utf16.Decode(units)))
-		if j < len(b) && b[j] == '-' {
-			j++
-		}
-		i = j
-	}
-	return sb.String()
+		return string(utf16.Decode(units))
+	})
 }
 
 var (
