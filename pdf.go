@@ -1051,11 +1051,14 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 			line = line[:len(line)-1]
 		}
 		hyphen := end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen
+		h := line[max(len(line)-1, 0):]
+		if hyphen {
+			h = []glyph{line[len(line)-1]}
+			h[0].r = '-'
+		}
 		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
 		if hyphen {
-			h := gs[end-1]
-			h.r = '-'
-			line = append(line, h) // into the place of a soft hyphen deleted
+			line = append(line, h[0]) // into the place of a soft hyphen deleted
 		}
 		if len(line) > 0 {
 			lines = append(lines, line)

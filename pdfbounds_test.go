@@ -97,6 +97,9 @@ func TestPDFNameBudget(t *testing.T) {
 	if got := (&pdfLayout{}).missing(0x1F642); got != name {
 		t.Errorf("a new document: %q, want the name again", got)
 	}
+	if got := (&pdfLayout{names: pdfNameBudget - len(name)}).missing(0x1F642); got != name {
+		t.Errorf("a name that reaches the budget exactly: %q, want the name", got)
+	}
 }
 
 // TestPDFTitleMetadata: the metadata title is the title as typed, emoji included (as

@@ -286,3 +286,83 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 		t.Errorf("the blank line inside page 2 is lost: %v", page.TextLines)
 	}
 }
+
+// TestExportPDFLineSpacing: the baselines down a page, in points from its top edge: a
+// line of size s is 1.2 s high with its baseline 0.9 s down; the title is followed by a
+// blank line of its size, a heading by half a line, a value's rule by a line of 11 pt.
+func TestExportPDFLineSpacing(t *testing.T) {
+	t.Parallel()
+	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: []Field{
+		{ID: 1, Label: "Label", Type: "text", Description: ptr("Description")},
+		{ID: 2, Label: "Next", Type: "text"},
+	}}}}
+	values := map[int64]*string{1: ptr("Value"), 2: ptr("Other")}
+	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
+	want := map[string]float64{
+		"Title":       50 + 0.9*18,                       // 66.2
+		"Heading":     50 + 2*21.6 + 0.9*14,              // 105.8
+		"Label:":      50 + 2*21.6 + 16.8 + 8.4 + 0.9*12, // 129.2
+		"Description": 129.2 + 0.3*12 + 0.9*9,            // 140.9
+		"Value":       140.9 + 0.3*9 + 0.9*11,            // 153.5
+		"Next:":       153.5 + 0.3*11 + 13.2 + 0.9*12,    // 180.8
+	}
+	for _, l := range page.TextLines {
+		if y, ok := want[l.Text]; ok {
+			delete(want, l.Text)
+			if got := page.MediaBox[3] - l.Y; math.Abs(got-y) > 0.01 {
+				t.Errorf("%q: baseline %.2f pt from the top, want %.2f", l.Text, got, y)
+			}
+		}
+	}
+	for text := range want {
+		t.Errorf("no line %q", text)
+	}
+}
+
+// TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
+// whatever the rounding of their heights, in a frame (5 pt of padding) or not.
+func TestPDFFlowExactFit(t *testing.T) {
+	t.Parallel()
+	form, _ := oneFieldForm("T", "text", "")
+	l := &pdfLayout{pdf: newPDF(form, time.Now()), fonts: newFontIndex(nil)}
+	l.newPage()
+	for _, padding := range []float64{0, pdfPadding} {
+		for n := 1; n <= 55; n++ {
+			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
+			var pieces []int
+			l.flow(make([]textLine, n), 11, padding, 0, func(lines []textLine, _, _ float64) {
+				pieces = append(pieces, len(lines))
+			})
+			if len(pieces) != 1 || pieces[0] != n {
+				t.Errorf("%d lines of 11 pt, padding %v, exactly filling the page: drawn in pieces of %v, want all on it", n, padding, pieces)
+			}
+			if l.pdf.PageNo() != 1 {
+				t.Fatalf("page %d, want the first still", l.pdf.PageNo())
+			}
+		}
+	}
+}
+
+// TestExportPDFSoftHyphenCentred: a title broken at a soft hyphen ends its line with a
+// hyphen, and the line, hyphen included, is centred.
+func TestExportPDFSoftHyphenCentred(t *testing.T) {
+	t.Parallel()
+	title := strings.Repeat("Inter\u00ADnationali\u00ADsation ", 4)
+	form, values := oneFieldForm(title, "text", "v")
+	lines := 0
+	for _, l := range exportDoc(t, form, values, newFontIndex(nil)).Pages[0].TextLines {
+		if l.Size != 18 {
+			continue
+		}
+		lines++
+		if !strings.HasSuffix(l.Text, "-") && lines == 1 {
+			t.Errorf("first title line %q, want it broken at a soft hyphen", l.Text)
+		}
+		if centre := (l.X + l.EndX) / 2; math.Abs(centre-300) > 0.1 {
+			t.Errorf("title line %q spans x %.2f to %.2f, centred on %.2f, want 300", l.Text, l.X, l.EndX, centre)
+		}
+	}
+	if lines < 2 {
+		t.Errorf("%d title lines, want the title broken", lines)
+	}
+}

@@ -45,6 +45,11 @@ func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
 		e.t.Fatalf("export %d = %d %s %.200q, want 200 and a PDF", responseID, res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
+	// The length is sent, not left to chunked encoding: the document is whole before a
+	// byte of it is.
+	if res.ContentLength != int64(len(body)) || len(res.TransferEncoding) > 0 {
+		e.t.Fatalf("export %d: Content-Length %d, Transfer-Encoding %q, want %d, none", responseID, res.ContentLength, res.TransferEncoding, len(body))
+	}
 	return body, res.Header
 }
 

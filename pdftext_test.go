@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/sfnt"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -382,6 +384,67 @@ func TestExportPDFMarkStack(t *testing.T) {
 			t.Fatalf("a combining grapheme joiner drawn in %s", g.font)
 		case g.text == "\u0301" && g.y-base > markStack*g.size:
 			t.Fatalf("a mark raised %.1f pt over its base's baseline, more than %v em", g.y-base, markStack)
+		}
+	}
+}
+
+// TestExportPDFTypedWithoutBidiControls: a cell's /ActualText (here of two emoji names
+// drawn as one cell) is the text typed without the bidi controls between its characters.
+func TestExportPDFTypedWithoutBidiControls(t *testing.T) {
+	t.Parallel()
+	form, values := oneFieldForm("T", "text", "\U0001F642\u200E\U0001F642")
+	var typed []string
+	for _, l := range exportDoc(t, form, values, newFontIndex(nil)).textLines() {
+		typed = append(typed, l.Typed)
+	}
+	if want := []string{"T", "Value:", "\U0001F642\U0001F642"}; !slices.Equal(typed, want) {
+		t.Errorf("text layer %q, want %q", typed, want)
+	}
+}
+
+// fontWithChars writes dir/name, a copy of Go Regular whose character map gives each of
+// chars the glyph of A, and nothing else.
+func fontWithChars(t *testing.T, dir, name string, chars ...rune) {
+	t.Helper()
+	sf, err := sfnt.Parse(goregular.TTF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb sfnt.Buffer
+	a, err := sf.GlyphIndex(&sb, 'A')
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmap := map[rune]sfnt.GlyphIndex{}
+	for _, c := range chars {
+		cmap[c] = a
+	}
+	ttf, err := withCmap(goregular.TTF, cmap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), ttf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExportPDFFallbackChoice: a character a fallback font has is drawn from it, but a
+// private-use or unassigned one is printed as its code point even so; a run of
+// characters stays in the fallback font of the one before where that font has the next
+// (ख), though a font tried earlier has it too.
+func TestExportPDFFallbackChoice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", '\uE000', '\u0378', 'ख')
+	fontWithChars(t, dir, "Zzb.ttf", 'क', 'ख')
+	form, values := oneFieldForm("T", "text", "\uE000 \u0378 कख")
+	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
+	if got, want := doc.lines(), []string{"T", "Value:", "[U+E000] [U+0378] कख"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	for _, g := range doc.Pages[0].Glyphs {
+		if (g.text == "क" || g.text == "ख") && !strings.HasSuffix(g.font, "utf8zzb") {
+			t.Errorf("%s drawn in %s, want utf8zzb", g.text, g.font)
 		}
 	}
 }
