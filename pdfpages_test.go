@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -188,16 +187,11 @@ func TestExportPDFRuleBelowDescenders(t *testing.T) {
 func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	t.Helper()
 	var sf *sfnt.Font
-	for family, f := range fonts.goFonts {
-		if strings.HasSuffix(g.font, "utf8"+strings.ToLower(family)) {
-			sf = f
-		}
-	}
-	for _, f := range fonts.fallbacks {
+	for _, f := range fonts.byName {
 		name := "utf8" + strings.ToLower(f.family)
 		if strings.HasSuffix(g.font, name) || strings.HasSuffix(g.font, name+"init") ||
 			strings.HasSuffix(g.font, name+"medi") || strings.HasSuffix(g.font, name+"fina") {
-			ttf, err := os.ReadFile(f.path)
+			ttf, err := f.file()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,7 +318,7 @@ func TestExportPDFLineSpacing(t *testing.T) {
 func TestPDFFlowExactFit(t *testing.T) {
 	t.Parallel()
 	form, _ := oneFieldForm("T", "text", "")
-	l := &pdfLayout{pdf: newPDF(form, time.Now()), fonts: newFontIndex(nil)}
+	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
 	l.newPage()
 	for _, padding := range []float64{0, pdfPadding} {
 		for n := 1; n <= 55; n++ {
