@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -355,11 +356,10 @@ func (l *pdfLayout) newPage() bool {
 	if l.err == nil && l.pdf.PageNo() >= pdfMaxPages {
 		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
 	}
-	if l.err != nil {
-		return false
+	if l.err == nil {
+		l.pdf.AddPage()
 	}
-	l.pdf.AddPage()
-	return true
+	return l.err == nil
 }
 
 // keepTogether starts a new page when height no longer fits on this one, unless the page
@@ -549,10 +549,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 				gs = append(gs, glyph{r: '\u00A0', font: family, src: g.src})
 			}
 			font := l.fonts.fallbackFor(r, run)
-			var face *fontFile
-			if font != nil {
-				face = l.fonts.styled(font, family, r)
-			}
+			face := l.fonts.styled(font, family, r)
 			if face == nil || !l.addFont(face) {
 				gs = l.appendName(gs, g)
 				continue
@@ -695,13 +692,6 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // their ligature. src gives, for each character out, the index in rs of the character it
 // stands for (of the lam, for a ligature).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
-	src = make([]int32, 0, len(rs))
-	if !slices.ContainsFunc(rs, func(r rune) bool { _, ok := arabicForms[r]; return ok }) {
-		for i := range rs {
-			src = append(src, int32(i))
-		}
-		return rs, src
-	}
 	neighbour := func(i, step int) rune {
 		for i += step; i >= 0 && i < len(rs); i += step {
 			if !unicode.Is(unicode.Mn, rs[i]) {
@@ -711,34 +701,22 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 		return 0
 	}
 	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		src = append(src, int32(i))
-		f, ok := arabicForms[r]
+		out, src = append(out, rs[i]), append(src, int32(i))
+		f, ok := arabicForms[rs[i]]
 		if !ok {
-			out = append(out, r)
 			continue
 		}
-		before := neighbour(i, -1)
-		linkBefore := f.n >= 2 && (before == tatweel || arabicForms[before].n == 4)
-		if r == 0x0644 && i+1 < len(rs) && lamAlef[rs[i+1]] != 0 {
-			lig := lamAlef[rs[i+1]]
-			if linkBefore {
-				lig++ // the final form
-			}
-			out = append(out, lig)
-			i++
-			continue
-		}
-		after := neighbour(i, 1)
-		linkAfter := f.n == 4 && (after == tatweel || arabicForms[after].n >= 2)
+		before, after := neighbour(i, -1), neighbour(i, 1)
 		form := f.first // isolated; then final, initial, medial
-		if linkBefore {
+		if f.n >= 2 && (before == tatweel || arabicForms[before].n == 4) {
 			form++
 		}
-		if linkAfter {
+		if rs[i] == 0x0644 && i+1 < len(rs) && lamAlef[rs[i+1]] != 0 {
+			form, i = lamAlef[rs[i+1]]+form-f.first, i+1 // the ligature, final after a joining letter
+		} else if f.n == 4 && (after == tatweel || arabicForms[after].n >= 2) {
 			form += 2
 		}
-		out = append(out, form)
+		out[len(out)-1] = form
 	}
 	return out, src
 }
@@ -964,7 +942,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.setFont(font, size)
 	// A right-to-left lam-alef ligature keeps its two letters: poppler spreads an
 	// /ActualText over the glyph's width and reorders it as if drawn, reversing the pair.
-	if !asTyped(typed, gs) && (gs[0].level%2 == 0 || gs[0].chars < 2) {
+	if gs[0].level%2 == 0 || gs[0].chars < 2 {
 		first, last := int32(len(typed)), int32(-1)
 		for _, g := range gs {
 			if g.chars > 0 {
@@ -978,17 +956,6 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), run.String())
-}
-
-// asTyped reports glyphs that are, one for one, the characters typed: the common case,
-// checked without building the typed text.
-func asTyped(typed []rune, gs []glyph) bool {
-	for k, g := range gs {
-		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
-			return false
-		}
-	}
-	return true
 }
 
 // fontIndex knows the fonts a document can draw with: the Go fonts, and the fallback
@@ -1095,8 +1062,11 @@ func faceKey(path, style string) string {
 var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
 
 // styled returns the face of fallback font f in the style the Go family asks for, where
-// one beside f draws r; else f.
+// one beside f draws r; else f (nil for none).
 func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
+	if f == nil {
+		return nil
+	}
 	for _, style := range fontStyles[family] {
 		if v := ix.faces[faceKey(f.path, style)]; v != nil && v.covers(r) {
 			return v
@@ -1111,12 +1081,9 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 // faces last, drawn where the text asks for their style (styled).
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	for _, w := range []string{"bold", "italic", "oblique", "light", "thin", "black", "medium", "semi", "extra", "condensed", "narrow", "mono", "coding", "display"} {
-		if strings.Contains(name, w) {
-			return 5
-		}
-	}
 	switch {
+	case styledFontName.MatchString(name):
+		return 5
 	case strings.HasPrefix(name, "notosans"):
 		return 0
 	case name == "droidsansfallbackfull" || name == "droidsansfallback":
@@ -1128,6 +1095,8 @@ func fallbackRank(path string) int {
 	}
 	return 4
 }
+
+var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
 
 // fontFamilyName makes an fpdf family name of a file name: its ASCII letters and digits.
 func fontFamilyName(path string) string {
@@ -1147,8 +1116,10 @@ func (ix *fontIndex) fallbackFor(r rune, prefer *fontFile) *fontFile {
 	if !unicode.IsGraphic(r) {
 		return nil
 	}
-	if prefer != nil && prefer.covers(r) && (!unicode.In(r, unicode.Mn, unicode.Me) || prefer.hasMark(r)) {
-		return prefer
+	if prefer != nil && prefer.covers(r) {
+		if _, mark := prefer.mark(r); mark || !unicode.In(r, unicode.Mn, unicode.Me) {
+			return prefer
+		}
 	}
 	for _, f := range ix.fallbacks {
 		if f.covers(r) {
@@ -1223,11 +1194,6 @@ func (f *fontFile) mark(r rune) (markBox, bool) {
 	f.measure()
 	box, ok := f.marks[r]
 	return box, ok
-}
-
-func (f *fontFile) hasMark(r rune) bool {
-	_, ok := f.mark(r)
-	return ok
 }
 
 // letterDepth is how far the font's letters and marks reach below the baseline, in em.
@@ -1490,11 +1456,6 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			}
 		}
 	}
-	for i := range types {
-		if types[i] == bidi.AL { // W3
-			types[i] = bidi.R
-		}
-	}
 	// W4: one separator between two numbers of the same kind joins them.
 	for i := 1; i+1 < len(types); i++ {
 		prev, next := types[i-1], types[i+1]
@@ -1503,25 +1464,27 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 		}
 	}
 	// W5: terminators (%, $, °) next to European numbers are numbers.
-	for i := 0; i < len(types); i++ {
-		j := i
-		for j < len(types) && types[j] == bidi.ET {
-			j++
+	for i := range types {
+		if types[i] != bidi.EN {
+			continue
 		}
-		if j > i && (i > 0 && types[i-1] == bidi.EN || j < len(types) && types[j] == bidi.EN) {
-			for k := i; k < j; k++ {
-				types[k] = bidi.EN
-			}
+		for k := i - 1; k >= 0 && types[k] == bidi.ET; k-- {
+			types[k] = bidi.EN
 		}
-		i = max(i, j-1)
+		for k := i + 1; k < len(types) && types[k] == bidi.ET; k++ {
+			types[k] = bidi.EN
+		}
 	}
-	// W6: other separators and terminators are neutral. W7: European numbers after
-	// left-to-right text are left to right.
+	// W3 (Arabic letters are R: no rule between reads the difference); W6: other
+	// separators and terminators are neutral; W7: European numbers after left-to-right
+	// text are left to right.
 	lastStrong = sos
 	for i, t := range types {
 		switch t {
 		case bidi.ES, bidi.ET, bidi.CS:
 			types[i] = bidi.ON
+		case bidi.AL:
+			types[i], lastStrong = bidi.R, bidi.R
 		case bidi.L, bidi.R:
 			lastStrong = t
 		case bidi.EN:
