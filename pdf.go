@@ -397,37 +397,16 @@ func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
 	return paragraph{lines: lines, size: 11, framed: true}
 }
 
-// print draws a paragraph down the content width, breaking pages as needed; a framed
-// one inside a frame at least pdfMinBoxHeight high, each page's part in its own.
+// print draws a paragraph down the content width in pieces that fit above the bottom
+// margin, each after the first on a new page; a framed one (a textarea's value) padded
+// in a frame at least pdfMinBoxHeight high round each piece. A piece that cannot hold
+// its least height here starts on a new page; blank lines at a page break are dropped.
 func (l *pdfLayout) print(p paragraph) {
-	pad, least := 0.0, 0.0
+	pad, minHeight, lh := 0.0, 0.0, lineHeight(p.size)
 	if p.framed {
-		pad, least = pdfPadding, pdfMinBoxHeight
+		pad, minHeight = pdfPadding, pdfMinBoxHeight
 	}
-	l.flow(p.lines, p.size, pad, least, func(lines []textLine, y, height float64) {
-		if p.framed {
-			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
-		}
-		for i, line := range lines {
-			x, width := pdfMargin+pad, pdfContentWidth-2*pad
-			switch {
-			case p.centred:
-				x += (width - line.width) / 2
-			case line.rtl:
-				x += width - line.width
-			}
-			l.drawLine(line, x, y+pad+float64(i)*lineHeight(p.size), p.size)
-		}
-	})
-}
-
-// flow lays lines of one size down the page in pieces that fit above the bottom margin,
-// each after the first on a new page. A piece is padded above and below and at least
-// minHeight high; draw draws it at y, height high. A piece that cannot hold its least
-// height here starts on a new page; blank lines at a page break are dropped. Without
-// lines, one piece of the least height is drawn.
-func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, draw func(lines []textLine, y, height float64)) {
-	lh := lineHeight(size)
+	lines := p.lines
 	for first := true; first || len(lines) > 0; first = false {
 		for !first && len(lines) > 0 && len(lines[0].glyphs) == 0 {
 			lines = lines[1:]
@@ -435,14 +414,26 @@ func (l *pdfLayout) flow(lines []textLine, size, padding, minHeight float64, dra
 		if !first && len(lines) == 0 {
 			return
 		}
-		least := max(minHeight, float64(min(len(lines), 1))*lh+2*padding)
+		least := max(minHeight, float64(min(len(lines), 1))*lh+2*pad)
 		if (!first || l.pdf.GetY()+least > l.bottom()) && !l.newPage() {
 			return
 		}
 		y := l.pdf.GetY()
-		n := min(len(lines), int((l.bottom()-y-2*padding)/lh+1e-9)) // 1e-9: a line that fits exactly
-		height := max(minHeight, float64(n)*lh+2*padding)
-		draw(lines[:n], y, height)
+		n := min(len(lines), int((l.bottom()-y-2*pad)/lh+1e-9)) // 1e-9: a line that fits exactly
+		height := max(minHeight, float64(n)*lh+2*pad)
+		if p.framed {
+			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
+		}
+		for i, line := range lines[:n] {
+			x, width := pdfMargin+pad, pdfContentWidth-2*pad
+			switch {
+			case p.centred:
+				x += (width - line.width) / 2
+			case line.rtl:
+				x += width - line.width
+			}
+			l.drawLine(line, x, y+pad+float64(i)*lh, p.size)
+		}
 		lines = lines[n:]
 		l.pdf.SetXY(pdfMargin, y+height)
 	}

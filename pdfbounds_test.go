@@ -56,7 +56,7 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 
 // TestExportPDFTooLong: past pdfMaxPages the export stops with errPDFTooLong; a document
 // of pdfMaxPages pages is still written. (Text and textareas break pages through one
-// helper, pdfLayout.flow, which asks newPage for each.)
+// function, pdfLayout.print, which asks newPage for each.)
 func TestExportPDFTooLong(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)

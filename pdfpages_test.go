@@ -320,18 +320,17 @@ func TestPDFFlowExactFit(t *testing.T) {
 	form, _ := oneFieldForm("T", "text", "")
 	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
 	l.newPage()
-	for _, padding := range []float64{0, pdfPadding} {
-		for n := 1; n <= 55; n++ {
-			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
-			var pieces []int
-			l.flow(make([]textLine, n), 11, padding, 0, func(lines []textLine, _, _ float64) {
-				pieces = append(pieces, len(lines))
-			})
-			if len(pieces) != 1 || pieces[0] != n {
-				t.Errorf("%d lines of 11 pt, padding %v, exactly filling the page: drawn in pieces of %v, want all on it", n, padding, pieces)
+	line := l.paragraph("GoRegular", 11, "x", false).lines[0]
+	for _, framed := range []bool{false, true} {
+		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
+			padding := 0.0
+			if framed {
+				padding = pdfPadding
 			}
+			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
+			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
-				t.Fatalf("page %d, want the first still", l.pdf.PageNo())
+				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want all on the first", n, framed, l.pdf.PageNo())
 			}
 		}
 	}

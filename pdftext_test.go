@@ -448,3 +448,42 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
+// that font, so that a run of its words is one text operation; a space after a Go
+// font's glyph stays in the Go font.
+func TestExportPDFSpaceInFallbackRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", 'क', 'ख', ' ')
+	form, values := oneFieldForm("T", "text", "क ख a b")
+	var fonts []string
+	for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
+		if g.size == 11 {
+			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
+		}
+	}
+	want := []string{"utf8zza", "utf8zza", "utf8zza", "utf8zza", "utf8goregular", "utf8goregular", "utf8goregular"}
+	if !slices.Equal(fonts, want) {
+		t.Errorf("the value's glyphs drawn in %q, want %q", fonts, want)
+	}
+}
+
+// TestFontIndexNames: a font file reached twice (through a link) is indexed once, and
+// files of one name in two folders get family names of their own.
+func TestFontIndexNames(t *testing.T) {
+	t.Parallel()
+	first, second := t.TempDir(), t.TempDir()
+	fontWithChars(t, first, "Zza.ttf", 'क')
+	fontWithChars(t, second, "Zza.ttf", 'ख')
+	if err := os.Symlink(filepath.Join(first, "Zza.ttf"), filepath.Join(second, "Zzb.ttf")); err != nil {
+		t.Fatal(err)
+	}
+	var families []string
+	for _, f := range newFontIndex([]string{first, second}).fallbacks {
+		families = append(families, f.family)
+	}
+	if want := []string{"Zza", "Zza2"}; !slices.Equal(families, want) {
+		t.Errorf("fallback fonts %q, want %q", families, want)
+	}
+}
