@@ -1201,46 +1201,32 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 	if err != nil {
 		return nil, err
 	}
-	tables := fontTables(ttf)
+	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
+	if len(ttf) < 12 || be32(ttf) != 0x00010000 && be32(ttf) != 0x74727565 { // 'true'
+		return nil, fmt.Errorf("%s: not a single TrueType font", f.path)
+	}
+	tables := map[string][]byte{}
+	for i := range int(be16(ttf[4:])) {
+		rec := ttf[min(12+16*i, len(ttf)):]
+		if len(rec) < 16 || int(be32(rec[8:]))+int(be32(rec[12:])) > len(ttf) {
+			return nil, fmt.Errorf("%s: a table past the end of the file", f.path)
+		}
+		tables[string(rec[:4])] = ttf[be32(rec[8:]):][:be32(rec[12:])]
+	}
 	for _, t := range []string{"head", "hhea", "hmtx", "maxp", "name", "OS/2", "post", "cmap", "glyf", "loca"} {
-		if _, ok := tables[t]; !ok {
-			return nil, fmt.Errorf("%s: no %s table fpdf reads", f.path, t)
+		if tables[t] == nil {
+			return nil, fmt.Errorf("%s: no %s table", f.path, t)
 		}
 	}
-	cmap := ttf[tables["cmap"][0] : tables["cmap"][0]+tables["cmap"][1]]
-	for i := 0; len(cmap) >= 4 && i < int(binary.BigEndian.Uint16(cmap[2:])) && 12+8*i <= len(cmap); i++ {
+	cmap := tables["cmap"]
+	for i := 0; len(cmap) >= 4 && i < int(be16(cmap[2:])) && 12+8*i <= len(cmap); i++ {
 		rec := cmap[4+8*i:]
-		platform, encoding, off := binary.BigEndian.Uint16(rec), binary.BigEndian.Uint16(rec[2:]), int(binary.BigEndian.Uint32(rec[4:]))
-		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && binary.BigEndian.Uint16(cmap[off:]) == 4 {
+		platform, encoding, off := be16(rec), be16(rec[2:]), int(be32(rec[4:]))
+		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && be16(cmap[off:]) == 4 {
 			return sfnt.Parse(ttf)
 		}
 	}
 	return nil, fmt.Errorf("%s: no format 4 Unicode character map", f.path)
-}
-
-// fontTables reads a TrueType file's table directory: each table's offset and length,
-// by tag. It is empty for a file that is not a single TrueType font or whose tables
-// pass its end.
-func fontTables(ttf []byte) map[string][2]int {
-	tables := map[string][2]int{}
-	if len(ttf) < 12 {
-		return tables
-	}
-	if v := binary.BigEndian.Uint32(ttf); v != 0x00010000 && v != 0x74727565 { // 'true'
-		return tables
-	}
-	for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
-		rec := 12 + 16*i
-		if rec+16 > len(ttf) {
-			return map[string][2]int{}
-		}
-		off, size := int(binary.BigEndian.Uint32(ttf[rec+8:])), int(binary.BigEndian.Uint32(ttf[rec+12:]))
-		if off < 0 || size < 0 || off+size > len(ttf) {
-			return map[string][2]int{}
-		}
-		tables[string(ttf[rec:rec+4])] = [2]int{off, size}
-	}
-	return tables
 }
 
 // addFont adds a font to the document the first time a character needs it. A fallback
@@ -1267,21 +1253,9 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 	if f, seen := l.drawnFrom[name]; seen {
 		return f != nil
 	}
-	l.drawnFrom[name] = nil
-	ttf := l.files[family]
-	sf, err := sfnt.Parse(ttf)
+	variant, err := withCmap(l.files[family], glyphOf)
 	if err != nil {
-		return false
-	}
-	var sb sfnt.Buffer
-	cmap := map[rune]sfnt.GlyphIndex{}
-	for r, as := range glyphOf {
-		if g, err := sf.GlyphIndex(&sb, as); err == nil && g != 0 {
-			cmap[r] = g
-		}
-	}
-	variant, err := withCmap(ttf, cmap)
-	if err != nil {
+		l.drawnFrom[name] = nil
 		return false
 	}
 	l.pdf.AddUTF8FontFromBytes(name, "", variant)
@@ -1289,14 +1263,24 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 	return true
 }
 
-// withCmap returns a TrueType font file like ttf but for its character map, which is
-// cmap, as the one subtable fpdf reads: format 4 (Windows, Unicode BMP), a segment per
-// character. The new table goes at the end; fpdf does not check table checksums.
-func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
-	if _, ok := fontTables(ttf)["cmap"]; !ok {
-		return nil, errors.New("not a TrueType font with a cmap")
+// withCmap returns a TrueType font file like ttf but for its character map, which gives
+// each character of glyphOf the glyph of the one it maps to, as the subtable fpdf reads:
+// format 4 (Windows, Unicode BMP), a segment per character. The new table goes at the
+// end; fpdf does not check table checksums.
+func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return nil, err
 	}
-	chars := append(slices.Sorted(maps.Keys(cmap)), 0xFFFF) // the closing segment, to glyph 0
+	var sb sfnt.Buffer
+	var chars []rune
+	glyphs := map[rune]int{0xFFFF: 0} // the closing segment, to glyph 0
+	for _, c := range slices.Sorted(maps.Keys(glyphOf)) {
+		if g, err := sf.GlyphIndex(&sb, glyphOf[c]); err == nil && g != 0 && c < 0xFFFF {
+			chars, glyphs[c] = append(chars, c), int(g)
+		}
+	}
+	chars = append(chars, 0xFFFF)
 	n := len(chars)
 	search := 1 << (bits.Len(uint(n)) - 1) // the largest power of two not above n
 	u16 := binary.BigEndian.AppendUint16
@@ -1312,7 +1296,7 @@ func withCmap(ttf []byte, cmap map[rune]sfnt.GlyphIndex) ([]byte, error) {
 		table = u16(table, uint16(c)) // start codes
 	}
 	for _, c := range chars {
-		table = u16(table, uint16(int(cmap[c])-int(c))) // deltas: glyph less character, modulo 65536
+		table = u16(table, uint16(glyphs[c]-int(c))) // deltas: glyph less character, modulo 65536
 	}
 	table = append(table, make([]byte, 2*n)...) // no range offsets
 	out := slices.Clone(ttf)
