@@ -266,7 +266,13 @@ func formatValue(fieldType, value string) string {
 			return t.Format("02/01/2006")
 		}
 	case "boolean":
-		return map[string]string{"true": "Yes", "false": "No"}[value]
+		switch value {
+		case "true":
+			return "Yes"
+		case "false":
+			return "No"
+		}
+		return ""
 	}
 	return value
 }
@@ -683,6 +689,7 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 // their ligature. src gives, for each character out, the index in rs of the character it
 // stands for (of the lam, for a ligature).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
+	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs)+1) // glyphs appends to src
 	neighbour := func(i, step int) rune {
 		for i += step; i >= 0 && i < len(rs); i += step {
 			if !unicode.Is(unicode.Mn, rs[i]) {
@@ -712,7 +719,7 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 	return out, src
 }
 
-// measure sets each glyph's advance, a run of one font at a time.
+// measure sets each glyph's advance (setFont selects a run's font once).
 func (l *pdfLayout) measure(gs []glyph, size float64) {
 	for i := range gs {
 		l.setFont(gs[i].font, size)
@@ -725,7 +732,8 @@ func (l *pdfLayout) measure(gs []glyph, size float64) {
 }
 
 // markGap is the space left between two marks stacked over one base, in em; markStack
-// is how high marks are stacked at most, in em above the baseline.
+// is how high marks are stacked at most, in em above the baseline, so that a long run of
+// marks on one base (hostile text) does not climb over the lines above.
 const (
 	markGap   = 0.05
 	markStack = 1.5
@@ -933,7 +941,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.setFont(font, size)
 	// A right-to-left lam-alef ligature keeps its two letters: poppler spreads an
 	// /ActualText over the glyph's width and reorders it as if drawn, reversing the pair.
-	if gs[0].level%2 == 0 || gs[0].chars < 2 {
+	if !asTyped(typed, gs) && (gs[0].level%2 == 0 || gs[0].chars < 2) {
 		first, last := int32(len(typed)), int32(-1)
 		for _, g := range gs {
 			if g.chars > 0 {
@@ -949,14 +957,25 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), run.String())
 }
 
+// asTyped reports glyphs that are, one for one, the characters typed: the common case,
+// checked without building the typed text.
+func asTyped(typed []rune, gs []glyph) bool {
+	for k, g := range gs {
+		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
+			return false
+		}
+	}
+	return true
+}
+
 // fontIndex knows the fonts a document can draw with: the Go fonts, and the fallback
 // TrueType fonts found in the font folders, in the order they are tried. Built once per
 // server (newFontIndex) and shared by its exports; what it learns of a font later is
 // kept under a sync.Once, so it is safe for concurrent use.
 type fontIndex struct {
-	fallbacks []*fontFile          // in the order they are tried
-	byName    map[string]*fontFile // the Go fonts and the fallbacks, by family
-	faces     map[string]*fontFile // the fallbacks by faceKey, for styled
+	fallbacks []*fontFile             // in the order they are tried
+	byName    map[string]*fontFile    // the Go fonts and the fallbacks, by family
+	faces     map[[2]string]*fontFile // the fallbacks by stem and style, the first of each, for styled
 }
 
 // fontFile is one TrueType font: a Go font, compiled in (ttf), or a fallback font's file
@@ -967,6 +986,7 @@ type fontFile struct {
 	family string // the fpdf family name, unique in the index
 	path   string
 	ttf    []byte
+	stem   string // its folder and family's stem (fontStyle): faces of a family lie side by side
 
 	coverOnce sync.Once
 	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
@@ -990,7 +1010,7 @@ func fontDirs(pdfFontDir string) []string {
 // missing folder has none), each folder's in fallbackRank's order. Only names are read
 // here.
 func newFontIndex(dirs []string) *fontIndex {
-	ix := &fontIndex{byName: map[string]*fontFile{}, faces: map[string]*fontFile{}}
+	ix := &fontIndex{byName: map[string]*fontFile{}, faces: map[[2]string]*fontFile{}}
 	for _, f := range pdfFonts {
 		ix.byName[f.family] = &fontFile{family: f.family, ttf: f.ttf}
 	}
@@ -1018,10 +1038,11 @@ func newFontIndex(dirs []string) *fontIndex {
 			for i := 2; ix.byName[family] != nil; i++ {
 				family = fmt.Sprintf("%s%d", fontFamilyName(p), i)
 			}
-			f := &fontFile{path: p, family: family}
+			stem, style := fontStyle(p)
+			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), stem)}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
-			if _, style := fontStyle(p); ix.faces[faceKey(p, style)] == nil {
-				ix.faces[faceKey(p, style)] = f
+			if ix.faces[[2]string{f.stem, style}] == nil {
+				ix.faces[[2]string{f.stem, style}] = f
 			}
 		}
 	}
@@ -1040,13 +1061,6 @@ func fontStyle(path string) (stem, style string) {
 	return name, ""
 }
 
-// faceKey names the face of a style of a font file's family: faces of one family lie
-// side by side in a folder.
-func faceKey(path, style string) string {
-	stem, _ := fontStyle(path)
-	return filepath.Join(filepath.Dir(path), stem) + "\x00" + style
-}
-
 // fontStyles are the styles a Go family asks of a fallback font, in the order tried: the
 // semi-bold labels take bold where there is no semi-bold (as CSS matches a weight above
 // 500). Where none is installed beside the regular face, the regular face draws.
@@ -1059,7 +1073,7 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 		return nil
 	}
 	for _, style := range fontStyles[family] {
-		if v := ix.faces[faceKey(f.path, style)]; v != nil && v.covers(r) {
+		if v := ix.faces[[2]string{f.stem, style}]; v != nil && v.covers(r) {
 			return v
 		}
 	}
@@ -1348,8 +1362,7 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 // (the paragraph's at the start); the others go through the weak types (W1–W7), bracket
 // pairs (N0), the neutrals (N1, N2) and the implicit levels (I1, I2, L1).
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	var kept []int // the characters X9 keeps
-	var orig []bidi.Class
+	kept, orig := make([]int, 0, len(classes)), make([]bidi.Class, 0, len(classes)) // the characters X9 keeps
 	var keptRunes []rune
 	for i, c := range classes {
 		switch c {
