@@ -177,7 +177,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
-	pdf.SetAutoPageBreak(false, pdfMargin) // flow breaks pages, to bound them and keep a label with its value
+	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
 	pdf.SetCellMargin(0)
 	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
 	pdf.SetCreator("formsvc", true)
@@ -320,7 +320,7 @@ type pdfLayout struct {
 	pdf       *fpdf.Fpdf
 	fonts     *fontIndex
 	files     map[string][]byte    // the font files added to the document, by family
-	drawnFrom map[string]*fontFile // by family in the document: its font (of a variant too), nil for a variant that failed
+	drawnFrom map[string]*fontFile // a family in the document's font (a variant's too; nil if it failed)
 	names     int                  // letters of character names printed, against pdfNameBudget
 	font      string               // the font selected (setFont), and its size
 	size      float64
@@ -473,7 +473,7 @@ type glyph struct {
 	font     string
 	r        rune
 	src      int32 // the index in its paragraph as typed of the first character it stands for
-	chars    int8  // how many: 2 for a lam-alef ligature, 0 for a lone mark's base or a name's later letters
+	chars    int8  // how many: 2 for lam-alef, 0 for a lone mark's base or a name's later letters
 	level    int8
 	dx, rise float32
 }
@@ -1298,7 +1298,7 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	n := len(chars)
 	search := 1 << (bits.Len(uint(n)) - 1) // the largest power of two not above n
 	u16 := binary.BigEndian.AppendUint16
-	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, one subtable: Windows, Unicode BMP, at 12
+	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
 	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 * search, bits.Len(uint(search)) - 1, 2*n - 2*search} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
@@ -1362,7 +1362,8 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 // (the paragraph's at the start); the others go through the weak types (W1–W7), bracket
 // pairs (N0), the neutrals (N1, N2) and the implicit levels (I1, I2, L1).
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	kept, orig := make([]int, 0, len(classes)), make([]bidi.Class, 0, len(classes)) // the characters X9 keeps
+	// The characters X9 keeps, and their classes.
+	kept, orig := make([]int, 0, len(classes)), make([]bidi.Class, 0, len(classes))
 	var keptRunes []rune
 	for i, c := range classes {
 		switch c {

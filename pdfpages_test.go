@@ -286,10 +286,11 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 // blank line of its size, a heading by half a line, a value's rule by a line of 11 pt.
 func TestExportPDFLineSpacing(t *testing.T) {
 	t.Parallel()
-	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: []Field{
+	fields := []Field{
 		{ID: 1, Label: "Label", Type: "text", Description: ptr("Description")},
 		{ID: 2, Label: "Next", Type: "text"},
-	}}}}
+	}
+	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: fields}}}
 	values := map[int64]*string{1: ptr("Value"), 2: ptr("Other")}
 	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
 	want := map[string]float64{
@@ -330,7 +331,8 @@ func TestPDFFlowExactFit(t *testing.T) {
 			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
 			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
-				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want all on the first", n, framed, l.pdf.PageNo())
+				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",
+					n, framed, l.pdf.PageNo())
 			}
 		}
 	}
@@ -352,7 +354,8 @@ func TestExportPDFSoftHyphenCentred(t *testing.T) {
 			t.Errorf("first title line %q, want it broken at a soft hyphen", l.Text)
 		}
 		if centre := (l.X + l.EndX) / 2; math.Abs(centre-300) > 0.1 {
-			t.Errorf("title line %q spans x %.2f to %.2f, centred on %.2f, want 300", l.Text, l.X, l.EndX, centre)
+			t.Errorf("title line %q spans x %.2f to %.2f, centred on %.2f, want 300",
+				l.Text, l.X, l.EndX, centre)
 		}
 	}
 	if lines < 2 {

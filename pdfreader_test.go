@@ -48,7 +48,8 @@ func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
 	// The length is sent, not left to chunked encoding: the document is whole before a
 	// byte of it is.
 	if res.ContentLength != int64(len(body)) || len(res.TransferEncoding) > 0 {
-		e.t.Fatalf("export %d: Content-Length %d, Transfer-Encoding %q, want %d, none", responseID, res.ContentLength, res.TransferEncoding, len(body))
+		e.t.Fatalf("export %d: Content-Length %d, Transfer-Encoding %q, want %d, none",
+			responseID, res.ContentLength, res.TransferEncoding, len(body))
 	}
 	return body, res.Header
 }

@@ -429,7 +429,8 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 	fontWithChars(t, dir, "Zzb.ttf", 'क', 'ख')
 	form, values := oneFieldForm("T", "text", "\uE000 \u0378 कख")
 	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
-	if got, want := doc.lines(), []string{"T", "Value:", "[U+E000] [U+0378] कख"}; !slices.Equal(got, want) {
+	want := []string{"T", "Value:", "[U+E000] [U+0378] कख"}
+	if got := doc.lines(); !slices.Equal(got, want) {
 		t.Errorf("lines %q, want %q", got, want)
 	}
 	for _, g := range doc.Pages[0].Glyphs {
@@ -453,7 +454,8 @@ func TestExportPDFSpaceInFallbackRun(t *testing.T) {
 			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
 		}
 	}
-	want := []string{"utf8zza", "utf8zza", "utf8zza", "utf8zza", "utf8goregular", "utf8goregular", "utf8goregular"}
+	fallback, goFont := "utf8zza", "utf8goregular"
+	want := []string{fallback, fallback, fallback, fallback, goFont, goFont, goFont}
 	if !slices.Equal(fonts, want) {
 		t.Errorf("the value's glyphs drawn in %q, want %q", fonts, want)
 	}
@@ -466,7 +468,8 @@ func TestFontIndexNames(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	fontWithChars(t, first, "Zza.ttf", 'क')
 	fontWithChars(t, second, "Zza.ttf", 'ख')
-	if err := os.Symlink(filepath.Join(first, "Zza.ttf"), filepath.Join(second, "Zzb.ttf")); err != nil {
+	link := filepath.Join(second, "Zzb.ttf")
+	if err := os.Symlink(filepath.Join(first, "Zza.ttf"), link); err != nil {
 		t.Fatal(err)
 	}
 	var families []string
