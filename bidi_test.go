@@ -329,33 +329,11 @@ func TestBidiCharacterConformance(t *testing.T) {
 	sc := openTestData(t, bidiCharacterTestFile)
 	ran, failed := 0, 0
 	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		fields := strings.Split(text, ";")
-		if strings.HasPrefix(text, "#") || len(fields) != 5 {
-			continue
-		}
-		var rs []rune
-		var classes []bidi.Class
-		for _, cp := range strings.Fields(fields[0]) {
-			n, err := strconv.ParseUint(cp, 16, 32)
-			if err != nil {
-				t.Fatalf("line %d: %v", line, err)
-			}
-			p, _ := bidi.LookupRune(rune(n))
-			rs, classes = append(rs, rune(n)), append(classes, p.Class())
-		}
-		if slices.ContainsFunc(classes, explicit) {
+		rs, ok, err := checkBidiCharacterLine(sc.Text())
+		if !ok {
 			continue
 		}
 		ran++
-		level := int8(fields[1][0] - '0')
-		if level == 2 {
-			level = paragraphLevel(classes, 0)
-		}
-		err := checkLevels(resolveLevels(rs, classes, level), parseLevels(fields[3]), fields[4])
-		if want := int8(fields[2][0] - '0'); level != want {
-			err = fmt.Errorf("paragraph level %d, want %d", level, want)
-		}
 		if err != nil {
 			if failed++; failed <= 10 {
 				t.Errorf("BidiCharacterTest.txt line %d %q: %v", line, string(rs), err)
@@ -367,5 +345,56 @@ func TestBidiCharacterConformance(t *testing.T) {
 	}
 	if failed > 0 || ran < 50000 {
 		t.Errorf("%d of %d cases failed (want 0 of more than 50,000)", failed, ran)
+	}
+}
+
+// checkBidiCharacterLine checks one line of BidiCharacterTest.txt: its code points, the
+// paragraph direction asked (0, 1, or 2 for the first strong character's), the paragraph
+// level, the levels and the visual order. ok is false for a comment, and for a line with
+// explicit embeddings, overrides or isolates (which the service drops).
+func checkBidiCharacterLine(text string) (rs []rune, ok bool, err error) {
+	fields := strings.Split(text, ";")
+	if strings.HasPrefix(text, "#") || len(fields) != 5 {
+		return nil, false, nil
+	}
+	var classes []bidi.Class
+	for _, cp := range strings.Fields(fields[0]) {
+		n, err := strconv.ParseUint(cp, 16, 32)
+		if err != nil {
+			return nil, true, err
+		}
+		p, _ := bidi.LookupRune(rune(n))
+		rs, classes = append(rs, rune(n)), append(classes, p.Class())
+	}
+	if slices.ContainsFunc(classes, explicit) {
+		return rs, false, nil
+	}
+	level := int8(fields[1][0] - '0')
+	if level == 2 {
+		level = paragraphLevel(classes, 0)
+	}
+	err = checkLevels(resolveLevels(rs, classes, level), parseLevels(fields[3]), fields[4])
+	if want := int8(fields[2][0] - '0'); level != want {
+		err = fmt.Errorf("paragraph level %d, want %d", level, want)
+	}
+	return rs, true, err
+}
+
+// TestBidiRules runs, with no package installed, cases of Unicode's own test data for the
+// rules only its files otherwise check (TestBidiLevels' short lines pass without them).
+func TestBidiRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ rule, source, line string }{
+		// A hyphen (ES) between two European numbers joins them, after Hebrew too.
+		{"W4", "BidiCharacterTest.txt line 142", "05D0 0020 0031 002D 0032;0;0;1 1 2 2 2;2 3 4 1 0"},
+		// A number after Hebrew in a left-to-right paragraph is two levels up.
+		{"I1", "BidiCharacterTest.txt line 209", "05D0 0028 0031 0029;0;0;1 1 2 1;3 2 1 0"},
+		// White space before a tab (S) takes the paragraph's level: BidiTest.txt line 416751,
+		// "R WS S R" in a left-to-right paragraph, written with א, a space, a tab and ב.
+		{"L1", "BidiTest.txt line 416751", "05D0 0020 0009 05D1;0;0;1 0 0 1;0 1 2 3"},
+	} {
+		if rs, _, err := checkBidiCharacterLine(tc.line); err != nil {
+			t.Errorf("%s (%s) %q: %v", tc.rule, tc.source, string(rs), err)
+		}
 	}
 }

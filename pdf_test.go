@@ -800,7 +800,7 @@ func TestGoFontsParse(t *testing.T) {
 	t.Parallel()
 	ix := newFontIndex(nil)
 	for _, family := range []string{"GoBold", "GoMedium", "GoItalic", "GoRegular"} {
-		if ix.goFonts[family] == nil {
+		if f := ix.byName[family]; f == nil || !f.covers('é') {
 			t.Errorf("Go font %s did not parse", family)
 		}
 	}

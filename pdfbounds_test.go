@@ -56,7 +56,7 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 
 // TestExportPDFTooLong: past pdfMaxPages the export stops with errPDFTooLong; a document
 // of pdfMaxPages pages is still written. (Text and textareas break pages through one
-// helper, pdfLayout.flow, which asks newPage for each.)
+// function, pdfLayout.print, which asks newPage for each.)
 func TestExportPDFTooLong(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
@@ -96,6 +96,9 @@ func TestPDFNameBudget(t *testing.T) {
 	}
 	if got := (&pdfLayout{}).missing(0x1F642); got != name {
 		t.Errorf("a new document: %q, want the name again", got)
+	}
+	if got := (&pdfLayout{names: pdfNameBudget - len(name)}).missing(0x1F642); got != name {
+		t.Errorf("a name that reaches the budget exactly: %q, want the name", got)
 	}
 }
 

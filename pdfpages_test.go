@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -188,16 +187,11 @@ func TestExportPDFRuleBelowDescenders(t *testing.T) {
 func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	t.Helper()
 	var sf *sfnt.Font
-	for family, f := range fonts.goFonts {
-		if strings.HasSuffix(g.font, "utf8"+strings.ToLower(family)) {
-			sf = f
-		}
-	}
-	for _, f := range fonts.fallbacks {
+	for _, f := range fonts.byName {
 		name := "utf8" + strings.ToLower(f.family)
 		if strings.HasSuffix(g.font, name) || strings.HasSuffix(g.font, name+"init") ||
 			strings.HasSuffix(g.font, name+"medi") || strings.HasSuffix(g.font, name+"fina") {
-			ttf, err := os.ReadFile(f.path)
+			ttf, err := f.file()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,5 +278,87 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	}
 	if third := page.TextLines[1]; third.Text != "third" || page.TextLines[0].Y-third.Y < 2*13.2-0.01 {
 		t.Errorf("the blank line inside page 2 is lost: %v", page.TextLines)
+	}
+}
+
+// TestExportPDFLineSpacing: the baselines down a page, in points from its top edge: a
+// line of size s is 1.2 s high with its baseline 0.9 s down; the title is followed by a
+// blank line of its size, a heading by half a line, a value's rule by a line of 11 pt.
+func TestExportPDFLineSpacing(t *testing.T) {
+	t.Parallel()
+	fields := []Field{
+		{ID: 1, Label: "Label", Type: "text", Description: ptr("Description")},
+		{ID: 2, Label: "Next", Type: "text"},
+	}
+	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: fields}}}
+	values := map[int64]*string{1: ptr("Value"), 2: ptr("Other")}
+	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
+	want := map[string]float64{
+		"Title":       50 + 0.9*18,                       // 66.2
+		"Heading":     50 + 2*21.6 + 0.9*14,              // 105.8
+		"Label:":      50 + 2*21.6 + 16.8 + 8.4 + 0.9*12, // 129.2
+		"Description": 129.2 + 0.3*12 + 0.9*9,            // 140.9
+		"Value":       140.9 + 0.3*9 + 0.9*11,            // 153.5
+		"Next:":       153.5 + 0.3*11 + 13.2 + 0.9*12,    // 180.8
+	}
+	for _, l := range page.TextLines {
+		if y, ok := want[l.Text]; ok {
+			delete(want, l.Text)
+			if got := page.MediaBox[3] - l.Y; math.Abs(got-y) > 0.01 {
+				t.Errorf("%q: baseline %.2f pt from the top, want %.2f", l.Text, got, y)
+			}
+		}
+	}
+	for text := range want {
+		t.Errorf("no line %q", text)
+	}
+}
+
+// TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
+// whatever the rounding of their heights, in a frame (5 pt of padding) or not.
+func TestPDFFlowExactFit(t *testing.T) {
+	t.Parallel()
+	form, _ := oneFieldForm("T", "text", "")
+	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
+	l.newPage()
+	line := l.paragraph("GoRegular", 11, "x", false).lines[0]
+	for _, framed := range []bool{false, true} {
+		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
+			padding := 0.0
+			if framed {
+				padding = pdfPadding
+			}
+			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
+			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
+			if l.pdf.PageNo() != 1 {
+				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",
+					n, framed, l.pdf.PageNo())
+			}
+		}
+	}
+}
+
+// TestExportPDFSoftHyphenCentred: a title broken at a soft hyphen ends its line with a
+// hyphen, and the line, hyphen included, is centred.
+func TestExportPDFSoftHyphenCentred(t *testing.T) {
+	t.Parallel()
+	title := strings.Repeat("Inter\u00ADnationali\u00ADsation ", 4)
+	form, values := oneFieldForm(title, "text", "v")
+	lines := 0
+	for _, l := range exportDoc(t, form, values, newFontIndex(nil)).Pages[0].TextLines {
+		if l.Size != 18 {
+			continue
+		}
+		lines++
+		if !strings.HasSuffix(l.Text, "-") && lines == 1 {
+			t.Errorf("first title line %q, want it broken at a soft hyphen", l.Text)
+		}
+		if centre := (l.X + l.EndX) / 2; math.Abs(centre-300) > 0.1 {
+			t.Errorf("title line %q spans x %.2f to %.2f, centred on %.2f, want 300",
+				l.Text, l.X, l.EndX, centre)
+		}
+	}
+	if lines < 2 {
+		t.Errorf("%d title lines, want the title broken", lines)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -383,5 +384,99 @@ func TestExportPDFMarkStack(t *testing.T) {
 		case g.text == "\u0301" && g.y-base > markStack*g.size:
 			t.Fatalf("a mark raised %.1f pt over its base's baseline, more than %v em", g.y-base, markStack)
 		}
+	}
+}
+
+// TestExportPDFTypedWithoutBidiControls: a cell's /ActualText (here of two emoji names
+// drawn as one cell) is the text typed without the bidi controls between its characters.
+func TestExportPDFTypedWithoutBidiControls(t *testing.T) {
+	t.Parallel()
+	form, values := oneFieldForm("T", "text", "\U0001F642\u200E\U0001F642")
+	var typed []string
+	for _, l := range exportDoc(t, form, values, newFontIndex(nil)).textLines() {
+		typed = append(typed, l.Typed)
+	}
+	if want := []string{"T", "Value:", "\U0001F642\U0001F642"}; !slices.Equal(typed, want) {
+		t.Errorf("text layer %q, want %q", typed, want)
+	}
+}
+
+// fontWithChars writes dir/name, a copy of Go Regular whose character map gives each of
+// chars the glyph of A, and nothing else.
+func fontWithChars(t *testing.T, dir, name string, chars ...rune) {
+	t.Helper()
+	glyphOf := map[rune]rune{}
+	for _, c := range chars {
+		glyphOf[c] = 'A'
+	}
+	ttf, err := withCmap(goregular.TTF, glyphOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), ttf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExportPDFFallbackChoice: a character a fallback font has is drawn from it, but a
+// private-use or unassigned one is printed as its code point even so; a run of
+// characters stays in the fallback font of the one before where that font has the next
+// (ख), though a font tried earlier has it too.
+func TestExportPDFFallbackChoice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", '\uE000', '\u0378', 'ख')
+	fontWithChars(t, dir, "Zzb.ttf", 'क', 'ख')
+	form, values := oneFieldForm("T", "text", "\uE000 \u0378 कख")
+	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
+	want := []string{"T", "Value:", "[U+E000] [U+0378] कख"}
+	if got := doc.lines(); !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	for _, g := range doc.Pages[0].Glyphs {
+		if (g.text == "क" || g.text == "ख") && !strings.HasSuffix(g.font, "utf8zzb") {
+			t.Errorf("%s drawn in %s, want utf8zzb", g.text, g.font)
+		}
+	}
+}
+
+// TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
+// that font, so that a run of its words is one text operation; a space after a Go
+// font's glyph stays in the Go font.
+func TestExportPDFSpaceInFallbackRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", 'क', 'ख', ' ')
+	form, values := oneFieldForm("T", "text", "क ख a b")
+	var fonts []string
+	for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
+		if g.size == 11 {
+			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
+		}
+	}
+	fallback, goFont := "utf8zza", "utf8goregular"
+	want := []string{fallback, fallback, fallback, fallback, goFont, goFont, goFont}
+	if !slices.Equal(fonts, want) {
+		t.Errorf("the value's glyphs drawn in %q, want %q", fonts, want)
+	}
+}
+
+// TestFontIndexNames: a font file reached twice (through a link) is indexed once, and
+// files of one name in two folders get family names of their own.
+func TestFontIndexNames(t *testing.T) {
+	t.Parallel()
+	first, second := t.TempDir(), t.TempDir()
+	fontWithChars(t, first, "Zza.ttf", 'क')
+	fontWithChars(t, second, "Zza.ttf", 'ख')
+	link := filepath.Join(second, "Zzb.ttf")
+	if err := os.Symlink(filepath.Join(first, "Zza.ttf"), link); err != nil {
+		t.Fatal(err)
+	}
+	var families []string
+	for _, f := range newFontIndex([]string{first, second}).fallbacks {
+		families = append(families, f.family)
+	}
+	if want := []string{"Zza", "Zza2"}; !slices.Equal(families, want) {
+		t.Errorf("fallback fonts %q, want %q", families, want)
 	}
 }
