@@ -28,7 +28,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"golang.org/x/sync/singleflight"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
@@ -52,14 +51,9 @@ const (
 	emailJob   = "email summary"
 )
 
-var (
-	// errNoModelKey is missing configuration, which the earlier variant's GET
-	// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-	errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
-	// errNothingToSummarise is a prompt's when its window holds no ticket or message: the
-	// summary is then a fixed text, stored without asking the model.
-	errNothingToSummarise = errors.New("nothing to summarise")
-)
+// errNoModelKey is missing configuration, which the earlier variant's GET
+// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+var errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
@@ -86,66 +80,33 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		err = &apiError{kind: kindRejected, msg: "Prompt template not readable", err: fmt.Errorf("%s: %w", variable, err)}
+		err = &apiError{kind: kindRejected, msg: "Prompt template not readable",
+			err: fmt.Errorf("%s: %w", variable, err)}
 	}
 	return string(data), err
 }
 
-// trackerPrompt is the tracker summary's prompt for the day of now: the tickets updated
-// in the window, private ones left out unless TRACKER_INCLUDE_PRIVATE (every API client
-// reads the summary).
-func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
-	template, err := trackerTemplate(cfg)
-	if err != nil {
-		return "", err
-	}
-	tickets, err := recentTickets(ctx, client, cfg, windowStart(now), cfg.TrackerIncludePrivate)
-	if err != nil {
-		return "", err
-	}
-	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
-	for _, t := range tickets {
-		if more, err := fit.offer(t); err != nil {
-			return "", err
-		} else if !more {
-			break
-		}
-	}
-	return fit.prompt(template, "$TRACKER_TICKETS", now)
-}
-
-// emailPrompt is the e-mail summary's prompt for the day of now: the messages of the
-// window in MAILDIR.
-func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
-	template, err := emailTemplate(cfg)
-	if err != nil {
-		return "", err
-	}
-	if cfg.Maildir == "" {
-		return "", errors.New("MAILDIR is not configured")
-	}
-	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
-	err = readMaildir(ctx, os.DirFS(cfg.Maildir), windowStart(now), log, func(m email) (bool, error) { return fit.offer(m) })
-	if err != nil {
-		return "", fmt.Errorf("MAILDIR %s: %w", cfg.Maildir, err) // the fs.FS names only new/ or cur/
-	}
-	return fit.prompt(template, "$EMAILS", now)
-}
-
-// trackerSummary is the tracker summary of the day of now: the model's text, or
-// noTicketsText without asking it. The model key is checked before the tracker is read.
+// trackerSummary is the tracker summary of the day of now. The model key is checked
+// before the tracker is read.
 func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
 		return "", errNoModelKey
 	}
-	prompt, err := trackerPrompt(ctx, s.client, s.cfg, now)
-	switch {
-	case errors.Is(err, errNothingToSummarise):
-		return noTicketsText, nil
-	case err != nil:
+	template, err := trackerTemplate(s.cfg)
+	if err != nil {
 		return "", err
 	}
-	return complete(ctx, s.client, s.cfg, prompt)
+	tickets, err := recentTickets(ctx, s.client, s.cfg, windowStart(now))
+	if err != nil {
+		return "", err
+	}
+	fit := promptFit{maxChars: maxPromptDataChars}
+	for _, t := range tickets {
+		if !fit.offer(t) {
+			break
+		}
+	}
+	return s.ask(ctx, &fit, template, "$TRACKER_TICKETS", noTicketsText, now)
 }
 
 // generateTrackerSummary stores today's tracker summary in place of any of the day.
@@ -158,24 +119,46 @@ func (s *server) generateTrackerSummary(ctx context.Context) error {
 	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
 }
 
-// generateEmailSummary adds a summary of today's e-mail: the model's text, or
-// noEmailsText without asking it. The model key is checked before the Maildir is read.
+// generateEmailSummary adds a summary of today's e-mail, the messages of the window in
+// MAILDIR. The model key is checked before the Maildir is read.
 func (s *server) generateEmailSummary(ctx context.Context) error {
 	if s.cfg.GenAIKey == "" {
 		return errNoModelKey
 	}
-	now := s.now()
-	text, err := emailPrompt(ctx, s.cfg, s.log, now)
-	switch {
-	case errors.Is(err, errNothingToSummarise):
-		text, err = noEmailsText, nil
-	case err == nil:
-		text, err = complete(ctx, s.client, s.cfg, text)
+	template, err := emailTemplate(s.cfg)
+	if err != nil {
+		return err
 	}
+	if s.cfg.Maildir == "" {
+		return errors.New("MAILDIR is not configured")
+	}
+	now := s.now()
+	fit := promptFit{maxChars: maxPromptDataChars}
+	offer := func(m email) bool { return fit.offer(m) }
+	if err := readMaildir(ctx, os.DirFS(s.cfg.Maildir), windowStart(now), s.log, offer); err != nil {
+		return fmt.Errorf("MAILDIR %s: %w", s.cfg.Maildir, err) // the fs.FS names only new/ or cur/
+	}
+	text, err := s.ask(ctx, &fit, template, "$EMAILS", noEmailsText, now)
 	if err != nil {
 		return err
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
+}
+
+// ask is the model's reply to template with $DATE the day of now and placeholder fit's
+// array; it is nothing, without asking the model, when fit was offered no item.
+func (s *server) ask(ctx context.Context, fit *promptFit, template, placeholder, nothing string,
+	now time.Time) (string, error) {
+	switch {
+	case fit.offered == 0:
+		return nothing, nil
+	case len(fit.items) == 0:
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters",
+			fit.offered, fit.maxChars)
+	}
+	date := now.Format("2006-01-02")
+	prompt := strings.NewReplacer("$DATE", date, placeholder, string(fit.json())).Replace(template)
+	return complete(ctx, s.client, s.cfg, prompt)
 }
 
 // promptFit builds a prompt's JSON array of at most maxChars characters from items
@@ -186,49 +169,36 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 type promptFit struct {
 	maxChars int
 	offered  int
-	size     int // characters of the array so far, its brackets and commas included: 2 when empty
+	size     int // characters of the items so far and the commas between them
 	items    [][]byte
 }
 
 // offer marshals item and keeps it if it fits; it reports false once the array is full.
-func (f *promptFit) offer(item any) (bool, error) {
+func (f *promptFit) offer(item any) bool {
 	f.offered++
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(item); err != nil {
-		return false, fmt.Errorf("prompt data: %w", err)
-	}
+	enc.Encode(item) // tickets and e-mails hold strings and numbers alone: no error
 	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	chars := utf8.RuneCount(raw)
-	if 2+chars > f.maxChars {
-		return true, nil
+	if len("[]")+chars > f.maxChars {
+		return true
 	}
 	if len(f.items) > 0 {
 		chars++ // the comma
 	}
-	if f.size+chars > f.maxChars {
-		return false, nil
+	if len("[]")+f.size+chars > f.maxChars {
+		return false
 	}
 	f.size += chars
 	f.items = append(f.items, raw)
-	return true, nil
+	return true
 }
 
 // json is the array of the items kept.
 func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
-}
-
-// prompt is template with $DATE, the day of now, and placeholder, the array.
-func (f *promptFit) prompt(template, placeholder string, now time.Time) (string, error) {
-	switch {
-	case f.offered == 0:
-		return "", errNothingToSummarise
-	case len(f.items) == 0:
-		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", f.offered, f.maxChars)
-	}
-	return strings.NewReplacer("$DATE", now.Format("2006-01-02"), placeholder, string(f.json())).Replace(template), nil
 }
 
 // windowStart is local midnight two days before now, four when now is a Monday, so that
@@ -252,7 +222,7 @@ func startOfDay(now time.Time) time.Time {
 // startJob starts generate in the background unless a job of its name is running.
 func (s *server) startJob(name string, generate func(context.Context) error) {
 	started := s.jobs.start(name, func(ctx context.Context) {
-		defer s.logPanic("job", name)
+		defer s.logPanic(name)
 		start := s.now()
 		err := generate(ctx)
 		took := s.now().Sub(start).Round(time.Millisecond)
@@ -267,28 +237,24 @@ func (s *server) startJob(name string, generate func(context.Context) error) {
 	}
 }
 
-// logPanic, deferred, ends a panic of background work as ServeHTTP ends a handler's:
+// logPanic, deferred, ends a panic of a background job as ServeHTTP ends a handler's:
 // logged, and the service goes on.
-func (s *server) logPanic(kind, name string) {
+func (s *server) logPanic(job string) {
 	if v := recover(); v != nil {
-		s.log.Error("panic", kind, name, "panic", fmt.Sprint(v))
+		s.log.Error("panic", "job", job, "panic", fmt.Sprint(v))
 	}
 }
 
 // summaryJobs tracks background work: at most one job of a name within jobTimeout and
 // the on-demand run, all cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
-	now     func() time.Time
-	ctx     context.Context // ended by stop
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]*runningJob
-	flight  singleflight.Group // the on-demand run in progress
-	// The latest on-demand run's start and outcome; zero before the first.
-	lastRun  time.Time
-	lastText string
-	lastErr  error
+	now      func() time.Time
+	ctx      context.Context // ended by stop
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]*runningJob
+	onDemand *onDemandRun // the latest on-demand run
 }
 
 // runningJob is a job started and not yet ended.
@@ -297,9 +263,19 @@ type runningJob struct {
 	cancel  context.CancelFunc
 }
 
+// onDemandRun is an on-demand run; text and err are its outcome once it has ended.
+type onDemandRun struct {
+	started time.Time
+	ended   bool          // under summaryJobs.mu
+	done    chan struct{} // closed when it ends
+	text    string
+	err     error
+}
+
 func newSummaryJobs(now func() time.Time) *summaryJobs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}}
+	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{},
+		onDemand: &onDemandRun{ended: true}} // long ago: the first caller starts a run
 }
 
 // start runs job in a goroutine with a context that ends at jobTimeout or at stop, unless
@@ -369,7 +345,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 		s.startJob(emailJob, s.generateEmailSummary)
 	}
 	s.jobs.wg.Go(func() {
-		defer s.logPanic("job", "summary schedule")
+		defer s.logPanic("summary schedule")
 		now := s.now()
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
@@ -482,58 +458,52 @@ var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	j := s.jobs
 	j.mu.Lock()
-	if j.ctx.Err() != nil {
-		j.mu.Unlock()
-		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	r, stopped := j.onDemand, j.ctx.Err() != nil
+	wait := onDemandInterval - j.now().Sub(r.started)
+	if r.ended && wait <= 0 && !stopped {
+		r = &onDemandRun{started: j.now(), done: make(chan struct{})}
+		j.onDemand = r
+		j.wg.Go(func() { s.runOnDemand(r) })
 	}
-	if wait := onDemandInterval - j.now().Sub(j.lastRun); wait > 0 {
-		text, err := j.lastText, j.lastErr
-		j.mu.Unlock()
-		if err != nil {
-			return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
-				msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
-		}
-		return text, nil
-	}
-	// Under j.mu a caller joins the run in progress or finds the outcome that runOnDemand
-	// keeps before singleflight lets a new run start.
-	ch := j.flight.DoChan("tracker", s.runOnDemand)
-	done := make(chan singleflight.Result, 1)
-	j.wg.Go(func() { done <- <-ch }) // so that stop waits for the run
+	ended := r.ended
 	j.mu.Unlock()
+	switch {
+	case stopped:
+		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	case ended && r.err != nil:
+		return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
+			msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
+	case ended:
+		return r.text, nil
+	}
 	select {
-	case res := <-done:
-		text, _ := res.Val.(string)
-		return text, res.Err
+	case <-r.done:
+		return r.text, r.err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }
 
-// runOnDemand is one on-demand run, for singleflight, which would end the process on a
-// panic of it: a panic is a failure here. A failure is logged here with its detail, once
-// for all its callers.
-func (s *server) runOnDemand() (_ any, err error) {
-	j := s.jobs
-	started := j.now()
-	var text string
+// runOnDemand makes the on-demand run r, a panic of it a failure, and logs its failure
+// once for all its callers.
+func (s *server) runOnDemand(r *onDemandRun) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
-			err = errors.New("on-demand tracker summary: panic")
+			r.err = errors.New("on-demand tracker summary: panic")
 		}
-		if err != nil {
-			s.log.Error("on-demand tracker summary failed", "err", err)
+		if r.err != nil {
+			s.log.Error("on-demand tracker summary failed", "err", r.err)
 		}
-		j.mu.Lock()
-		j.lastRun, j.lastText, j.lastErr = started, text, err
-		j.mu.Unlock()
+		s.jobs.mu.Lock()
+		r.ended = true
+		s.jobs.mu.Unlock()
+		close(r.done)
 	}()
 	// Reply, if only with the error, before the server's write timeout swallows it.
-	ctx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
+	ctx, cancel := context.WithTimeout(s.jobs.ctx, writeTimeout-10*time.Second)
 	defer cancel()
-	text, err = s.trackerSummary(ctx, started)
-	return text, err
+	r.text, r.err = s.trackerSummary(ctx, r.started)
 }
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
@@ -561,7 +531,8 @@ type email struct {
 // readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
 // newest delivered first, until the prompt is full. A file delivered before start, or
 // once the prompt is full, is not opened; one opened and left out is logged.
-func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
+func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger,
+	fit func(email) bool) error {
 	type delivered struct {
 		name string
 		at   time.Time
@@ -594,8 +565,8 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 		case e.when.Before(start):
 			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
 		default:
-			if more, err := fit(e); !more || err != nil {
-				return err
+			if !fit(e) {
+				return nil
 			}
 		}
 	}

@@ -78,13 +78,14 @@ type mantisNote struct {
 
 // recentTickets reads the project's issues updated at or after start, newest first, with
 // their notes created before start dropped and long texts cut. Private issues and notes
-// are left out unless includePrivate; only what MantisBT says is public counts as such.
+// are left out unless TRACKER_INCLUDE_PRIVATE (every API client reads the summary); only
+// what MantisBT says is public counts as such.
 //
 // MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update, and a note
 // added meanwhile moves its issue to the top, unread, and repeats one on the next page.
 // So tickets are kept by id (the latest version wins) and page 1 is read again after the
 // walk until it brings nothing new, at most trackerRereads times.
-func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time, includePrivate bool) ([]ticket, error) {
+func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
 		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
 	}
@@ -93,7 +94,7 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 	if cfg.TrackerKey == "" {
 		return nil, errors.New("TRACKER_API_KEY is not configured")
 	}
-	set := ticketSet{start: start, includePrivate: includePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
+	set := ticketSet{start: start, includePrivate: cfg.TrackerIncludePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
 	var err error
 	pages, more := 0, true // pages read in the walk
 	for more && pages < trackerMaxPages {
