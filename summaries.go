@@ -245,8 +245,7 @@ func (s *server) logPanic(job string) {
 	}
 }
 
-// summaryJobs tracks background work: at most one job of a name within jobTimeout and
-// the on-demand run, all cancelled and waited for (bounded) at shutdown.
+// summaryJobs is the background work, cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
 	now      func() time.Time
 	ctx      context.Context // ended by stop
@@ -278,12 +277,10 @@ func newSummaryJobs(now func() time.Time) *summaryJobs {
 		onDemand: &onDemandRun{ended: true}} // long ago: the first caller starts a run
 }
 
-// start runs job in a goroutine with a context that ends at jobTimeout or at stop, unless
-// the jobs are stopped or a job of the same name started less than jobTimeout ago (by
-// j.now) is running; it reports whether it started job. A job running past its timeout is
-// stuck where no context reaches (a hung network file system under the Maildir, say): it
-// is left to end on its own, its context cancelled so that it stores nothing, and the
-// new one takes its place.
+// start runs job with a context that ends at jobTimeout or at stop, unless the jobs are
+// stopped or a job of its name started less than jobTimeout ago (by j.now) runs. A job
+// past its timeout is stuck where no context reaches (a hung network file system, say):
+// cancelled so that it stores nothing, it is left to end on its own in the new one's place.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -308,8 +305,7 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started
 	return true
 }
 
-// stop cancels every job (their outbound calls end) and waits for them up to grace.
-// It reports whether they all ended in time.
+// stop cancels every job and reports whether they all ended within grace.
 func (j *summaryJobs) stop(grace time.Duration) bool {
 	j.mu.Lock()
 	j.cancel()
@@ -337,8 +333,8 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 }
 
 // scheduleSummaries generates both summaries every day at hour:minute until the jobs
-// stop. At start it catches up when today's run time has passed without a tracker
-// summary for today, as after a restart across the scheduled time.
+// stop, and at once when today's run time has passed without a tracker summary for today
+// (a restart across the scheduled time).
 func (s *server) scheduleSummaries(hour, minute int) {
 	startBoth := func() {
 		s.startJob(trackerJob, s.generateTrackerSummary)
@@ -450,11 +446,10 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 // onDemandInterval of a run that failed.
 var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 
-// trackerSummaryNow makes the tracker summary for GET /api/tracker-summary: at most one
-// run (one tracker walk, one model call) per onDemandInterval, shared by the callers
-// that ask while it runs and, when it succeeded, reused by those who ask until the
-// interval ends; after a failure they are refused until then. The run is bounded by the
-// write timeout and ended by stop, not by the callers, who each wait as long as their ctx.
+// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: at most one run
+// per onDemandInterval, shared by the callers that ask while it runs; its text serves
+// until the interval ends, its failure refuses them until then. The run is ended by stop,
+// not by the callers, who each wait as long as their ctx.
 func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	j := s.jobs
 	j.mu.Lock()
@@ -529,8 +524,7 @@ type email struct {
 }
 
 // readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
-// newest delivered first, until the prompt is full. A file delivered before start, or
-// once the prompt is full, is not opened; one opened and left out is logged.
+// newest delivered first, until fit is full; files delivered before start are not opened.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger,
 	fit func(email) bool) error {
 	type delivered struct {
@@ -574,10 +568,9 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 }
 
 // deliveryTime is when a Maildir file arrived: the seconds that start its name
-// (1732590000.M123P456.host:2,S), else its modification time; false when neither is known.
+// (1732590000.M123P456.host:2,S), else its modification time.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
-		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
 		if secs, ok := parseID(digits); ok && secs > 0 {
 			return time.Unix(secs, 0), true
 		}
@@ -603,8 +596,8 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one message as a mail program shows it, in UTF-8; a file with no field
-// and no text is not a message. delivered dates one without a readable Date.
+// parseEmail reads one message as a mail program shows it, in UTF-8; delivered dates one
+// without a readable Date.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -618,7 +611,7 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	pick.find(msg, "text/plain", 0)
 	body, charset := "", pick.params["charset"]
 	if pick.found {
-		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
+		text := decodeCharset(charset, pick.part.decoded(), log)
 		if notBase64(pick.part) && !readable(text) {
 			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
 			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
@@ -653,8 +646,8 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into fields and body at the blank line. A line that is no field
-// is kept as one while the header goes on after it (headerGoesOn), else begins the body.
+// parseEntity splits raw into fields and body at the blank line; a line that is no field
+// begins the body unless the header goes on after it.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	for rest := raw; len(rest) > 0; {
@@ -719,13 +712,14 @@ type bodyPick struct {
 	params      map[string]string
 }
 
-// find looks in e (of type def by default) at depth; true once it finds text/plain.
+// find looks in e, of type def by default; true once it finds text/plain.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
 	text := mediaType == "text/plain" || mediaType == "text/html"
 	switch {
-	case strings.EqualFold(strings.TrimSpace(disp), "attachment") || text && isBlank(e):
+	case strings.EqualFold(strings.TrimSpace(disp), "attachment") ||
+		text && len(bytes.TrimSpace(e.decoded())) == 0:
 		return false
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
@@ -744,10 +738,10 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if len(parts) == 0 {
 		parts = splitMultipart(e.body, bodyDelimiter(e.body))
 	}
-	if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); len(parts) == 0 {
+	if text := e.decoded(); len(parts) == 0 {
 		// No boundary in the body: its text, where it is text and holds no delimiter
 		// line (MIME structure), as a mail program shows it rather than nothing.
-		ok := !isBlank(e) && readable(string(text)) && bodyDelimiter(text) == ""
+		ok := len(bytes.TrimSpace(text)) > 0 && readable(string(text)) && bodyDelimiter(text) == ""
 		if ok {
 			*p = bodyPick{found: true, part: e, params: params}
 		}
@@ -786,12 +780,7 @@ func bodyDelimiter(body []byte) string {
 	return ""
 }
 
-// isBlank reports whether e's body, its transfer encoding undone, holds blanks alone.
-func isBlank(e mimeEntity) bool {
-	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
-}
-
-// notBase64 reports whether e is declared base64 but holds a blank or another character.
+// notBase64 reports whether e is declared base64 but holds other text.
 func notBase64(e mimeEntity) bool {
 	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
 	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
@@ -803,12 +792,11 @@ var (
 	unreadable    = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
 )
 
-// readable reports whether s reads as text: no U+FFFD (bytes not in its charset, or not
-// UTF-8), no C0 or C1 control but a tab, line break or form feed.
+// readable reports whether s holds no U+FFFD and no control but a tab, line break or form feed.
 func readable(s string) bool { return !unreadable.MatchString(s) }
 
-// contentType is e's media type in lower case and its parameters: of the first
-// Content-Type that names a type and subtype, else def with the first one's parameters.
+// contentType is the media type and parameters of e's first Content-Type that names a
+// type and subtype, else def with the first one's parameters.
 func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	var first map[string]string
 	for _, f := range e.fields {
@@ -900,19 +888,19 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 	return parts
 }
 
-// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program.
-func transferDecode(encoding, b []byte) []byte {
-	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
+// decoded is e's body, its Content-Transfer-Encoding undone as leniently as a mail program.
+func (e mimeEntity) decoded() []byte {
+	switch strings.ToLower(strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))) {
 	case "base64":
-		return decodeBase64(b)
+		return decodeBase64(e.body)
 	case "quoted-printable":
-		return decodeQuotedPrintable(b)
+		return decodeQuotedPrintable(e.body)
 	}
-	return b
+	return e.body
 }
 
 // decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
-// programs do; a last lone character, no whole byte, ends the decoding without it.
+// programs do.
 func decodeBase64(b []byte) []byte {
 	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
@@ -1003,7 +991,7 @@ var charsetAliases = map[string]string{
 }
 
 // lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
-// (for ISO-2022-KR and HZ) would make the text one U+FFFD: it counts as not known.
+// (ISO-2022-KR, HZ) would make the text one U+FFFD: it counts as not known.
 func lookupCharset(label string) encoding.Encoding {
 	if alias, ok := charsetAliases[label]; ok {
 		label = alias
@@ -1049,7 +1037,7 @@ var (
 	blankLines = regexp.MustCompile(`\n\s*\n+`)
 )
 
-// stripHTML reduces an HTML body to its text, good enough for a summary prompt.
+// stripHTML reduces an HTML body to its text, as much as a summary prompt needs.
 func stripHTML(s string) string {
 	s = htmlHidden.ReplaceAllString(s, " ")
 	s = htmlTag.ReplaceAllString(s, " ")
