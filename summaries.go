@@ -336,25 +336,23 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 // stop, and at once when today's run time has passed without a tracker summary for today
 // (a restart across the scheduled time).
 func (s *server) scheduleSummaries(hour, minute int) {
-	startBoth := func() {
-		s.startJob(trackerJob, s.generateTrackerSummary)
-		s.startJob(emailJob, s.generateEmailSummary)
-	}
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("summary schedule")
-		now := s.now()
+		now, run := s.now(), false
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
 			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
-			switch {
-			case errors.Is(err, errNotFound):
+			if run = errors.Is(err, errNotFound); run {
 				s.log.Info("summary schedule: catching up on today's run")
-				startBoth()
-			case err != nil:
+			} else if err != nil {
 				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
 			}
 		}
 		for {
+			if run {
+				s.startJob(trackerJob, s.generateTrackerSummary)
+				s.startJob(emailJob, s.generateEmailSummary)
+			}
 			// Logged after the start-up decision: the log shows any catch-up before the wait.
 			next := nextRun(s.now(), hour, minute)
 			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
@@ -362,7 +360,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 			case <-s.jobs.ctx.Done():
 				return
 			case <-time.After(next.Sub(s.now())):
-				startBoth()
+				run = true
 			}
 		}
 	})
