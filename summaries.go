@@ -610,7 +610,8 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	body, charset := "", pick.params["charset"]
 	if pick.found {
 		text := decodeCharset(charset, pick.part.decoded(), log)
-		if notBase64(pick.part) && !readable(text) {
+		encoding := strings.TrimSpace(string(pick.part.get("Content-Transfer-Encoding")))
+		if strings.EqualFold(encoding, "base64") && notBase64.Match(pick.part.body) && !readable(text) {
 			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
 			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
 				text = raw
@@ -778,14 +779,8 @@ func bodyDelimiter(body []byte) string {
 	return ""
 }
 
-// notBase64 reports whether e is declared base64 but holds other text.
-func notBase64(e mimeEntity) bool {
-	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
-	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
-}
-
 var (
-	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
+	notBase64     = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`) // a text, not base64
 	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
 	unreadable    = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
 )
