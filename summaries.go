@@ -929,11 +929,12 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	charset, end := "", 0 // charset is "" when no word is pending
 	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
 		between, next := v[end:m[0]], string(v[m[2]:m[3]])
-		if charset != "" && (len(bytes.Trim(between, " \t")) > 0 || !strings.EqualFold(next, charset)) {
+		blank := len(bytes.Trim(between, " \t")) == 0 // between two words: dropped (RFC 2047 6.2)
+		if charset != "" && (!blank || !strings.EqualFold(next, charset)) {
 			sb.WriteString(decodeCharset(charset, word, log))
 			word, charset = nil, ""
 		}
-		if charset == "" && len(bytes.Trim(between, " \t")) > 0 || end == 0 {
+		if !blank || end == 0 {
 			sb.WriteString(decodeRawHeader(between))
 		}
 		if m[4] >= 0 {
