@@ -278,9 +278,9 @@ func TestMaildirCostsItsPrompt(t *testing.T) {
 	}
 	counting := &countingFS{FS: fsys}
 	var subjects []string
-	err := readMaildir(context.Background(), counting, start, slog.New(slog.DiscardHandler), func(e email) (bool, error) {
+	err := readMaildir(context.Background(), counting, start, slog.New(slog.DiscardHandler), func(e email) bool {
 		subjects = append(subjects, e.Subject)
-		return len(subjects) < 3, nil
+		return len(subjects) < 3
 	})
 	if err != nil || !slices.Equal(subjects, []string{"99", "98", "97"}) {
 		t.Errorf("offered %q (%v), want 99, 98, 97", subjects, err)
@@ -293,7 +293,7 @@ func TestMaildirCostsItsPrompt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	counting = &countingFS{FS: fsys}
-	err = readMaildir(ctx, counting, start, slog.New(slog.DiscardHandler), func(email) (bool, error) { return true, nil })
+	err = readMaildir(ctx, counting, start, slog.New(slog.DiscardHandler), func(email) bool { return true })
 	if !errors.Is(err, context.Canceled) || len(counting.openedFiles()) != 0 {
 		t.Errorf("cancelled: %v after opening %d files, want context.Canceled and none", err, len(counting.openedFiles()))
 	}
@@ -331,8 +331,8 @@ func BenchmarkEmailPromptBusyWindow(b *testing.B) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	for b.Loop() {
-		fit := promptFit{maxChars: maxPromptDataChars, size: 2}
-		err := readMaildir(context.Background(), os.DirFS(dir), start, log, func(e email) (bool, error) { return fit.offer(e) })
+		fit := promptFit{maxChars: maxPromptDataChars}
+		err := readMaildir(context.Background(), os.DirFS(dir), start, log, func(e email) bool { return fit.offer(e) })
 		if err != nil || fit.offered > 1000 || len(fit.items) < 100 {
 			b.Fatalf("gather = %v after %d offers, %d kept", err, fit.offered, len(fit.items))
 		}
@@ -528,9 +528,9 @@ func TestUnknownCharsetInMessage(t *testing.T) {
 // readAllMail reads every message of the window in the Maildir fsys, newest delivered first.
 func readAllMail(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error) {
 	var all []email
-	err := readMaildir(context.Background(), fsys, start, log, func(e email) (bool, error) {
+	err := readMaildir(context.Background(), fsys, start, log, func(e email) bool {
 		all = append(all, e)
-		return true, nil
+		return true
 	})
 	return all, err
 }

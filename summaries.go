@@ -28,7 +28,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"golang.org/x/sync/singleflight"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
@@ -52,14 +51,9 @@ const (
 	emailJob   = "email summary"
 )
 
-var (
-	// errNoModelKey is missing configuration, which the earlier variant's GET
-	// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-	errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
-	// errNothingToSummarise is a prompt's when its window holds no ticket or message: the
-	// summary is then a fixed text, stored without asking the model.
-	errNothingToSummarise = errors.New("nothing to summarise")
-)
+// errNoModelKey is missing configuration, which the earlier variant's GET
+// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+var errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
@@ -86,66 +80,33 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		err = &apiError{kind: kindRejected, msg: "Prompt template not readable", err: fmt.Errorf("%s: %w", variable, err)}
+		err = &apiError{kind: kindRejected, msg: "Prompt template not readable",
+			err: fmt.Errorf("%s: %w", variable, err)}
 	}
 	return string(data), err
 }
 
-// trackerPrompt is the tracker summary's prompt for the day of now: the tickets updated
-// in the window, private ones left out unless TRACKER_INCLUDE_PRIVATE (every API client
-// reads the summary).
-func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
-	template, err := trackerTemplate(cfg)
-	if err != nil {
-		return "", err
-	}
-	tickets, err := recentTickets(ctx, client, cfg, windowStart(now), cfg.TrackerIncludePrivate)
-	if err != nil {
-		return "", err
-	}
-	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
-	for _, t := range tickets {
-		if more, err := fit.offer(t); err != nil {
-			return "", err
-		} else if !more {
-			break
-		}
-	}
-	return fit.prompt(template, "$TRACKER_TICKETS", now)
-}
-
-// emailPrompt is the e-mail summary's prompt for the day of now: the messages of the
-// window in MAILDIR.
-func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
-	template, err := emailTemplate(cfg)
-	if err != nil {
-		return "", err
-	}
-	if cfg.Maildir == "" {
-		return "", errors.New("MAILDIR is not configured")
-	}
-	fit := promptFit{maxChars: maxPromptDataChars, size: len("[]")}
-	err = readMaildir(ctx, os.DirFS(cfg.Maildir), windowStart(now), log, func(m email) (bool, error) { return fit.offer(m) })
-	if err != nil {
-		return "", fmt.Errorf("MAILDIR %s: %w", cfg.Maildir, err) // the fs.FS names only new/ or cur/
-	}
-	return fit.prompt(template, "$EMAILS", now)
-}
-
-// trackerSummary is the tracker summary of the day of now: the model's text, or
-// noTicketsText without asking it. The model key is checked before the tracker is read.
+// trackerSummary is the tracker summary of the day of now. The model key is checked
+// before the tracker is read.
 func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
 		return "", errNoModelKey
 	}
-	prompt, err := trackerPrompt(ctx, s.client, s.cfg, now)
-	switch {
-	case errors.Is(err, errNothingToSummarise):
-		return noTicketsText, nil
-	case err != nil:
+	template, err := trackerTemplate(s.cfg)
+	if err != nil {
 		return "", err
 	}
-	return complete(ctx, s.client, s.cfg, prompt)
+	tickets, err := recentTickets(ctx, s.client, s.cfg, windowStart(now))
+	if err != nil {
+		return "", err
+	}
+	fit := promptFit{maxChars: maxPromptDataChars}
+	for _, t := range tickets {
+		if !fit.offer(t) {
+			break
+		}
+	}
+	return s.ask(ctx, &fit, template, "$TRACKER_TICKETS", noTicketsText, now)
 }
 
 // generateTrackerSummary stores today's tracker summary in place of any of the day.
@@ -158,24 +119,46 @@ func (s *server) generateTrackerSummary(ctx context.Context) error {
 	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
 }
 
-// generateEmailSummary adds a summary of today's e-mail: the model's text, or
-// noEmailsText without asking it. The model key is checked before the Maildir is read.
+// generateEmailSummary adds a summary of today's e-mail, the messages of the window in
+// MAILDIR. The model key is checked before the Maildir is read.
 func (s *server) generateEmailSummary(ctx context.Context) error {
 	if s.cfg.GenAIKey == "" {
 		return errNoModelKey
 	}
-	now := s.now()
-	text, err := emailPrompt(ctx, s.cfg, s.log, now)
-	switch {
-	case errors.Is(err, errNothingToSummarise):
-		text, err = noEmailsText, nil
-	case err == nil:
-		text, err = complete(ctx, s.client, s.cfg, text)
+	template, err := emailTemplate(s.cfg)
+	if err != nil {
+		return err
 	}
+	if s.cfg.Maildir == "" {
+		return errors.New("MAILDIR is not configured")
+	}
+	now := s.now()
+	fit := promptFit{maxChars: maxPromptDataChars}
+	offer := func(m email) bool { return fit.offer(m) }
+	if err := readMaildir(ctx, os.DirFS(s.cfg.Maildir), windowStart(now), s.log, offer); err != nil {
+		return fmt.Errorf("MAILDIR %s: %w", s.cfg.Maildir, err) // the fs.FS names only new/ or cur/
+	}
+	text, err := s.ask(ctx, &fit, template, "$EMAILS", noEmailsText, now)
 	if err != nil {
 		return err
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
+}
+
+// ask is the model's reply to template with $DATE the day of now and placeholder fit's
+// array; it is nothing, without asking the model, when fit was offered no item.
+func (s *server) ask(ctx context.Context, fit *promptFit, template, placeholder, nothing string,
+	now time.Time) (string, error) {
+	switch {
+	case fit.offered == 0:
+		return nothing, nil
+	case len(fit.items) == 0:
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters",
+			fit.offered, fit.maxChars)
+	}
+	date := now.Format("2006-01-02")
+	prompt := strings.NewReplacer("$DATE", date, placeholder, string(fit.json())).Replace(template)
+	return complete(ctx, s.client, s.cfg, prompt)
 }
 
 // promptFit builds a prompt's JSON array of at most maxChars characters from items
@@ -186,49 +169,36 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 type promptFit struct {
 	maxChars int
 	offered  int
-	size     int // characters of the array so far, its brackets and commas included: 2 when empty
+	size     int // characters of the items so far and the commas between them
 	items    [][]byte
 }
 
 // offer marshals item and keeps it if it fits; it reports false once the array is full.
-func (f *promptFit) offer(item any) (bool, error) {
+func (f *promptFit) offer(item any) bool {
 	f.offered++
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(item); err != nil {
-		return false, fmt.Errorf("prompt data: %w", err)
-	}
+	enc.Encode(item) // tickets and e-mails hold strings and numbers alone: no error
 	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	chars := utf8.RuneCount(raw)
-	if 2+chars > f.maxChars {
-		return true, nil
+	if len("[]")+chars > f.maxChars {
+		return true
 	}
 	if len(f.items) > 0 {
 		chars++ // the comma
 	}
-	if f.size+chars > f.maxChars {
-		return false, nil
+	if len("[]")+f.size+chars > f.maxChars {
+		return false
 	}
 	f.size += chars
 	f.items = append(f.items, raw)
-	return true, nil
+	return true
 }
 
 // json is the array of the items kept.
 func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
-}
-
-// prompt is template with $DATE, the day of now, and placeholder, the array.
-func (f *promptFit) prompt(template, placeholder string, now time.Time) (string, error) {
-	switch {
-	case f.offered == 0:
-		return "", errNothingToSummarise
-	case len(f.items) == 0:
-		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters", f.offered, f.maxChars)
-	}
-	return strings.NewReplacer("$DATE", now.Format("2006-01-02"), placeholder, string(f.json())).Replace(template), nil
 }
 
 // windowStart is local midnight two days before now, four when now is a Monday, so that
@@ -252,7 +222,7 @@ func startOfDay(now time.Time) time.Time {
 // startJob starts generate in the background unless a job of its name is running.
 func (s *server) startJob(name string, generate func(context.Context) error) {
 	started := s.jobs.start(name, func(ctx context.Context) {
-		defer s.logPanic("job", name)
+		defer s.logPanic(name)
 		start := s.now()
 		err := generate(ctx)
 		took := s.now().Sub(start).Round(time.Millisecond)
@@ -267,28 +237,23 @@ func (s *server) startJob(name string, generate func(context.Context) error) {
 	}
 }
 
-// logPanic, deferred, ends a panic of background work as ServeHTTP ends a handler's:
+// logPanic, deferred, ends a panic of a background job as ServeHTTP ends a handler's:
 // logged, and the service goes on.
-func (s *server) logPanic(kind, name string) {
+func (s *server) logPanic(job string) {
 	if v := recover(); v != nil {
-		s.log.Error("panic", kind, name, "panic", fmt.Sprint(v))
+		s.log.Error("panic", "job", job, "panic", fmt.Sprint(v))
 	}
 }
 
-// summaryJobs tracks background work: at most one job of a name within jobTimeout and
-// the on-demand run, all cancelled and waited for (bounded) at shutdown.
+// summaryJobs is the background work, cancelled and waited for (bounded) at shutdown.
 type summaryJobs struct {
-	now     func() time.Time
-	ctx     context.Context // ended by stop
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]*runningJob
-	flight  singleflight.Group // the on-demand run in progress
-	// The latest on-demand run's start and outcome; zero before the first.
-	lastRun  time.Time
-	lastText string
-	lastErr  error
+	now      func() time.Time
+	ctx      context.Context // ended by stop
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]*runningJob
+	onDemand *onDemandRun // the latest on-demand run
 }
 
 // runningJob is a job started and not yet ended.
@@ -297,17 +262,25 @@ type runningJob struct {
 	cancel  context.CancelFunc
 }
 
-func newSummaryJobs(now func() time.Time) *summaryJobs {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{}}
+// onDemandRun is an on-demand run; text and err are its outcome once it has ended.
+type onDemandRun struct {
+	started time.Time
+	ended   bool          // under summaryJobs.mu
+	done    chan struct{} // closed when it ends
+	text    string
+	err     error
 }
 
-// start runs job in a goroutine with a context that ends at jobTimeout or at stop, unless
-// the jobs are stopped or a job of the same name started less than jobTimeout ago (by
-// j.now) is running; it reports whether it started job. A job running past its timeout is
-// stuck where no context reaches (a hung network file system under the Maildir, say): it
-// is left to end on its own, its context cancelled so that it stores nothing, and the
-// new one takes its place.
+func newSummaryJobs(now func() time.Time) *summaryJobs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &summaryJobs{now: now, ctx: ctx, cancel: cancel, running: map[string]*runningJob{},
+		onDemand: &onDemandRun{ended: true}} // long ago: the first caller starts a run
+}
+
+// start runs job with a context that ends at jobTimeout or at stop, unless the jobs are
+// stopped or a job of its name started less than jobTimeout ago (by j.now) runs. A job
+// past its timeout is stuck where no context reaches (a hung network file system, say):
+// cancelled so that it stores nothing, it is left to end on its own in the new one's place.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -332,8 +305,7 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started
 	return true
 }
 
-// stop cancels every job (their outbound calls end) and waits for them up to grace.
-// It reports whether they all ended in time.
+// stop cancels every job and reports whether they all ended within grace.
 func (j *summaryJobs) stop(grace time.Duration) bool {
 	j.mu.Lock()
 	j.cancel()
@@ -361,28 +333,26 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 }
 
 // scheduleSummaries generates both summaries every day at hour:minute until the jobs
-// stop. At start it catches up when today's run time has passed without a tracker
-// summary for today, as after a restart across the scheduled time.
+// stop, and at once when today's run time has passed without a tracker summary for today
+// (a restart across the scheduled time).
 func (s *server) scheduleSummaries(hour, minute int) {
-	startBoth := func() {
-		s.startJob(trackerJob, s.generateTrackerSummary)
-		s.startJob(emailJob, s.generateEmailSummary)
-	}
 	s.jobs.wg.Go(func() {
-		defer s.logPanic("job", "summary schedule")
-		now := s.now()
+		defer s.logPanic("summary schedule")
+		now, run := s.now(), false
 		y, m, d := now.Date()
 		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
 			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
-			switch {
-			case errors.Is(err, errNotFound):
+			if run = errors.Is(err, errNotFound); run {
 				s.log.Info("summary schedule: catching up on today's run")
-				startBoth()
-			case err != nil:
+			} else if err != nil {
 				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
 			}
 		}
 		for {
+			if run {
+				s.startJob(trackerJob, s.generateTrackerSummary)
+				s.startJob(emailJob, s.generateEmailSummary)
+			}
 			// Logged after the start-up decision: the log shows any catch-up before the wait.
 			next := nextRun(s.now(), hour, minute)
 			s.log.Info("summary schedule: waiting for the next run", "at", timestamp(next))
@@ -390,7 +360,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 			case <-s.jobs.ctx.Done():
 				return
 			case <-time.After(next.Sub(s.now())):
-				startBoth()
+				run = true
 			}
 		}
 	})
@@ -474,66 +444,59 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 // onDemandInterval of a run that failed.
 var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 
-// trackerSummaryNow makes the tracker summary for GET /api/tracker-summary: at most one
-// run (one tracker walk, one model call) per onDemandInterval, shared by the callers
-// that ask while it runs and, when it succeeded, reused by those who ask until the
-// interval ends; after a failure they are refused until then. The run is bounded by the
-// write timeout and ended by stop, not by the callers, who each wait as long as their ctx.
+// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: at most one run
+// per onDemandInterval, shared by the callers that ask while it runs; its text serves
+// until the interval ends, its failure refuses them until then. The run is ended by stop,
+// not by the callers, who each wait as long as their ctx.
 func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	j := s.jobs
 	j.mu.Lock()
-	if j.ctx.Err() != nil {
-		j.mu.Unlock()
-		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	r, stopped := j.onDemand, j.ctx.Err() != nil
+	wait := onDemandInterval - j.now().Sub(r.started)
+	if r.ended && wait <= 0 && !stopped {
+		r = &onDemandRun{started: j.now(), done: make(chan struct{})}
+		j.onDemand = r
+		j.wg.Go(func() { s.runOnDemand(r) })
 	}
-	if wait := onDemandInterval - j.now().Sub(j.lastRun); wait > 0 {
-		text, err := j.lastText, j.lastErr
-		j.mu.Unlock()
-		if err != nil {
-			return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
-				msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
-		}
-		return text, nil
-	}
-	// Under j.mu a caller joins the run in progress or finds the outcome that runOnDemand
-	// keeps before singleflight lets a new run start.
-	ch := j.flight.DoChan("tracker", s.runOnDemand)
-	done := make(chan singleflight.Result, 1)
-	j.wg.Go(func() { done <- <-ch }) // so that stop waits for the run
+	ended := r.ended
 	j.mu.Unlock()
+	switch {
+	case stopped:
+		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
+	case ended && r.err != nil:
+		return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
+			msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
+	case ended:
+		return r.text, nil
+	}
 	select {
-	case res := <-done:
-		text, _ := res.Val.(string)
-		return text, res.Err
+	case <-r.done:
+		return r.text, r.err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }
 
-// runOnDemand is one on-demand run, for singleflight, which would end the process on a
-// panic of it: a panic is a failure here. A failure is logged here with its detail, once
-// for all its callers.
-func (s *server) runOnDemand() (_ any, err error) {
-	j := s.jobs
-	started := j.now()
-	var text string
+// runOnDemand makes the on-demand run r, a panic of it a failure, and logs its failure
+// once for all its callers.
+func (s *server) runOnDemand(r *onDemandRun) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
-			err = errors.New("on-demand tracker summary: panic")
+			r.err = errors.New("on-demand tracker summary: panic")
 		}
-		if err != nil {
-			s.log.Error("on-demand tracker summary failed", "err", err)
+		if r.err != nil {
+			s.log.Error("on-demand tracker summary failed", "err", r.err)
 		}
-		j.mu.Lock()
-		j.lastRun, j.lastText, j.lastErr = started, text, err
-		j.mu.Unlock()
+		s.jobs.mu.Lock()
+		r.ended = true
+		s.jobs.mu.Unlock()
+		close(r.done)
 	}()
 	// Reply, if only with the error, before the server's write timeout swallows it.
-	ctx, cancel := context.WithTimeout(j.ctx, writeTimeout-10*time.Second)
+	ctx, cancel := context.WithTimeout(s.jobs.ctx, writeTimeout-10*time.Second)
 	defer cancel()
-	text, err = s.trackerSummary(ctx, started)
-	return text, err
+	r.text, r.err = s.trackerSummary(ctx, r.started)
 }
 
 // The mail reader: the Maildir's messages of the window, each read as a mail program
@@ -559,9 +522,9 @@ type email struct {
 }
 
 // readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
-// newest delivered first, until the prompt is full. A file delivered before start, or
-// once the prompt is full, is not opened; one opened and left out is logged.
-func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger, fit func(email) (bool, error)) error {
+// newest delivered first, until fit is full; files delivered before start are not opened.
+func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger,
+	fit func(email) bool) error {
 	type delivered struct {
 		name string
 		at   time.Time
@@ -594,8 +557,8 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 		case e.when.Before(start):
 			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
 		default:
-			if more, err := fit(e); !more || err != nil {
-				return err
+			if !fit(e) {
+				return nil
 			}
 		}
 	}
@@ -603,10 +566,9 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 }
 
 // deliveryTime is when a Maildir file arrived: the seconds that start its name
-// (1732590000.M123P456.host:2,S), else its modification time; false when neither is known.
+// (1732590000.M123P456.host:2,S), else its modification time.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
-		// parseID reads digits beyond int64 as 0: no delivery time, as for no digits.
 		if secs, ok := parseID(digits); ok && secs > 0 {
 			return time.Unix(secs, 0), true
 		}
@@ -632,8 +594,8 @@ func readEmailFile(fsys fs.FS, name string, delivered time.Time, log *slog.Logge
 	return parseEmail(raw, delivered, log)
 }
 
-// parseEmail reads one message as a mail program shows it, in UTF-8; a file with no field
-// and no text is not a message. delivered dates one without a readable Date.
+// parseEmail reads one message as a mail program shows it, in UTF-8; delivered dates one
+// without a readable Date.
 func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error) {
 	msg := parseEntity(raw)
 	if len(msg.fields) == 0 && len(bytes.TrimSpace(msg.body)) == 0 {
@@ -647,8 +609,9 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	pick.find(msg, "text/plain", 0)
 	body, charset := "", pick.params["charset"]
 	if pick.found {
-		text := decodeCharset(charset, transferDecode(pick.part.get("Content-Transfer-Encoding"), pick.part.body), log)
-		if notBase64(pick.part) && !readable(text) {
+		text := decodeCharset(charset, pick.part.decoded(), log)
+		encoding := strings.TrimSpace(string(pick.part.get("Content-Transfer-Encoding")))
+		if strings.EqualFold(encoding, "base64") && notBase64.Match(pick.part.body) && !readable(text) {
 			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
 			if raw := decodeCharset(charset, pick.part.body, log); readable(raw) {
 				text = raw
@@ -682,8 +645,8 @@ func (e mimeEntity) get(name string) []byte {
 	return nil
 }
 
-// parseEntity splits raw into fields and body at the blank line. A line that is no field
-// is kept as one while the header goes on after it (headerGoesOn), else begins the body.
+// parseEntity splits raw into fields and body at the blank line; a line that is no field
+// begins the body unless the header goes on after it.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
 	for rest := raw; len(rest) > 0; {
@@ -748,13 +711,14 @@ type bodyPick struct {
 	params      map[string]string
 }
 
-// find looks in e (of type def by default) at depth; true once it finds text/plain.
+// find looks in e, of type def by default; true once it finds text/plain.
 func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
 	text := mediaType == "text/plain" || mediaType == "text/html"
 	switch {
-	case strings.EqualFold(strings.TrimSpace(disp), "attachment") || text && isBlank(e):
+	case strings.EqualFold(strings.TrimSpace(disp), "attachment") ||
+		text && len(bytes.TrimSpace(e.decoded())) == 0:
 		return false
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params}
@@ -773,10 +737,10 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 	if len(parts) == 0 {
 		parts = splitMultipart(e.body, bodyDelimiter(e.body))
 	}
-	if text := transferDecode(e.get("Content-Transfer-Encoding"), e.body); len(parts) == 0 {
+	if text := e.decoded(); len(parts) == 0 {
 		// No boundary in the body: its text, where it is text and holds no delimiter
 		// line (MIME structure), as a mail program shows it rather than nothing.
-		ok := !isBlank(e) && readable(string(text)) && bodyDelimiter(text) == ""
+		ok := len(bytes.TrimSpace(text)) > 0 && readable(string(text)) && bodyDelimiter(text) == ""
 		if ok {
 			*p = bodyPick{found: true, part: e, params: params}
 		}
@@ -815,29 +779,17 @@ func bodyDelimiter(body []byte) string {
 	return ""
 }
 
-// isBlank reports whether e's body, its transfer encoding undone, holds blanks alone.
-func isBlank(e mimeEntity) bool {
-	return len(bytes.TrimSpace(transferDecode(e.get("Content-Transfer-Encoding"), e.body))) == 0
-}
-
-// notBase64 reports whether e is declared base64 but holds a blank or another character.
-func notBase64(e mimeEntity) bool {
-	encoding := strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))
-	return strings.EqualFold(encoding, "base64") && notBase64Text.Match(e.body)
-}
-
 var (
-	notBase64Text = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`)
+	notBase64     = regexp.MustCompile(`[^A-Za-z0-9+/=\r\n \t]|[ \t][^ \t\r\n]`) // a text, not base64
 	notBase64Char = regexp.MustCompile(`[^A-Za-z0-9+/]+`)
 	unreadable    = regexp.MustCompile(`[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\x{FFFD}]`)
 )
 
-// readable reports whether s reads as text: no U+FFFD (bytes not in its charset, or not
-// UTF-8), no C0 or C1 control but a tab, line break or form feed.
+// readable reports whether s holds no U+FFFD and no control but a tab, line break or form feed.
 func readable(s string) bool { return !unreadable.MatchString(s) }
 
-// contentType is e's media type in lower case and its parameters: of the first
-// Content-Type that names a type and subtype, else def with the first one's parameters.
+// contentType is the media type and parameters of e's first Content-Type that names a
+// type and subtype, else def with the first one's parameters.
 func (e mimeEntity) contentType(def string) (string, map[string]string) {
 	var first map[string]string
 	for _, f := range e.fields {
@@ -929,19 +881,19 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 	return parts
 }
 
-// transferDecode undoes a Content-Transfer-Encoding as leniently as a mail program.
-func transferDecode(encoding, b []byte) []byte {
-	switch strings.ToLower(strings.TrimSpace(string(encoding))) {
+// decoded is e's body, its Content-Transfer-Encoding undone as leniently as a mail program.
+func (e mimeEntity) decoded() []byte {
+	switch strings.ToLower(strings.TrimSpace(string(e.get("Content-Transfer-Encoding")))) {
 	case "base64":
-		return decodeBase64(b)
+		return decodeBase64(e.body)
 	case "quoted-printable":
-		return decodeQuotedPrintable(b)
+		return decodeQuotedPrintable(e.body)
 	}
-	return b
+	return e.body
 }
 
 // decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
-// programs do; a last lone character, no whole byte, ends the decoding without it.
+// programs do.
 func decodeBase64(b []byte) []byte {
 	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
@@ -977,11 +929,12 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	charset, end := "", 0 // charset is "" when no word is pending
 	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
 		between, next := v[end:m[0]], string(v[m[2]:m[3]])
-		if charset != "" && (len(bytes.Trim(between, " \t")) > 0 || !strings.EqualFold(next, charset)) {
+		blank := len(bytes.Trim(between, " \t")) == 0 // between two words: dropped (RFC 2047 6.2)
+		if charset != "" && (!blank || !strings.EqualFold(next, charset)) {
 			sb.WriteString(decodeCharset(charset, word, log))
 			word, charset = nil, ""
 		}
-		if charset == "" && len(bytes.Trim(between, " \t")) > 0 || end == 0 {
+		if !blank || end == 0 {
 			sb.WriteString(decodeRawHeader(between))
 		}
 		if m[4] >= 0 {
@@ -1032,7 +985,7 @@ var charsetAliases = map[string]string{
 }
 
 // lookupCharset finds the decoder of a charset label, or nil. WHATWG's "replacement"
-// (for ISO-2022-KR and HZ) would make the text one U+FFFD: it counts as not known.
+// (ISO-2022-KR, HZ) would make the text one U+FFFD: it counts as not known.
 func lookupCharset(label string) encoding.Encoding {
 	if alias, ok := charsetAliases[label]; ok {
 		label = alias
@@ -1078,7 +1031,7 @@ var (
 	blankLines = regexp.MustCompile(`\n\s*\n+`)
 )
 
-// stripHTML reduces an HTML body to its text, good enough for a summary prompt.
+// stripHTML reduces an HTML body to its text, as much as a summary prompt needs.
 func stripHTML(s string) string {
 	s = htmlHidden.ReplaceAllString(s, " ")
 	s = htmlTag.ReplaceAllString(s, " ")

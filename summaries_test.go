@@ -521,15 +521,11 @@ func TestPromptFit(t *testing.T) {
 		// Newest first: once one does not fit, no older one goes, however small.
 		{[]string{a, strings.Repeat("b", 60), "c"}, 110, []string{a}, 2},
 	} {
-		fit := promptFit{maxChars: tc.max, size: 2}
+		fit := promptFit{maxChars: tc.max}
 		offered := 0
 		for _, item := range tc.items {
 			offered++
-			more, err := fit.offer(item)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !more {
+			if !fit.offer(item) {
 				break
 			}
 		}
@@ -559,11 +555,11 @@ func (m marshalCounter) MarshalJSON() ([]byte, error) {
 // offered once the prompt is full.
 func TestPromptFitMarshalsOnce(t *testing.T) {
 	n := 0
-	fit := promptFit{maxChars: 2 + 3*7 - 1, size: 2} // room for three "item"s
+	fit := promptFit{maxChars: 2 + 3*7 - 1} // room for three "item"s
 	offered := 0
 	for range 10 {
 		offered++
-		if more, err := fit.offer(marshalCounter{&n}); err != nil || !more {
+		if !fit.offer(marshalCounter{&n}) {
 			break
 		}
 	}

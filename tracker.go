@@ -78,13 +78,15 @@ type mantisNote struct {
 
 // recentTickets reads the project's issues updated at or after start, newest first, with
 // their notes created before start dropped and long texts cut. Private issues and notes
-// are left out unless includePrivate; only what MantisBT says is public counts as such.
+// are left out unless TRACKER_INCLUDE_PRIVATE (every API client reads the summary); only
+// what MantisBT says is public counts as such.
 //
-// MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update, and a note
-// added meanwhile moves its issue to the top, unread, and repeats one on the next page.
-// So tickets are kept by id (the latest version wins) and page 1 is read again after the
-// walk until it brings nothing new, at most trackerRereads times.
-func recentTickets(ctx context.Context, client *http.Client, cfg config, start time.Time, includePrivate bool) ([]ticket, error) {
+// MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update: a note added
+// meanwhile moves its issue to the top, unread, and repeats one on the next page. So
+// tickets are kept by id, the latest version winning, and page 1 is read again after the
+// walk until it brings nothing new.
+func recentTickets(ctx context.Context, client *http.Client, cfg config,
+	start time.Time) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
 		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
 	}
@@ -93,7 +95,7 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 	if cfg.TrackerKey == "" {
 		return nil, errors.New("TRACKER_API_KEY is not configured")
 	}
-	set := ticketSet{start: start, includePrivate: includePrivate, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
+	set := ticketSet{start: start, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
 	var err error
 	pages, more := 0, true // pages read in the walk
 	for more && pages < trackerMaxPages {
@@ -108,15 +110,16 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config, start t
 			return nil, err
 		}
 	}
-	return set.list(), nil
+	return slices.SortedFunc(maps.Values(set.kept), func(a, b ticket) int { // newest-updated first
+		return cmp.Or(set.seen[b.ID].Compare(set.seen[a.ID]), cmp.Compare(b.ID, a.ID))
+	}), nil
 }
 
 // ticketSet gathers the tickets of the window by id.
 type ticketSet struct {
-	start          time.Time
-	includePrivate bool
-	seen           map[int64]time.Time // last update of every issue of the window read, private ones too
-	kept           map[int64]ticket
+	start time.Time
+	seen  map[int64]time.Time // last update of every issue of the window read, private ones too
+	kept  map[int64]ticket
 }
 
 // read takes a page of issues. It reports whether the page brought an issue of the window
@@ -141,24 +144,17 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 		}
 		news = true
 		s.seen[is.ID] = updated
-		if !s.includePrivate && is.ViewState.ID != vsPublic {
+		if !cfg.TrackerIncludePrivate && is.ViewState.ID != vsPublic {
 			delete(s.kept, is.ID) // made private since it was read
 			continue
 		}
-		t, err := trimTicket(is, s.start, s.includePrivate)
+		t, err := trimTicket(is, s.start, cfg.TrackerIncludePrivate)
 		if err != nil {
 			return false, false, err
 		}
 		s.kept[is.ID] = t
 	}
 	return news, len(issues) >= trackerPageSize && lastInWindow, nil
-}
-
-// list is the kept tickets, newest-updated first.
-func (s *ticketSet) list() []ticket {
-	return slices.SortedFunc(maps.Values(s.kept), func(a, b ticket) int {
-		return cmp.Or(s.seen[b.ID].Compare(s.seen[a.ID]), cmp.Compare(b.ID, a.ID))
-	})
 }
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
@@ -226,13 +222,10 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	return list.Issues, nil
 }
 
-// checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY.
-// AuthMiddleware.php names the login method of every request it lets through in
-// X-Mantis-LoginMethod: "api-token" for a token it knows. A token it does not know is,
-// on 2.27 and later, served as if none had been sent: as the anonymous account, where the
-// tracker has one, logged in by its cookie ("cookie") or, where it has no cookie yet, by
-// name ("anonymous"), with X-Mantis-Username the anonymous account. Any page not served
-// to the token's user is refused, or a guest's view of the project would pass for the whole.
+// checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY:
+// AuthMiddleware.php's X-Mantis-LoginMethod is "api-token" for a token it knows. From 2.27
+// one it does not know is served as the anonymous account, where the tracker has one
+// ("cookie" or "anonymous"), whose view of the project would pass for the whole.
 func checkTokenLogin(header http.Header) error {
 	method, user := header.Get("X-Mantis-LoginMethod"), header.Get("X-Mantis-Username")
 	switch method {
@@ -298,15 +291,13 @@ func trackerRefusal(err error, cfg config) string {
 	return ""
 }
 
-// Outbound calls to the tracker and the model share one discipline: bounded time,
-// bounded bodies (maxAnswerBytes), retries on 429 and 5xx, and errors that name the
-// status and the provider's message but never a key.
+// Outbound calls to the tracker and the model: bounded time and bodies, retries on 429 and
+// 5xx, errors that name the status and the provider's message but never a key.
 const maxAnswerBytes = 32 << 20
 
 // callWithRetry sends a JSON request with body (nil: none) and the Authorization header
-// auth, and returns the body and header of a 2xx reply. A 429 or 5xx is retried twice with
-// a growing pause. Every attempt is bounded by cfg.OutboundTimeout and by ctx, which
-// shutdown cancels. A refusal is a *statusError; no error names a key.
+// auth, and returns the body and header of a 2xx reply; a 429 or 5xx is retried twice. Every
+// attempt is bounded by cfg.OutboundTimeout and by ctx. A refusal is a *statusError.
 func callWithRetry(ctx context.Context, client *http.Client, cfg config, service, method, rawURL, auth string, body []byte) ([]byte, http.Header, error) {
 	for attempt := 0; ; attempt++ {
 		res, reply, err := callOnce(ctx, client, cfg.OutboundTimeout, method, rawURL, auth, body)
@@ -353,15 +344,14 @@ func (e *statusError) Error() string {
 	return msg
 }
 
-// retryPause is the pause before retry attempt+1: first, then twice as long each time,
-// so that a provider that is overloaded gets room.
+// retryPause is the pause before retry attempt+1, doubling so that an overloaded provider
+// gets room.
 func retryPause(first time.Duration, attempt int) time.Duration {
 	return first << attempt
 }
 
-// callOnce makes one request within timeout and returns its status and header (res, its
-// body closed) and body; an error status is not an error here, as callWithRetry decides
-// what to retry.
+// callOnce makes one request within timeout and returns its reply, body closed, and body;
+// an error status is for callWithRetry to judge.
 func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, method, rawURL, auth string, body []byte) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -99,7 +99,7 @@ func TestTrackerPaging(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
 			e.tracker.issues = tc.issues
-			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+			tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +437,7 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 			f.makePrivate(3, mantisDate(now.Add(-40*time.Second)))
 		}
 	}
-	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +634,9 @@ func TestTrackerPrivateContent(t *testing.T) {
 		t.Errorf("prompt lacks the public note:\n%s", calls[0])
 	}
 
-	tickets, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), true)
+	cfg := e.srv.cfg
+	cfg.TrackerIncludePrivate = true
+	tickets, err := recentTickets(context.Background(), e.srv.client, cfg, windowStart(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +752,7 @@ func TestTrackerBadUpdateTimeFails(t *testing.T) {
 	} {
 		e := newSummaryEnv(t, now)
 		e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), tc.issue}
-		_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now), false)
+		_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("recentTickets = %v, want an error naming %s", err, tc.want)
 		}
