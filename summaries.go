@@ -86,17 +86,15 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	return string(data), err
 }
 
-// trackerSummary is the tracker summary of the day of now. The model key is checked
-// before the tracker is read.
-func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
-	if s.cfg.GenAIKey == "" {
-		return "", errNoModelKey
-	}
-	template, err := trackerTemplate(s.cfg)
+// trackerPrompt is the prompt the tracker summary of now's day sends the model, private
+// content kept back unless TRACKER_INCLUDE_PRIVATE; "" when the window holds no ticket.
+// formsvc prompt prints it; the job sends it.
+func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
+	template, err := trackerTemplate(cfg)
 	if err != nil {
 		return "", err
 	}
-	tickets, err := recentTickets(ctx, s.client, s.cfg, windowStart(now))
+	tickets, err := recentTickets(ctx, client, cfg, windowStart(now))
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +104,41 @@ func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, err
 			break
 		}
 	}
-	return s.ask(ctx, &fit, template, "$TRACKER_TICKETS", noTicketsText, now)
+	return fit.fill(template, "$TRACKER_TICKETS", now)
+}
+
+// emailPrompt is the prompt the e-mail summary of now's day sends the model: the
+// messages of the window in MAILDIR; "" when there are none.
+func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
+	template, err := emailTemplate(cfg)
+	if err != nil {
+		return "", err
+	}
+	if cfg.Maildir == "" {
+		return "", errors.New("MAILDIR is not configured")
+	}
+	fit := promptFit{maxChars: maxPromptDataChars}
+	offer := func(m email) bool { return fit.offer(m) }
+	if err := readMaildir(ctx, os.DirFS(cfg.Maildir), windowStart(now), log, offer); err != nil {
+		return "", fmt.Errorf("MAILDIR %s: %w", cfg.Maildir, err) // the fs.FS names only new/ or cur/
+	}
+	return fit.fill(template, "$EMAILS", now)
+}
+
+// trackerSummary is the tracker summary of the day of now. The model key is checked
+// before the tracker is read.
+func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
+	if s.cfg.GenAIKey == "" {
+		return "", errNoModelKey
+	}
+	prompt, err := trackerPrompt(ctx, s.client, s.cfg, now)
+	switch {
+	case err != nil:
+		return "", err
+	case prompt == "":
+		return noTicketsText, nil
+	}
+	return complete(ctx, s.client, s.cfg, prompt)
 }
 
 // generateTrackerSummary stores today's tracker summary in place of any of the day.
@@ -119,46 +151,24 @@ func (s *server) generateTrackerSummary(ctx context.Context) error {
 	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
 }
 
-// generateEmailSummary adds a summary of today's e-mail, the messages of the window in
-// MAILDIR. The model key is checked before the Maildir is read.
+// generateEmailSummary adds a summary of today's e-mail. The model key is checked before
+// the Maildir is read.
 func (s *server) generateEmailSummary(ctx context.Context) error {
 	if s.cfg.GenAIKey == "" {
 		return errNoModelKey
 	}
-	template, err := emailTemplate(s.cfg)
-	if err != nil {
-		return err
-	}
-	if s.cfg.Maildir == "" {
-		return errors.New("MAILDIR is not configured")
-	}
 	now := s.now()
-	fit := promptFit{maxChars: maxPromptDataChars}
-	offer := func(m email) bool { return fit.offer(m) }
-	if err := readMaildir(ctx, os.DirFS(s.cfg.Maildir), windowStart(now), s.log, offer); err != nil {
-		return fmt.Errorf("MAILDIR %s: %w", s.cfg.Maildir, err) // the fs.FS names only new/ or cur/
-	}
-	text, err := s.ask(ctx, &fit, template, "$EMAILS", noEmailsText, now)
+	prompt, err := emailPrompt(ctx, s.cfg, s.log, now)
 	if err != nil {
 		return err
+	}
+	text := noEmailsText
+	if prompt != "" {
+		if text, err = complete(ctx, s.client, s.cfg, prompt); err != nil {
+			return err
+		}
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
-}
-
-// ask is the model's reply to template with $DATE the day of now and placeholder fit's
-// array; it is nothing, without asking the model, when fit was offered no item.
-func (s *server) ask(ctx context.Context, fit *promptFit, template, placeholder, nothing string,
-	now time.Time) (string, error) {
-	switch {
-	case fit.offered == 0:
-		return nothing, nil
-	case len(fit.items) == 0:
-		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters",
-			fit.offered, fit.maxChars)
-	}
-	date := now.Format("2006-01-02")
-	prompt := strings.NewReplacer("$DATE", date, placeholder, string(fit.json())).Replace(template)
-	return complete(ctx, s.client, s.cfg, prompt)
 }
 
 // promptFit builds a prompt's JSON array of at most maxChars characters from items
@@ -194,6 +204,20 @@ func (f *promptFit) offer(item any) bool {
 	f.size += chars
 	f.items = append(f.items, raw)
 	return true
+}
+
+// fill is template with $DATE the day of now and placeholder the array of the items
+// kept; "" when no item was offered.
+func (f *promptFit) fill(template, placeholder string, now time.Time) (string, error) {
+	switch {
+	case f.offered == 0:
+		return "", nil
+	case len(f.items) == 0:
+		return "", fmt.Errorf("prompt data: none of the %d items fits in %d characters",
+			f.offered, f.maxChars)
+	}
+	date := now.Format("2006-01-02")
+	return strings.NewReplacer("$DATE", date, placeholder, string(f.json())).Replace(template), nil
 }
 
 // json is the array of the items kept.
