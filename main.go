@@ -171,6 +171,7 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
+		ConnState:         (&connLimit{max: maxConnections}).track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -232,7 +233,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		store.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	ln = &limitListener{Listener: ln, slots: make(chan struct{}, maxConnections)}
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -387,9 +387,9 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	}
 	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
 	s.mux.Handle("/", s.handle(s.handleNoRoute))
-	// Every request passes these, the first outermost (queueWrites acts on writes only).
+	// Every request passes these, the first outermost.
 	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
-		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
+		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody)
 	return s
 }
 
@@ -409,22 +409,22 @@ func (s *server) routes() []route {
 		{"GET /healthz", s.handleHealth},
 		{"GET /api/openapi.json", s.handleOpenAPI},
 		{"GET /api/forms", s.handleListForms},
-		{"POST /api/forms", s.handleCreateForm},
+		{"POST /api/forms", s.queued(s.handleCreateForm)},
 		{"GET /api/forms/{id}", s.handleGetForm},
-		{"PUT /api/forms/{id}", s.handleUpdateForm},
-		{"DELETE /api/forms/{id}", s.handleDeleteForm},
-		{"POST /api/forms/{id}/responses", s.handleSubmitResponse},
+		{"PUT /api/forms/{id}", s.queued(s.handleUpdateForm)},
+		{"DELETE /api/forms/{id}", s.queued(s.handleDeleteForm)},
+		{"POST /api/forms/{id}/responses", s.queued(s.handleSubmitResponse)},
 		{"GET /api/forms/{id}/responses", s.handleListResponses},
 		{"GET /api/forms/{id}/responses.csv", s.handleExportCSV},
 		{"GET /api/responses/{responseId}/export/pdf", s.handleExportPDF},
 		{"GET /api/tracker-summary/today", s.handleTodayTrackerSummary},
 		{"GET /api/tracker-summaries", s.handleListTrackerSummaries},
-		{"POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary},
+		{"POST /api/tracker-summaries/generate", s.queued(s.handleGenerateTrackerSummary)},
 		{"GET /api/tracker-summary", s.handleTrackerSummaryNow},
 		{"GET /api/email-summaries", s.handleListEmailSummaries},
-		{"POST /api/email-summaries/generate", s.handleGenerateEmailSummary},
+		{"POST /api/email-summaries/generate", s.queued(s.handleGenerateEmailSummary)},
 		{"GET /api/settings/{key}", s.handleGetSetting},
-		{"PUT /api/settings/{key}", s.handlePutSetting},
+		{"PUT /api/settings/{key}", s.queued(s.handlePutSetting)},
 	}
 }
 
@@ -682,28 +682,19 @@ func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release fun
 	return release, nil
 }
 
-// queueWrites bounds the requests of POST, PUT and DELETE routes waiting for the one
-// write connection, in number and time, where database/sql's pool would queue them
-// without bound. It comes after readBody, so that a slow upload holds no write slot.
-func (s *server) queueWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			next.ServeHTTP(w, r)
-			return
-		}
-		if _, pattern := s.mux.Handler(r); pattern == "/" {
-			next.ServeHTTP(w, r) // no such route: 404 or 405, whatever the queue
-			return
-		}
+// queued runs h, a route that changes data, in one of the write slots, bounding in
+// number and time the requests that wait for the one write connection, where
+// database/sql's pool would queue them without bound. A slow upload holds no slot:
+// readBody has read the body before.
+func (s *server) queued(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		release, err := s.writes.acquire(r.Context(), 1)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		defer release()
-		next.ServeHTTP(w, r)
-	})
+		return h(w, r)
+	}
 }
 
 // routeMethods lists the methods the route of r's path serves; none when no route
@@ -730,12 +721,12 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	return errNoRoute
 }
 
-// limitListener accepts at most cap(slots) connections at once. One more is refused
-// with 503 and closed, not left in the kernel's queue behind a crowd of idle ones, as
-// x/net's netutil.LimitListener leaves it.
-type limitListener struct {
-	net.Listener
-	slots chan struct{}
+// connLimit counts the open connections, for http.Server.ConnState: one past max is
+// refused with 503 and closed, not left in the kernel's queue behind a crowd of idle
+// ones, as x/net's netutil.LimitListener leaves it.
+type connLimit struct {
+	max  int64
+	open atomic.Int64
 }
 
 // tooManyConnections is the reply to a connection past the cap, before any request.
@@ -743,32 +734,17 @@ const tooManyConnections = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " 
 	"\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 33\r\n\r\n" +
 	`{"error":"Too many connections"}` + "\n"
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case l.slots <- struct{}{}:
-			return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
-		default:
+func (l *connLimit) track(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		if l.open.Add(1) > l.max {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
 			io.WriteString(c, tooManyConnections)
-			c.Close()
+			c.Close() // net/http then ends the connection as StateClosed
 		}
+	case http.StateClosed, http.StateHijacked:
+		l.open.Add(-1)
 	}
-}
-
-// limitedConn gives its listener slot back when closed, once.
-type limitedConn struct {
-	net.Conn
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.release()
-	return c.Conn.Close()
 }
 
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first

@@ -321,20 +321,21 @@ func TestConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := &limitListener{Listener: inner, slots: make(chan struct{}, 2)}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
-	go hs.Serve(ln)
+	limit := &connLimit{max: 2}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ConnState: limit.track}
+	go hs.Serve(inner)
 	defer hs.Close()
 	var held []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, c)
 	}
-	waitFor(t, func() bool { return len(ln.slots) == 2 })
-	c, err := net.Dial("tcp", ln.Addr().String())
+	waitFor(t, func() bool { return limit.open.Load() == 2 })
+	c, err := net.Dial("tcp", inner.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,8 +349,8 @@ func TestConnectionLimit(t *testing.T) {
 		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, reply, refused.Header.Get("Retry-After"), err)
 	}
 	held[0].Close()
-	waitFor(t, func() bool { return len(ln.slots) == 1 })
-	res, err := http.Get("http://" + ln.Addr().String() + "/")
+	waitFor(t, func() bool { return limit.open.Load() == 1 })
+	res, err := http.Get("http://" + inner.Addr().String() + "/")
 	if err != nil || res.StatusCode != 200 {
 		t.Errorf("after a connection closed: %v %v", res, err)
 	}
