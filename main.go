@@ -181,20 +181,16 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 // misspelt zone is an error at start rather than the silent UTC the runtime falls back to.
 func checkTZ(tz string) error {
 	tz = strings.TrimPrefix(tz, ":")
-	switch {
-	case tz == "":
-		return nil
-	case strings.HasPrefix(tz, "/"):
-		data, err := os.ReadFile(tz)
-		if err != nil {
-			return err
-		}
-		_, err = time.LoadLocationFromTZData(tz, data)
-		return err
-	default:
-		_, err := time.LoadLocation(tz)
+	if !strings.HasPrefix(tz, "/") {
+		_, err := time.LoadLocation(tz) // "" is UTC
 		return err
 	}
+	data, err := os.ReadFile(tz)
+	if err != nil {
+		return err
+	}
+	_, err = time.LoadLocationFromTZData(tz, data)
+	return err
 }
 
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
@@ -271,23 +267,17 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 }
 
 // closeStore cancels the jobs, waits cfg.JobGrace for them and the handlers still
-// running, then closes the store and reports whether it did. With work still running it
-// leaves the store open: closing it would turn that work's last statements into errors,
-// the process ends anyway, and the WAL keeps every commit.
+// running, then closes the store and reports whether it did. Work still running keeps it
+// open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
 	var jobsDone bool
 	var stopping sync.WaitGroup
 	stopping.Go(func() { jobsDone = s.jobs.stop(s.cfg.JobGrace) })
 	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
 	stopping.Wait()
-	if !jobsDone {
-		s.log.Error("background jobs still running after the shutdown grace", "grace", s.cfg.JobGrace)
-	}
-	if !handlersDone {
-		s.log.Error("request handlers still running after their connections were closed", "grace", s.cfg.JobGrace)
-	}
 	if !jobsDone || !handlersDone {
-		s.log.Error("database left open for the work still running")
+		s.log.Error("work still running after the shutdown grace: database left open",
+			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
 	}
 	if err := s.store.Close(); err != nil {
@@ -312,8 +302,7 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // Limits that no real form or client reaches, and the bounds on what all clients
-// together may hold: docs/DESIGN.md's "Limits" table (TestDocumentedLimits). The others
-// are beside the code they bound.
+// together may hold: docs/DESIGN.md's "Limits" table.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -326,18 +315,16 @@ const (
 
 	// maxConnections bounds the open connections; one more is refused 503 and closed.
 	maxConnections = 2048
-	// maxUploadBytes bounds the request bodies being read and held at once, waited for
-	// up to maxUploadWait. Small bodies (every ordinary request) go in without it:
-	// maxConnections bounds them, and stalled large uploads cannot hold them up.
+	// maxUploadBytes bounds the request bodies held at once, waited for up to
+	// maxUploadWait. Small bodies go in uncounted: maxConnections bounds them.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
-	// maxReplyBytes bounds the replies built and not yet read by their clients, waited
-	// for up to maxReplyWait; small replies go out without it.
+	// maxReplyBytes bounds the replies built and not yet read, as maxUploadBytes bodies.
 	maxReplyBytes   = 64 << 20
 	maxReplyWait    = 5 * time.Second
 	smallReplyBytes = 64 << 10
-	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots.
+	// heavyQueue wait at most, each up to heavyWait, for a heavy slot.
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
 	// writeSlots requests that change data run at once; writeQueue more wait, each up
@@ -359,10 +346,8 @@ type server struct {
 	client   *http.Client
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
-	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a response
-	// list or CSV), one per core: more would only add memory. It is held while the reply
-	// is built, never while a client reads. uploads bounds the bytes of request bodies in
-	// memory, replies those of replies, writes the requests that change data.
+	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a list or
+	// CSV), one per core, held while one is built, never while a client reads.
 	heavy, uploads, replies, writes *gate
 	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
@@ -385,8 +370,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.handle(rt.handler))
 	}
-	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
-	s.mux.Handle("/", s.handle(s.handleNoRoute))
+	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
 	// Every request passes these, the first outermost.
 	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
 		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody)
@@ -396,14 +380,12 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 // handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// route is one entry of the API: a ServeMux pattern and its handler.
 type route struct {
 	pattern string
 	handler handlerFunc
 }
 
-// routes lists the whole API. docs/openapi.json documents exactly these routes
-// (TestOpenAPIDocumentsEveryRoute).
+// routes lists the whole API, as docs/openapi.json documents it.
 func (s *server) routes() []route {
 	return []route{
 		{"GET /healthz", s.handleHealth},
@@ -439,20 +421,16 @@ func (s *server) handle(h handlerFunc) http.Handler {
 	})
 }
 
-// middleware wraps a handler in one concern that every request shares.
-type middleware func(http.Handler) http.Handler
-
-// chain wraps h in mws, the first outermost.
-func chain(h http.Handler, mws ...middleware) http.Handler {
+// chain wraps h in the middleware mws, the first outermost.
+func chain(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
 	for i := len(mws) - 1; i >= 0; i-- {
 		h = mws[i](h)
 	}
 	return h
 }
 
-// logRequests writes one line per request, and counts the requests being served, which
-// shutdown waits for. It gives the inner handlers a *statusRecorder, which
-// recoverPanics and writeError use.
+// logRequests writes one line per request and counts the requests being served, which
+// shutdown waits for; the inner handlers get a *statusRecorder.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
@@ -548,7 +526,7 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	}
 	methods := s.routeMethods(r)
 	if len(methods) == 0 || !isCleanPath(r.URL.EscapedPath()) {
-		return false // no such route: answered as any other request to it
+		return false // no such route: replied to as any other request to it
 	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
@@ -636,7 +614,7 @@ func isCleanPath(p string) bool {
 // readBody reads every request body before its route, as the original's body parser
 // did: one that is not application/json (415; no cross-site form sends that type without
 // a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
-// large body holds its room in s.uploads until the handler returns. readJSON decodes it.
+// large body holds its room in s.uploads until the handler returns.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 { // -1 is a body of unknown length
@@ -667,25 +645,20 @@ func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release fun
 		return nil, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		err = errBodyTooLarge
-	case err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body):
-		err = errInvalidJSON
-	}
-	if err != nil {
+	if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
 		release()
-		return nil, err
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, errBodyTooLarge
+		}
+		return nil, errInvalidJSON
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return release, nil
 }
 
-// queued runs h, a route that changes data, in one of the write slots, bounding in
-// number and time the requests that wait for the one write connection, where
-// database/sql's pool would queue them without bound. A slow upload holds no slot:
-// readBody has read the body before.
+// queued runs h, a route that changes data, in a write slot: the requests waiting for
+// the one write connection are bounded in number and time, where database/sql's pool
+// would queue them without bound. readBody has read the body: a slow upload holds none.
 func (s *server) queued(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		release, err := s.writes.acquire(r.Context(), 1)
@@ -1009,13 +982,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.As(err, &ae) {
 		ae = &apiError{kind: kindInternal, msg: internalError, err: err}
 	}
-	if ae.kind == kindInternal && ae.err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if rec != nil && rec.wrote {
-		// Part of a list is out: the client sees it cut, as docs/SPEC.md asks.
+	switch {
+	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
+	case ae.kind == kindInternal && ae.err != nil:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if ae.kind == kindUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
@@ -1050,12 +1022,7 @@ func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
 }
 
 // at is the path of the member name.
-func (o jsonObject) at(name string) string {
-	if o.path == "" {
-		return name
-	}
-	return o.path + "." + name
-}
+func (o jsonObject) at(name string) string { return strings.TrimPrefix(o.path+"."+name, ".") }
 
 // get decodes the member name, if any, into v, which takes JSON of kind ("a string").
 func (o jsonObject) get(name string, v any, kind string) error {
@@ -1084,8 +1051,7 @@ func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error))
 	return list, nil
 }
 
-// jsonBody is a request body's type: its own UnmarshalJSON reads members by exact name
-// (see jsonObject), where encoding/json would match them whatever their case.
+// jsonBody is a request body's type, which reads its members by exact name (jsonObject).
 type jsonBody[T any] interface {
 	*T
 	json.Unmarshaler
