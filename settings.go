@@ -42,10 +42,10 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	// null arrives as the raw text null and is stored as "null". jsText fails only on an
-	// absent value: the body is JSON (readBody).
-	value, err := jsText(in.members["value"])
-	if err != nil {
+	// null is stored as "null"; jsText cannot fail on a member of a valid body.
+	raw, ok := in.members["value"]
+	value, err := jsText(raw)
+	if !ok || err != nil {
 		return invalid("Setting value is required in the request body")
 	}
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
