@@ -373,7 +373,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
 	// Every request passes these, the first outermost.
 	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
-		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody)
+		s.allowCORS, s.guardAPI, s.refuseUncleanPaths, s.readBody)
 	return s
 }
 
@@ -535,18 +535,20 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// isAPI reports whether r is for the API, whose requests the token and Host rules cover.
-func isAPI(r *http.Request) bool {
-	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
-}
-
-// checkHost refuses API requests for a Host name the service does not know while no
-// API_TOKEN guards it: a page on another site that makes its own name resolve to this
-// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
-func (s *server) checkHost(next http.Handler) http.Handler {
+// guardAPI refuses API requests that may not be served. With API_TOKEN set, one without
+// the token is a 401. Without it, one for a Host name the service does not know is a
+// 403: a page on another site that makes its own name resolve to this service (DNS
+// rebinding) could read the API's replies, and its requests carry its Host.
+func (s *server) guardAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.APIToken == "" && isAPI(r) && !s.knownHost(r.Host) {
+		switch {
+		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
+		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
 			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})
+			return
+		case s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
+			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
+			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -565,18 +567,6 @@ func (s *server) knownHost(host string) bool {
 	}
 	// Host names are case-insensitive (RFC 9110 4.2.3), in the header and in ALLOWED_HOSTS.
 	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(strings.TrimSuffix(h, "."), host) })
-}
-
-// requireToken refuses with 401 an API request without the configured token.
-func (s *server) requireToken(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.APIToken != "" && isAPI(r) && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
-			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // validToken checks an Authorization header against "Bearer <token>", the scheme in any

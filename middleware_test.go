@@ -83,7 +83,7 @@ func TestRequireToken(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := apiRequest("GET", tc.path, nil)
 		r.Header.Set("Authorization", tc.auth)
-		s.requireToken(okHandler(&ran)).ServeHTTP(w, r)
+		s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
 		if w.Code != tc.want || ran != (tc.want == 200) {
 			t.Errorf("%s with %q = %d (handler ran %v), want %d", tc.path, tc.auth, w.Code, ran, tc.want)
 		}
@@ -161,7 +161,8 @@ func TestCheckHost(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", tc.path, nil)
 		r.Host = tc.host
-		tc.s.checkHost(okHandler(&ran)).ServeHTTP(w, r)
+		r.Header.Set("Authorization", "Bearer t") // guarded's token: only the Host is tried
+		tc.s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
 		if w.Code != tc.want || ran != (tc.want == 200) {
 			t.Errorf("Host %q %s (token %v) = %d, want %d", tc.host, tc.path, tc.s.cfg.APIToken != "", w.Code, tc.want)
 		}
