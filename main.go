@@ -103,15 +103,13 @@ func loadConfig(getenv func(string) string) config {
 
 // summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
 func summaryConfigGaps(cfg config) (tracker, email []string) {
-	need := func(gaps []string, value, name string) []string {
-		if value == "" {
-			return append(gaps, name)
-		}
-		return gaps
+	value := map[string]string{"GENAI_API_KEY": cfg.GenAIKey, "MAILDIR": cfg.Maildir,
+		"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint, "TRACKER_API_KEY": cfg.TrackerKey}
+	unset := func(names ...string) []string {
+		return slices.DeleteFunc(names, func(name string) bool { return value[name] != "" })
 	}
-	model := need(nil, cfg.GenAIKey, "GENAI_API_KEY")
-	tracker = need(need(slices.Clone(model), cfg.TrackerEndpoint, "TRACKER_API_ENDPOINT"), cfg.TrackerKey, "TRACKER_API_KEY")
-	return tracker, need(slices.Clone(model), cfg.Maildir, "MAILDIR")
+	return unset("GENAI_API_KEY", "TRACKER_API_ENDPOINT", "TRACKER_API_KEY"),
+		unset("GENAI_API_KEY", "MAILDIR")
 }
 
 // logReadiness tells the operator at start-up whether each summary can run, and if not
@@ -1057,14 +1055,12 @@ func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 		return v, err
 	}
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
-		if err := P(&v).UnmarshalJSON(body); err != nil {
-			return v, err
-		}
+		err = P(&v).UnmarshalJSON(body)
 	}
-	if valid, ok := any(v).(interface{ Valid() error }); ok {
-		return v, valid.Valid()
+	if valid, ok := any(v).(interface{ Valid() error }); ok && err == nil {
+		err = valid.Valid()
 	}
-	return v, nil
+	return v, err
 }
 
 // parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).
@@ -1076,7 +1072,7 @@ func parseID(s string) (int64, bool) {
 
 // parseDigits reads s when it is ASCII digits only; beyond int64 as -1.
 func parseDigits(s string) (int64, bool) {
-	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
