@@ -67,25 +67,19 @@ type config struct {
 }
 
 func loadConfig(getenv func(string) string) config {
-	get := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
 	return config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:                  get("ADDR", "127.0.0.1:8080"),
-		DatabasePath:          get("DATABASE_PATH", "forms.db"),
+		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
 		APIToken:              getenv("API_TOKEN"),
 		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
 		TrackerKey:            getenv("TRACKER_API_KEY"),
-		TrackerProjectID:      get("TRACKER_PROJECT_ID", "1"),
+		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
 		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
 		GenAIKey:              getenv("GENAI_API_KEY"),
-		GenAIBaseURL:          get("GENAI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:            get("GENAI_MODEL", "gemini-2.5-flash"),
+		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
 		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
 		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
 		Maildir:               getenv("MAILDIR"),
@@ -365,8 +359,8 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		writes:  newGate(writeSlots, 0, writeQueue, writeWait),
 		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
-	for _, rt := range s.routes() {
-		s.mux.Handle(rt.pattern, s.handle(rt.handler))
+	for pattern, h := range s.routes() {
+		s.mux.Handle(pattern, s.handle(h))
 	}
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
 	// Every request passes these, the first outermost.
@@ -378,33 +372,28 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 // handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-type route struct {
-	pattern string
-	handler handlerFunc
-}
-
 // routes lists the whole API, as docs/openapi.json documents it.
-func (s *server) routes() []route {
-	return []route{
-		{"GET /healthz", s.handleHealth},
-		{"GET /api/openapi.json", s.handleOpenAPI},
-		{"GET /api/forms", s.handleListForms},
-		{"POST /api/forms", s.queued(s.handleCreateForm)},
-		{"GET /api/forms/{id}", s.handleGetForm},
-		{"PUT /api/forms/{id}", s.queued(s.handleUpdateForm)},
-		{"DELETE /api/forms/{id}", s.queued(s.handleDeleteForm)},
-		{"POST /api/forms/{id}/responses", s.queued(s.handleSubmitResponse)},
-		{"GET /api/forms/{id}/responses", s.handleListResponses},
-		{"GET /api/forms/{id}/responses.csv", s.handleExportCSV},
-		{"GET /api/responses/{responseId}/export/pdf", s.handleExportPDF},
-		{"GET /api/tracker-summary/today", s.handleTodayTrackerSummary},
-		{"GET /api/tracker-summaries", s.handleListTrackerSummaries},
-		{"POST /api/tracker-summaries/generate", s.queued(s.handleGenerateTrackerSummary)},
-		{"GET /api/tracker-summary", s.handleTrackerSummaryNow},
-		{"GET /api/email-summaries", s.handleListEmailSummaries},
-		{"POST /api/email-summaries/generate", s.queued(s.handleGenerateEmailSummary)},
-		{"GET /api/settings/{key}", s.handleGetSetting},
-		{"PUT /api/settings/{key}", s.queued(s.handlePutSetting)},
+func (s *server) routes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"GET /healthz":                               s.handleHealth,
+		"GET /api/openapi.json":                      s.handleOpenAPI,
+		"GET /api/forms":                             s.handleListForms,
+		"POST /api/forms":                            s.queued(s.handleCreateForm),
+		"GET /api/forms/{id}":                        s.handleGetForm,
+		"PUT /api/forms/{id}":                        s.queued(s.handleUpdateForm),
+		"DELETE /api/forms/{id}":                     s.queued(s.handleDeleteForm),
+		"POST /api/forms/{id}/responses":             s.queued(s.handleSubmitResponse),
+		"GET /api/forms/{id}/responses":              s.handleListResponses,
+		"GET /api/forms/{id}/responses.csv":          s.handleExportCSV,
+		"GET /api/responses/{responseId}/export/pdf": s.handleExportPDF,
+		"GET /api/tracker-summary/today":             s.handleTodayTrackerSummary,
+		"GET /api/tracker-summaries":                 s.handleListTrackerSummaries,
+		"POST /api/tracker-summaries/generate":       s.queued(s.handleGenerateTrackerSummary),
+		"GET /api/tracker-summary":                   s.handleTrackerSummaryNow,
+		"GET /api/email-summaries":                   s.handleListEmailSummaries,
+		"POST /api/email-summaries/generate":         s.queued(s.handleGenerateEmailSummary),
+		"GET /api/settings/{key}":                    s.handleGetSetting,
+		"PUT /api/settings/{key}":                    s.queued(s.handlePutSetting),
 	}
 }
 
