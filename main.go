@@ -107,8 +107,7 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 }
 
 // logReadiness tells the operator at start-up whether each summary can run, and if not
-// why (a failed job shows only in the log), and whether the API is open to whoever
-// reaches it.
+// why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
 	for _, kind := range []struct {
@@ -186,8 +185,7 @@ func checkTZ(tz string) error {
 }
 
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
-// then shuts down: stop accepting, finish requests in flight, wait for background jobs,
-// close the database. Tests call it with their own ctx, environment and writers.
+// then shuts down: stop accepting, finish requests in flight, wait for jobs, close.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := loadConfig(getenv)
 	switch {
@@ -399,7 +397,7 @@ func (s *server) routes() map[string]handlerFunc {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// handle adapts a handlerFunc to net/http: an error it returns goes to writeError.
+// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -779,8 +777,8 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 }
 
 // pagedWriter sends a list a page at a time, each built in buf and held in s.replies
-// until the client has it. The header goes out with the first page, so that an error
-// before it is still a clean JSON error.
+// until the client has it. The header goes with the first page: an error before it is
+// still a clean JSON error.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
@@ -815,7 +813,6 @@ func (p *pagedWriter) endArray() error {
 	return p.flush()
 }
 
-// flush sends what buf holds and empties it.
 func (p *pagedWriter) flush() error {
 	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
 	if err != nil {
