@@ -359,6 +359,24 @@ func TestConnectionLimit(t *testing.T) {
 		res.Body.Close()
 	}
 	held[1].Close()
+
+	// The service's own server counts its connections so: connection maxConnections+1
+	// is refused.
+	track := newHTTPServer(loadConfig(func(string) string { return "" }), nil, slog.Default()).ConnState
+	for range maxConnections {
+		track(nil, http.StateNew) // a connection within the cap is left alone
+	}
+	client, server := net.Pipe()
+	got := make(chan string, 1)
+	go func() {
+		reply, _ := io.ReadAll(client)
+		got <- string(reply)
+	}()
+	track(server, http.StateNew)
+	server.Close() // a connection left alone ends here, with nothing written
+	if reply := <-got; !strings.HasPrefix(reply, "HTTP/1.1 503 ") {
+		t.Errorf("connection %d to newHTTPServer's server got %q, want a 503", maxConnections+1, reply)
+	}
 }
 
 func TestAPIToken(t *testing.T) {
