@@ -153,9 +153,8 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.DeleteForm(r.Context(), id); err != nil {
 		return during(fmt.Sprintf("delete form %d", id), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{
-		"message": fmt.Sprintf("Form %d and all related data deleted successfully.", id),
-	})
+	msg := fmt.Sprintf("Form %d and all related data deleted successfully.", id)
+	return s.writeJSON(w, r, http.StatusOK, map[string]string{"message": msg})
 }
 
 var errInvalidFormID = invalid("Invalid form ID")
