@@ -12,10 +12,9 @@ import (
 // fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
 var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
 
-// FormInput is the body of create and update. Valid checks it before the store is
-// called; the store checks each category and field as it inserts them, so that a
-// missing form is a 404 before a bad field is a 500 (the original's order) and a bad
-// last field undoes everything before it.
+// FormInput is the body of create and update, checked by Valid before the store is
+// called. The store checks each category and field as it inserts them (checkField), so
+// that a missing form is a 404 before a bad field is a 500, as in the original.
 type FormInput struct {
 	Title       string // absent or null: ""
 	Description *string
@@ -35,8 +34,8 @@ type FieldInput struct {
 	Description *string
 }
 
-// UnmarshalJSON reads a body by exact member names (see jsonObject); a member of the
-// wrong kind is a 400 that names its place: categories[0].fields[2].label must be a string.
+// UnmarshalJSON reads a body by exact member names (jsonObject); a member of the wrong
+// kind is a 400 that names its place: categories[0].fields[2].label must be a string.
 func (in *FormInput) UnmarshalJSON(b []byte) error {
 	o, err := readObject(b, "")
 	if err != nil {
@@ -154,15 +153,14 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.DeleteForm(r.Context(), id); err != nil {
 		return during(fmt.Sprintf("delete form %d", id), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{
-		"message": fmt.Sprintf("Form %d and all related data deleted successfully.", id),
-	})
+	msg := fmt.Sprintf("Form %d and all related data deleted successfully.", id)
+	return s.writeJSON(w, r, http.StatusOK, map[string]string{"message": msg})
 }
 
 var errInvalidFormID = invalid("Invalid form ID")
 
-// checkCategory and checkField are the rules the store applies to each category and
-// field, in docs/DESIGN.md's order; checkField returns the field's type.
+// checkCategory and checkField are the store's rules for each category and field, in
+// docs/DESIGN.md's order; checkField returns the field's type.
 func checkCategory(c CategoryInput) error {
 	if utf8.RuneCountInString(c.Name) > maxLabelChars {
 		return rejected(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))

@@ -287,7 +287,7 @@ func TestHostile(t *testing.T) {
 		}},
 		{"two hundred writers of large forms at once", nil, func(c *hostileChild, s setup) func() {
 			// Each form is 300 fields, a few milliseconds on the one write connection:
-			// the writers queue (queueWrites) while reads and /healthz go on.
+			// the writers queue (queued) while reads and /healthz go on.
 			var fields strings.Builder
 			for i := range 300 {
 				fmt.Fprintf(&fields, `{"label":"field %d","type":"text","description":"%s"},`, i, strings.Repeat("d", 200))

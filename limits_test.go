@@ -275,6 +275,19 @@ func TestWritesQueued(t *testing.T) {
 	if res := <-waited; res.StatusCode != 201 {
 		t.Errorf("a waiting submit when the slot is set free = %d, want 201", res.StatusCode)
 	}
+	// Every route that changes data takes a write slot: with none free and no room to
+	// wait, each is refused.
+	e.srv.writes = newGate(1, 0, 0, time.Second)
+	hold, _ = e.srv.writes.acquire(context.Background(), 1)
+	defer hold()
+	for route := range e.srv.routes() {
+		if method, pattern, _ := strings.Cut(route, " "); method != "GET" {
+			path := strings.NewReplacer("{id}", itoa(f.ID), "{key}", "k").Replace(pattern)
+			if res := send(method, path, "{}"); res.StatusCode != 503 {
+				t.Errorf("%s with no write slot free = %d, want 503", route, res.StatusCode)
+			}
+		}
+	}
 }
 
 // TestSummaryPageLimit: a limit above maxSummaryPage reads as maxSummaryPage; total

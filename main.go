@@ -67,25 +67,19 @@ type config struct {
 }
 
 func loadConfig(getenv func(string) string) config {
-	get := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
 	return config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:                  get("ADDR", "127.0.0.1:8080"),
-		DatabasePath:          get("DATABASE_PATH", "forms.db"),
+		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
 		APIToken:              getenv("API_TOKEN"),
 		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
 		TrackerKey:            getenv("TRACKER_API_KEY"),
-		TrackerProjectID:      get("TRACKER_PROJECT_ID", "1"),
+		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
 		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
 		GenAIKey:              getenv("GENAI_API_KEY"),
-		GenAIBaseURL:          get("GENAI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:            get("GENAI_MODEL", "gemini-2.5-flash"),
+		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
 		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
 		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
 		Maildir:               getenv("MAILDIR"),
@@ -103,20 +97,17 @@ func loadConfig(getenv func(string) string) config {
 
 // summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
 func summaryConfigGaps(cfg config) (tracker, email []string) {
-	need := func(gaps []string, value, name string) []string {
-		if value == "" {
-			return append(gaps, name)
-		}
-		return gaps
+	value := map[string]string{"GENAI_API_KEY": cfg.GenAIKey, "MAILDIR": cfg.Maildir,
+		"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint, "TRACKER_API_KEY": cfg.TrackerKey}
+	unset := func(names ...string) []string {
+		return slices.DeleteFunc(names, func(name string) bool { return value[name] != "" })
 	}
-	model := need(nil, cfg.GenAIKey, "GENAI_API_KEY")
-	tracker = need(need(slices.Clone(model), cfg.TrackerEndpoint, "TRACKER_API_ENDPOINT"), cfg.TrackerKey, "TRACKER_API_KEY")
-	return tracker, need(slices.Clone(model), cfg.Maildir, "MAILDIR")
+	return unset("GENAI_API_KEY", "TRACKER_API_ENDPOINT", "TRACKER_API_KEY"),
+		unset("GENAI_API_KEY", "MAILDIR")
 }
 
 // logReadiness tells the operator at start-up whether each summary can run, and if not
-// why (a failed job shows only in the log), and whether the API is open to whoever
-// reaches it.
+// why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
 	for _, kind := range []struct {
@@ -171,6 +162,7 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
+		ConnState:         (&connLimit{max: maxConnections}).track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -180,25 +172,20 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 // misspelt zone is an error at start rather than the silent UTC the runtime falls back to.
 func checkTZ(tz string) error {
 	tz = strings.TrimPrefix(tz, ":")
-	switch {
-	case tz == "":
-		return nil
-	case strings.HasPrefix(tz, "/"):
-		data, err := os.ReadFile(tz)
-		if err != nil {
-			return err
-		}
-		_, err = time.LoadLocationFromTZData(tz, data)
-		return err
-	default:
-		_, err := time.LoadLocation(tz)
+	if !strings.HasPrefix(tz, "/") {
+		_, err := time.LoadLocation(tz) // "" is UTC
 		return err
 	}
+	data, err := os.ReadFile(tz)
+	if err != nil {
+		return err
+	}
+	_, err = time.LoadLocationFromTZData(tz, data)
+	return err
 }
 
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
-// then shuts down: stop accepting, finish requests in flight, wait for background jobs,
-// close the database. Tests call it with their own ctx, environment and writers.
+// then shuts down: stop accepting, finish requests in flight, wait for jobs, close.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := loadConfig(getenv)
 	switch {
@@ -232,7 +219,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		store.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	ln = &limitListener{Listener: ln, slots: make(chan struct{}, maxConnections)}
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -271,23 +257,17 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 }
 
 // closeStore cancels the jobs, waits cfg.JobGrace for them and the handlers still
-// running, then closes the store and reports whether it did. With work still running it
-// leaves the store open: closing it would turn that work's last statements into errors,
-// the process ends anyway, and the WAL keeps every commit.
+// running, then closes the store and reports whether it did. Work still running keeps it
+// open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
 	var jobsDone bool
 	var stopping sync.WaitGroup
 	stopping.Go(func() { jobsDone = s.jobs.stop(s.cfg.JobGrace) })
 	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
 	stopping.Wait()
-	if !jobsDone {
-		s.log.Error("background jobs still running after the shutdown grace", "grace", s.cfg.JobGrace)
-	}
-	if !handlersDone {
-		s.log.Error("request handlers still running after their connections were closed", "grace", s.cfg.JobGrace)
-	}
 	if !jobsDone || !handlersDone {
-		s.log.Error("database left open for the work still running")
+		s.log.Error("work still running after the shutdown grace: database left open",
+			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
 	}
 	if err := s.store.Close(); err != nil {
@@ -312,8 +292,7 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // Limits that no real form or client reaches, and the bounds on what all clients
-// together may hold: docs/DESIGN.md's "Limits" table (TestDocumentedLimits). The others
-// are beside the code they bound.
+// together may hold: docs/DESIGN.md's "Limits" table.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -326,18 +305,16 @@ const (
 
 	// maxConnections bounds the open connections; one more is refused 503 and closed.
 	maxConnections = 2048
-	// maxUploadBytes bounds the request bodies being read and held at once, waited for
-	// up to maxUploadWait. Small bodies (every ordinary request) go in without it:
-	// maxConnections bounds them, and stalled large uploads cannot hold them up.
+	// maxUploadBytes bounds the request bodies held at once, waited for up to
+	// maxUploadWait. Small bodies go in uncounted: maxConnections bounds them.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
-	// maxReplyBytes bounds the replies built and not yet read by their clients, waited
-	// for up to maxReplyWait; small replies go out without it.
+	// maxReplyBytes bounds the replies built and not yet read, as maxUploadBytes bodies.
 	maxReplyBytes   = 64 << 20
 	maxReplyWait    = 5 * time.Second
 	smallReplyBytes = 64 << 10
-	// heavyQueue waiters at most wait up to heavyWait for one of the heavy slots.
+	// heavyQueue wait at most, each up to heavyWait, for a heavy slot.
 	heavyQueue = 32
 	heavyWait  = 10 * time.Second
 	// writeSlots requests that change data run at once; writeQueue more wait, each up
@@ -359,10 +336,8 @@ type server struct {
 	client   *http.Client
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
-	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a response
-	// list or CSV), one per core: more would only add memory. It is held while the reply
-	// is built, never while a client reads. uploads bounds the bytes of request bodies in
-	// memory, replies those of replies, writes the requests that change data.
+	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a list or
+	// CSV), one per core, held while one is built, never while a client reads.
 	heavy, uploads, replies, writes *gate
 	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
@@ -382,55 +357,47 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		writes:  newGate(writeSlots, 0, writeQueue, writeWait),
 		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
-	for _, rt := range s.routes() {
-		s.mux.Handle(rt.pattern, s.handle(rt.handler))
+	for pattern, h := range s.routes() {
+		s.mux.Handle(pattern, s.handle(h))
 	}
-	// Whatever no pattern matches: JSON 404 or 405 rather than the mux's plain text.
-	s.mux.Handle("/", s.handle(s.handleNoRoute))
-	// Every request passes these, the first outermost (queueWrites acts on writes only).
+	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
+	// Every request passes these, the first outermost.
 	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
-		s.allowCORS, s.checkHost, s.requireToken, s.refuseUncleanPaths, s.readBody, s.queueWrites)
+		s.allowCORS, s.guardAPI, s.refuseUncleanPaths, s.readBody)
 	return s
 }
 
 // handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// route is one entry of the API: a ServeMux pattern and its handler.
-type route struct {
-	pattern string
-	handler handlerFunc
-}
-
-// routes lists the whole API. docs/openapi.json documents exactly these routes
-// (TestOpenAPIDocumentsEveryRoute).
-func (s *server) routes() []route {
-	return []route{
-		{"GET /healthz", s.handleHealth},
-		{"GET /api/openapi.json", s.handleOpenAPI},
-		{"GET /api/forms", s.handleListForms},
-		{"POST /api/forms", s.handleCreateForm},
-		{"GET /api/forms/{id}", s.handleGetForm},
-		{"PUT /api/forms/{id}", s.handleUpdateForm},
-		{"DELETE /api/forms/{id}", s.handleDeleteForm},
-		{"POST /api/forms/{id}/responses", s.handleSubmitResponse},
-		{"GET /api/forms/{id}/responses", s.handleListResponses},
-		{"GET /api/forms/{id}/responses.csv", s.handleExportCSV},
-		{"GET /api/responses/{responseId}/export/pdf", s.handleExportPDF},
-		{"GET /api/tracker-summary/today", s.handleTodayTrackerSummary},
-		{"GET /api/tracker-summaries", s.handleListTrackerSummaries},
-		{"POST /api/tracker-summaries/generate", s.handleGenerateTrackerSummary},
-		{"GET /api/tracker-summary", s.handleTrackerSummaryNow},
-		{"GET /api/email-summaries", s.handleListEmailSummaries},
-		{"POST /api/email-summaries/generate", s.handleGenerateEmailSummary},
-		{"GET /api/settings/{key}", s.handleGetSetting},
-		{"PUT /api/settings/{key}", s.handlePutSetting},
+// routes lists the whole API, as docs/openapi.json documents it.
+func (s *server) routes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"GET /healthz":                               s.handleHealth,
+		"GET /api/openapi.json":                      s.handleOpenAPI,
+		"GET /api/forms":                             s.handleListForms,
+		"POST /api/forms":                            s.queued(s.handleCreateForm),
+		"GET /api/forms/{id}":                        s.handleGetForm,
+		"PUT /api/forms/{id}":                        s.queued(s.handleUpdateForm),
+		"DELETE /api/forms/{id}":                     s.queued(s.handleDeleteForm),
+		"POST /api/forms/{id}/responses":             s.queued(s.handleSubmitResponse),
+		"GET /api/forms/{id}/responses":              s.handleListResponses,
+		"GET /api/forms/{id}/responses.csv":          s.handleExportCSV,
+		"GET /api/responses/{responseId}/export/pdf": s.handleExportPDF,
+		"GET /api/tracker-summary/today":             s.handleTodayTrackerSummary,
+		"GET /api/tracker-summaries":                 s.handleListTrackerSummaries,
+		"POST /api/tracker-summaries/generate":       s.queued(s.handleGenerateTrackerSummary),
+		"GET /api/tracker-summary":                   s.handleTrackerSummaryNow,
+		"GET /api/email-summaries":                   s.handleListEmailSummaries,
+		"POST /api/email-summaries/generate":         s.queued(s.handleGenerateEmailSummary),
+		"GET /api/settings/{key}":                    s.handleGetSetting,
+		"PUT /api/settings/{key}":                    s.queued(s.handlePutSetting),
 	}
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// handle adapts a handlerFunc to net/http: an error it returns goes to writeError.
+// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -439,20 +406,16 @@ func (s *server) handle(h handlerFunc) http.Handler {
 	})
 }
 
-// middleware wraps a handler in one concern that every request shares.
-type middleware func(http.Handler) http.Handler
-
-// chain wraps h in mws, the first outermost.
-func chain(h http.Handler, mws ...middleware) http.Handler {
+// chain wraps h in the middleware mws, the first outermost.
+func chain(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
 	for i := len(mws) - 1; i >= 0; i-- {
 		h = mws[i](h)
 	}
 	return h
 }
 
-// logRequests writes one line per request, and counts the requests being served, which
-// shutdown waits for. It gives the inner handlers a *statusRecorder, which
-// recoverPanics and writeError use.
+// logRequests writes one line per request and counts the requests being served, which
+// shutdown waits for; the inner handlers get a *statusRecorder.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
@@ -548,7 +511,7 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	}
 	methods := s.routeMethods(r)
 	if len(methods) == 0 || !isCleanPath(r.URL.EscapedPath()) {
-		return false // no such route: answered as any other request to it
+		return false // no such route: replied to as any other request to it
 	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
@@ -557,18 +520,20 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// isAPI reports whether r is for the API, whose requests the token and Host rules cover.
-func isAPI(r *http.Request) bool {
-	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
-}
-
-// checkHost refuses API requests for a Host name the service does not know while no
-// API_TOKEN guards it: a page on another site that makes its own name resolve to this
-// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
-func (s *server) checkHost(next http.Handler) http.Handler {
+// guardAPI refuses API requests that may not be served. With API_TOKEN set, one without
+// the token is a 401. Without it, one for a Host name the service does not know is a
+// 403: a page on another site that makes its own name resolve to this service (DNS
+// rebinding) could read the API's replies, and its requests carry its Host.
+func (s *server) guardAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.APIToken == "" && isAPI(r) && !s.knownHost(r.Host) {
+		switch {
+		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
+		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
 			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})
+			return
+		case s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
+			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
+			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -587,18 +552,6 @@ func (s *server) knownHost(host string) bool {
 	}
 	// Host names are case-insensitive (RFC 9110 4.2.3), in the header and in ALLOWED_HOSTS.
 	return slices.ContainsFunc(s.cfg.AllowedHosts, func(h string) bool { return strings.EqualFold(strings.TrimSuffix(h, "."), host) })
-}
-
-// requireToken refuses with 401 an API request without the configured token.
-func (s *server) requireToken(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.APIToken != "" && isAPI(r) && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken) {
-			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // validToken checks an Authorization header against "Bearer <token>", the scheme in any
@@ -636,7 +589,7 @@ func isCleanPath(p string) bool {
 // readBody reads every request body before its route, as the original's body parser
 // did: one that is not application/json (415; no cross-site form sends that type without
 // a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
-// large body holds its room in s.uploads until the handler returns. readJSON decodes it.
+// large body holds its room in s.uploads until the handler returns.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 { // -1 is a body of unknown length
@@ -667,43 +620,29 @@ func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release fun
 		return nil, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		err = errBodyTooLarge
-	case err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body):
-		err = errInvalidJSON
-	}
-	if err != nil {
+	if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
 		release()
-		return nil, err
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, errBodyTooLarge
+		}
+		return nil, errInvalidJSON
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return release, nil
 }
 
-// queueWrites bounds the requests of POST, PUT and DELETE routes waiting for the one
-// write connection, in number and time, where database/sql's pool would queue them
-// without bound. It comes after readBody, so that a slow upload holds no write slot.
-func (s *server) queueWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			next.ServeHTTP(w, r)
-			return
-		}
-		if _, pattern := s.mux.Handler(r); pattern == "/" {
-			next.ServeHTTP(w, r) // no such route: 404 or 405, whatever the queue
-			return
-		}
+// queued runs h, a route that changes data, in a write slot: the requests waiting for
+// the one write connection are bounded in number and time, where database/sql's pool
+// would queue them without bound. readBody has read the body: a slow upload holds none.
+func (s *server) queued(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		release, err := s.writes.acquire(r.Context(), 1)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		defer release()
-		next.ServeHTTP(w, r)
-	})
+		return h(w, r)
+	}
 }
 
 // routeMethods lists the methods the route of r's path serves; none when no route
@@ -730,12 +669,12 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	return errNoRoute
 }
 
-// limitListener accepts at most cap(slots) connections at once. One more is refused
-// with 503 and closed, not left in the kernel's queue behind a crowd of idle ones, as
-// x/net's netutil.LimitListener leaves it.
-type limitListener struct {
-	net.Listener
-	slots chan struct{}
+// connLimit counts the open connections, for http.Server.ConnState: one past max is
+// refused with 503 and closed, not left in the kernel's queue behind a crowd of idle
+// ones, as x/net's netutil.LimitListener leaves it.
+type connLimit struct {
+	max  int64
+	open atomic.Int64
 }
 
 // tooManyConnections is the reply to a connection past the cap, before any request.
@@ -743,32 +682,17 @@ const tooManyConnections = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " 
 	"\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 33\r\n\r\n" +
 	`{"error":"Too many connections"}` + "\n"
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case l.slots <- struct{}{}:
-			return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
-		default:
+func (l *connLimit) track(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		if l.open.Add(1) > l.max {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
 			io.WriteString(c, tooManyConnections)
-			c.Close()
+			c.Close() // net/http then ends the connection as StateClosed
 		}
+	case http.StateClosed, http.StateHijacked:
+		l.open.Add(-1)
 	}
-}
-
-// limitedConn gives its listener slot back when closed, once.
-type limitedConn struct {
-	net.Conn
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.release()
-	return c.Conn.Close()
 }
 
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first
@@ -853,8 +777,8 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 }
 
 // pagedWriter sends a list a page at a time, each built in buf and held in s.replies
-// until the client has it. The header goes out with the first page, so that an error
-// before it is still a clean JSON error.
+// until the client has it. The header goes with the first page: an error before it is
+// still a clean JSON error.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
@@ -889,7 +813,6 @@ func (p *pagedWriter) endArray() error {
 	return p.flush()
 }
 
-// flush sends what buf holds and empties it.
 func (p *pagedWriter) flush() error {
 	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
 	if err != nil {
@@ -1033,13 +956,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.As(err, &ae) {
 		ae = &apiError{kind: kindInternal, msg: internalError, err: err}
 	}
-	if ae.kind == kindInternal && ae.err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if rec != nil && rec.wrote {
-		// Part of a list is out: the client sees it cut, as docs/SPEC.md asks.
+	switch {
+	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
+	case ae.kind == kindInternal && ae.err != nil:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if ae.kind == kindUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
@@ -1074,12 +996,7 @@ func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
 }
 
 // at is the path of the member name.
-func (o jsonObject) at(name string) string {
-	if o.path == "" {
-		return name
-	}
-	return o.path + "." + name
-}
+func (o jsonObject) at(name string) string { return strings.TrimPrefix(o.path+"."+name, ".") }
 
 // get decodes the member name, if any, into v, which takes JSON of kind ("a string").
 func (o jsonObject) get(name string, v any, kind string) error {
@@ -1108,8 +1025,7 @@ func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error))
 	return list, nil
 }
 
-// jsonBody is a request body's type: its own UnmarshalJSON reads members by exact name
-// (see jsonObject), where encoding/json would match them whatever their case.
+// jsonBody is a request body's type, which reads its members by exact name (jsonObject).
 type jsonBody[T any] interface {
 	*T
 	json.Unmarshaler
@@ -1125,14 +1041,12 @@ func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 		return v, err
 	}
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
-		if err := P(&v).UnmarshalJSON(body); err != nil {
-			return v, err
-		}
+		err = P(&v).UnmarshalJSON(body)
 	}
-	if valid, ok := any(v).(interface{ Valid() error }); ok {
-		return v, valid.Valid()
+	if valid, ok := any(v).(interface{ Valid() error }); ok && err == nil {
+		err = valid.Valid()
 	}
-	return v, nil
+	return v, err
 }
 
 // parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).
@@ -1144,7 +1058,7 @@ func parseID(s string) (int64, bool) {
 
 // parseDigits reads s when it is ASCII digits only; beyond int64 as -1.
 func parseDigits(s string) (int64, bool) {
-	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)

@@ -83,7 +83,7 @@ func TestRequireToken(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := apiRequest("GET", tc.path, nil)
 		r.Header.Set("Authorization", tc.auth)
-		s.requireToken(okHandler(&ran)).ServeHTTP(w, r)
+		s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
 		if w.Code != tc.want || ran != (tc.want == 200) {
 			t.Errorf("%s with %q = %d (handler ran %v), want %d", tc.path, tc.auth, w.Code, ran, tc.want)
 		}
@@ -161,7 +161,8 @@ func TestCheckHost(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", tc.path, nil)
 		r.Host = tc.host
-		tc.s.checkHost(okHandler(&ran)).ServeHTTP(w, r)
+		r.Header.Set("Authorization", "Bearer t") // guarded's token: only the Host is tried
+		tc.s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
 		if w.Code != tc.want || ran != (tc.want == 200) {
 			t.Errorf("Host %q %s (token %v) = %d, want %d", tc.host, tc.path, tc.s.cfg.APIToken != "", w.Code, tc.want)
 		}
@@ -321,20 +322,21 @@ func TestConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := &limitListener{Listener: inner, slots: make(chan struct{}, 2)}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
-	go hs.Serve(ln)
+	limit := &connLimit{max: 2}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ConnState: limit.track}
+	go hs.Serve(inner)
 	defer hs.Close()
 	var held []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, c)
 	}
-	waitFor(t, func() bool { return len(ln.slots) == 2 })
-	c, err := net.Dial("tcp", ln.Addr().String())
+	waitFor(t, func() bool { return limit.open.Load() == 2 })
+	c, err := net.Dial("tcp", inner.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,8 +350,8 @@ func TestConnectionLimit(t *testing.T) {
 		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, reply, refused.Header.Get("Retry-After"), err)
 	}
 	held[0].Close()
-	waitFor(t, func() bool { return len(ln.slots) == 1 })
-	res, err := http.Get("http://" + ln.Addr().String() + "/")
+	waitFor(t, func() bool { return limit.open.Load() == 1 })
+	res, err := http.Get("http://" + inner.Addr().String() + "/")
 	if err != nil || res.StatusCode != 200 {
 		t.Errorf("after a connection closed: %v %v", res, err)
 	}
@@ -357,6 +359,24 @@ func TestConnectionLimit(t *testing.T) {
 		res.Body.Close()
 	}
 	held[1].Close()
+
+	// The service's own server counts its connections so: connection maxConnections+1
+	// is refused.
+	track := newHTTPServer(loadConfig(func(string) string { return "" }), nil, slog.Default()).ConnState
+	for range maxConnections {
+		track(nil, http.StateNew) // a connection within the cap is left alone
+	}
+	client, server := net.Pipe()
+	got := make(chan string, 1)
+	go func() {
+		reply, _ := io.ReadAll(client)
+		got <- string(reply)
+	}()
+	track(server, http.StateNew)
+	server.Close() // a connection left alone ends here, with nothing written
+	if reply := <-got; !strings.HasPrefix(reply, "HTTP/1.1 503 ") {
+		t.Errorf("connection %d to newHTTPServer's server got %q, want a 503", maxConnections+1, reply)
+	}
 }
 
 func TestAPIToken(t *testing.T) {
