@@ -86,10 +86,20 @@ func newTestEnv(t testing.TB, change ...func(*config)) *testEnv {
 	return newTestEnvAt(t, time.Now, change...)
 }
 
+// testConfig is the configuration of the environment env, which must be valid.
+func testConfig(t testing.TB, env map[string]string) config {
+	t.Helper()
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("loadConfig(%v): %v", env, err)
+	}
+	return cfg
+}
+
 // newTestEnvAt builds a service whose clock is now.
 func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *testEnv {
 	t.Helper()
-	cfg := loadConfig(func(string) string { return "" })
+	cfg := testConfig(t, nil)
 	cfg.DatabasePath = filepath.Join(t.TempDir(), "test.db")
 	cfg.OutboundRetryDelay = time.Millisecond
 	for _, c := range change {

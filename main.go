@@ -66,33 +66,48 @@ type config struct {
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
-func loadConfig(getenv func(string) string) config {
-	return config{
+func loadConfig(getenv func(string) string) (config, error) {
+	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
-		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
-		APIToken:              getenv("API_TOKEN"),
-		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:            getenv("TRACKER_API_KEY"),
-		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
-		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
-		GenAIKey:              getenv("GENAI_API_KEY"),
-		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
-		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
-		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
-		Maildir:               getenv("MAILDIR"),
-		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:            getenv("PDF_FONT_DIR"),
-		HeaderTimeout:         5 * time.Second,
-		RequestGrace:          10 * time.Second,
-		JobGrace:              5 * time.Second,
-		OutboundTimeout:       60 * time.Second,
-		OutboundRetryDelay:    500 * time.Millisecond,
+		Addr:               cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:       cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
+		APIToken:           getenv("API_TOKEN"),
+		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:         getenv("TRACKER_API_KEY"),
+		TrackerProjectID:   cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
+		GenAIKey:           getenv("GENAI_API_KEY"),
+		GenAIBaseURL:       cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:         cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
+		TrackerPromptFile:  getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:    getenv("EMAIL_PROMPT_FILE"),
+		Maildir:            getenv("MAILDIR"),
+		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:         getenv("PDF_FONT_DIR"),
+		HeaderTimeout:      5 * time.Second,
+		RequestGrace:       10 * time.Second,
+		JobGrace:           5 * time.Second,
+		OutboundTimeout:    60 * time.Second,
+		OutboundRetryDelay: 500 * time.Millisecond,
 	}
+	// Each value that can be wrong stops the start with one line naming its variable,
+	// rather than reading as a default the operator did not choose.
+	if err := checkTZ(getenv("TZ")); err != nil {
+		return cfg, fmt.Errorf("TZ: %w", err)
+	}
+	if _, ok := parseDigits(cfg.TrackerProjectID); !ok {
+		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
+	}
+	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
+	case "true":
+		cfg.TrackerIncludePrivate = true
+	case "", "false":
+	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
+		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
+	}
+	return cfg, nil
 }
 
 // summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
@@ -187,24 +202,15 @@ func checkTZ(tz string) error {
 // run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
 // then shuts down: stop accepting, finish requests in flight, wait for jobs, close.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg := loadConfig(getenv)
-	switch {
-	case len(args) == 2 && args[0] == "backup":
-		size, err := Backup(ctx, cfg.DatabasePath, args[1])
-		if err != nil {
-			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
-		}
-		fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", cfg.DatabasePath, args[1], size)
-		return nil
-	case len(args) > 0:
-		return fmt.Errorf("usage: formsvc (serve, configured by environment variables: see README.md), or formsvc backup DEST")
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
 	}
-	if err := checkTZ(getenv("TZ")); err != nil {
-		return fmt.Errorf("TZ: %w", err)
+	if len(args) > 0 {
+		return runCommand(ctx, cfg, args, stdout, stderr)
 	}
 	var hour, minute int
 	if cfg.SummarySchedule != "" {
-		var err error
 		if hour, minute, err = parseSchedule(cfg.SummarySchedule); err != nil {
 			return err
 		}
@@ -221,7 +227,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
 	logReadiness(log, cfg, ln.Addr())
 	if cfg.SummarySchedule != "" {
@@ -239,6 +244,60 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	srv.closeStore()
 	log.Info("stopped")
+	return err
+}
+
+const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
+	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
+
+// runCommand runs the commands besides serving: a backup, or a summary's prompt printed.
+func runCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 2 && args[0] == "backup":
+		size, err := Backup(ctx, cfg.DatabasePath, args[1])
+		if err != nil {
+			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
+		}
+		fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", cfg.DatabasePath, args[1], size)
+		return nil
+	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
+		return printPrompt(ctx, cfg, args[1], args[2:], stdout, stderr)
+	}
+	return errors.New(usage)
+}
+
+// printPrompt writes the prompt the summary job of kind would send the model on the day
+// given (today when none), private content kept back as the job keeps it, and sends
+// nothing: what leaves the building can be read before the first run.
+func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
+	now := time.Now()
+	if len(day) == 1 {
+		var err error
+		if now, err = time.ParseInLocation("2006-01-02", day[0], time.Local); err != nil {
+			return fmt.Errorf("prompt: date %q: want YYYY-MM-DD", day[0])
+		}
+	}
+	var prompt, nothing string
+	var err error
+	switch kind {
+	case "tracker":
+		prompt, err = trackerPrompt(ctx, &http.Client{}, cfg, now)
+		nothing = noTicketsText
+	case "email":
+		prompt, err = emailPrompt(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil)), now)
+		nothing = noEmailsText
+	default:
+		return errors.New(usage)
+	}
+	if err != nil {
+		return fmt.Errorf("prompt %s: %w", kind, err)
+	}
+	if prompt == "" {
+		fmt.Fprintf(stderr, "nothing in the window from %s: the job stores %q without asking the model\n",
+			windowStart(now).Format("2006-01-02"), nothing)
+		return nil
+	}
+	_, err = io.WriteString(stdout, prompt)
 	return err
 }
 

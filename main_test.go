@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -327,7 +329,7 @@ func TestPathAbuse(t *testing.T) {
 // TestSlowHeadersCutOff: a client that sends its headers byte by byte is disconnected
 // once the header timeout passes, however long it would go on.
 func TestSlowHeadersCutOff(t *testing.T) {
-	cfg := loadConfig(func(string) string { return "" })
+	cfg := testConfig(t, nil)
 	cfg.HeaderTimeout = 300 * time.Millisecond
 	e := newTestEnv(t)
 	hs := newHTTPServer(cfg, e.srv, e.srv.log)
@@ -438,7 +440,7 @@ func TestSummaryConfigGaps(t *testing.T) {
 		{map[string]string{"GENAI_API_KEY": "k", "MAILDIR": "/m"}, "TRACKER_API_ENDPOINT TRACKER_API_KEY", ""},
 		{map[string]string{"GENAI_API_KEY": "k", "TRACKER_API_ENDPOINT": "http://t", "TRACKER_API_KEY": "x"}, "", "MAILDIR"},
 	} {
-		tracker, email := summaryConfigGaps(loadConfig(func(k string) string { return tc.env[k] }))
+		tracker, email := summaryConfigGaps(testConfig(t, tc.env))
 		if got := strings.Join(tracker, " "); got != tc.tracker {
 			t.Errorf("%v: tracker summary lacks %q, want %q", tc.env, got, tc.tracker)
 		}
@@ -504,7 +506,7 @@ func TestRunLogsSummaryConfig(t *testing.T) {
 // it without API_TOKEN, the start-up log warns that anyone who reaches it reads and changes
 // every form.
 func TestRunWarnsOpenWithoutToken(t *testing.T) {
-	if addr := loadConfig(func(string) string { return "" }).Addr; addr != "127.0.0.1:8080" {
+	if addr := testConfig(t, nil).Addr; addr != "127.0.0.1:8080" {
 		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
 	}
 	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form`
@@ -569,14 +571,20 @@ func TestRequestLogNamesClient(t *testing.T) {
 }
 
 // TestIncludePrivateOnlyWhenTrue: TRACKER_INCLUDE_PRIVATE opens private issues and notes
-// to every reader of the summaries only when it is exactly "true"; any other value, a
-// "false", a "0" or a "TRUE" in capitals, keeps them out.
+// to every reader of the summaries only when it is exactly "true"; "false" or nothing
+// keeps them out, and any other value (a "TRUE" in capitals, a "1", a "yes") stops the
+// start with one line naming the variable rather than reading as either.
 func TestIncludePrivateOnlyWhenTrue(t *testing.T) {
 	t.Parallel()
-	for value, want := range map[string]bool{"true": true, "": false, "false": false, "0": false, "TRUE": false, "1": false, "yes": false} {
-		cfg := loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": value}[k] })
-		if cfg.TrackerIncludePrivate != want {
+	for value, want := range map[string]bool{"true": true, "": false, "false": false} {
+		if cfg := testConfig(t, map[string]string{"TRACKER_INCLUDE_PRIVATE": value}); cfg.TrackerIncludePrivate != want {
 			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: include private = %v, want %v", value, cfg.TrackerIncludePrivate, want)
+		}
+	}
+	for _, value := range []string{"TRUE", "1", "0", "yes", "on", " true"} {
+		_, err := loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": value}[k] })
+		if err == nil || !strings.HasPrefix(err.Error(), "TRACKER_INCLUDE_PRIVATE ") {
+			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: loadConfig = %v, want an error naming the variable", value, err)
 		}
 	}
 }
@@ -604,5 +612,77 @@ func TestOneByteNotJSON(t *testing.T) {
 	}
 	if n := e.count("forms") + e.count("settings"); n != 0 {
 		t.Errorf("%d rows stored from bodies that are not JSON", n)
+	}
+}
+
+// TestPromptCommand: formsvc prompt prints exactly the prompt the day's job sends the
+// model (private content kept back), calls no model and opens no database; a missing
+// setting is named as the service names it, and a bad date, kind or window says so.
+func TestPromptCommand(t *testing.T) {
+	now := time.Date(2026, 11, 25, 20, 0, 0, 0, time.Local)
+	e := newSummaryEnv(t, now)
+	secret := issue(2, mantisDate(now.Add(-time.Hour)))
+	secret["view_state"] = private
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-time.Minute))), secret}
+	cfg := e.srv.cfg
+	dbPath := filepath.Join(t.TempDir(), "never.db")
+	env := map[string]string{"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint, "TRACKER_API_KEY": cfg.TrackerKey,
+		"GENAI_API_KEY": cfg.GenAIKey, "GENAI_BASE_URL": cfg.GenAIBaseURL, "MAILDIR": cfg.Maildir,
+		"TRACKER_PROMPT_FILE": cfg.TrackerPromptFile, "EMAIL_PROMPT_FILE": cfg.EmailPromptFile,
+		"DATABASE_PATH": dbPath}
+	prompt := func(env map[string]string, args ...string) (stdout, stderr string, err error) {
+		var out, errOut syncBuffer
+		err = run(context.Background(), append([]string{"prompt"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+		return out.String(), errOut.String(), err
+	}
+	for i, tc := range []struct {
+		kind     string
+		generate func(context.Context) error
+		want     string
+	}{
+		{"tracker", e.srv.generateTrackerSummary, `"summary":"Ticket 1"`},
+		{"email", e.srv.generateEmailSummary, `"subject":`},
+	} {
+		printed, _, err := prompt(env, tc.kind, "2026-11-25")
+		if err != nil || !strings.Contains(printed, tc.want) || !strings.Contains(printed, " of 2026-11-25:") {
+			t.Fatalf("prompt %s = %v:\n%s", tc.kind, err, printed)
+		}
+		if n := len(e.model.calls()); n != i {
+			t.Fatalf("prompt %s called the model: %d calls, want %d", tc.kind, n, i)
+		}
+		if err := tc.generate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if sent := e.model.calls()[i]; !strings.HasSuffix(sent, printed) {
+			t.Errorf("prompt %s printed\n%s\nthe job sent\n%s", tc.kind, printed, sent)
+		}
+	}
+	if printed, _, _ := prompt(env, "tracker"); strings.Contains(printed, "Ticket 2") {
+		t.Errorf("the printed prompt holds a private issue:\n%s", printed)
+	}
+	if _, err := os.Stat(dbPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("prompt opened the database: %v", err)
+	}
+	out, errOut, err := prompt(env, "email", "2030-01-01")
+	if err != nil || out != "" || !strings.Contains(errOut, `stores "No emails received recently."`) {
+		t.Errorf("prompt of an empty window = %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	for _, tc := range []struct {
+		unset string
+		args  []string
+		want  string
+	}{
+		{"MAILDIR", []string{"email"}, "prompt email: MAILDIR is not configured"},
+		{"TRACKER_API_ENDPOINT", []string{"tracker"}, "prompt tracker: TRACKER_API_ENDPOINT is not configured"},
+		{"TRACKER_API_KEY", []string{"tracker"}, "prompt tracker: TRACKER_API_KEY is not configured"},
+		{"", []string{"email", "25.11.2026"}, `prompt: date "25.11.2026": want YYYY-MM-DD`},
+		{"", []string{"forms"}, "usage: "},
+		{"", []string{"email", "2026-11-25", "extra"}, "usage: "},
+	} {
+		env := maps.Clone(env)
+		delete(env, tc.unset)
+		if _, _, err := prompt(env, tc.args...); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("prompt %q without %s = %v, want %q", tc.args, tc.unset, err, tc.want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // a route.
 func newBareServer(t *testing.T, change func(*config)) (*server, *syncBuffer) {
 	t.Helper()
-	cfg := loadConfig(func(string) string { return "" })
+	cfg := testConfig(t, nil)
 	if change != nil {
 		change(&cfg)
 	}
@@ -362,7 +362,7 @@ func TestConnectionLimit(t *testing.T) {
 
 	// The service's own server counts its connections so: connection maxConnections+1
 	// is refused.
-	track := newHTTPServer(loadConfig(func(string) string { return "" }), nil, slog.Default()).ConnState
+	track := newHTTPServer(testConfig(t, nil), nil, slog.Default()).ConnState
 	for range maxConnections {
 		track(nil, http.StateNew) // a connection within the cap is left alone
 	}
@@ -537,9 +537,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestCORSOriginsConfig(t *testing.T) {
-	cfg := loadConfig(func(k string) string {
-		return map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "}[k]
-	})
+	cfg := testConfig(t, map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "})
 	if want := []string{"https://a.example", "https://b.example:8443"}; !slices.Equal(cfg.CORSOrigins, want) {
 		t.Errorf("CORSOrigins = %q, want %q", cfg.CORSOrigins, want)
 	}

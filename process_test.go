@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -31,10 +30,10 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 	getenv := func(k string) string { return env[k] }
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, getenv, stdout, stderr) }()
-	addr := regexp.MustCompile(`listening on (\S+)`)
+	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
 			base := "http://" + m[1]
 			waitHealthy(t, base)
 			return base, done, stderr
@@ -45,7 +44,7 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatalf("run did not print its address: %s", stderr)
+	t.Fatalf("run did not log its address: %s", stderr)
 	return "", nil, nil
 }
 
@@ -110,6 +109,16 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TZ") {
 		t.Errorf("run with a bad TZ = %v, want a TZ error", err)
 	}
+	// Each configuration value that can be wrong stops the start with one line naming it.
+	for variable, value := range map[string]string{"TRACKER_PROJECT_ID": "abc", "TRACKER_INCLUDE_PRIVATE": "yes",
+		"SUMMARY_SCHEDULE": "6:30"} {
+		err := run(context.Background(), nil, func(k string) string {
+			return map[string]string{variable: value, "ADDR": "127.0.0.1:0"}[k]
+		}, &syncBuffer{}, &syncBuffer{})
+		if err == nil || !strings.HasPrefix(err.Error(), variable+` "`+value+`": want `) {
+			t.Errorf("run with %s=%s = %v, want an error naming it", variable, value, err)
+		}
+	}
 	err = run(context.Background(), []string{"extra"}, func(string) string { return "" }, &syncBuffer{}, &syncBuffer{})
 	if err == nil {
 		t.Errorf("run with arguments = nil, want a usage error")
@@ -158,14 +167,10 @@ func startChild(t *testing.T, env ...string) *child {
 	return startProcess(t, cmd)
 }
 
-// startProcess starts cmd, a service process, waits until it has printed its address
+// startProcess starts cmd, a service process, waits until it has logged its address
 // and replies /healthz, and kills it when the test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &child{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
@@ -179,22 +184,20 @@ func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 		cmd.Process.Kill()
 		<-c.done
 	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
+	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	deadline := time.After(20 * time.Second)
+	for c.base == "" {
+		if m := addr.FindStringSubmatch(c.stderr.String()); m != nil {
+			c.base = "http://" + m[1]
+			break
 		}
-	}()
-	select {
-	case a := <-addr:
-		c.base = "http://" + a
-	case <-c.done:
-		t.Fatalf("service exited during start-up: %v\n%s", c.err, c.stderr)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("service did not start:\n%s", c.stderr)
+		select {
+		case <-c.done:
+			t.Fatalf("service exited during start-up: %v\n%s", c.err, c.stderr)
+		case <-deadline:
+			t.Fatalf("service did not start:\n%s", c.stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	waitHealthy(t, c.base)
 	return c

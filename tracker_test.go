@@ -193,7 +193,7 @@ func TestModelErrorKeepsChain(t *testing.T) {
 			}))
 			defer ms.Close()
 			defer close(done) // before Close, which waits for the handlers
-			cfg := loadConfig(func(string) string { return "" })
+			cfg := testConfig(t, nil)
 			cfg.GenAIKey = testModelKey
 			// Some gateways carry the key in the path, so that it appears in the client's
 			// own error messages too.
@@ -328,7 +328,7 @@ func TestOutboundCallEdges(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	cfg := loadConfig(func(string) string { return "" })
+	cfg := testConfig(t, nil)
 	if body, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil); err != nil || string(body) != "ok" {
 		t.Errorf("a 201 = %q, %v; want the answer", body, err)
 	}
@@ -378,7 +378,7 @@ func TestRetryPauseGrows(t *testing.T) {
 		w.Write([]byte(`{}`))
 	}))
 	defer srv.Close()
-	cfg := loadConfig(func(string) string { return "" })
+	cfg := testConfig(t, nil)
 	const delay = 40 * time.Millisecond
 	cfg.OutboundRetryDelay = delay
 	_, _, err := callWithRetry(context.Background(), srv.Client(), cfg, "test", "GET", srv.URL, "", nil)
@@ -651,7 +651,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 	}
 
 	// TRACKER_INCLUDE_PRIVATE=true reaches the tracker prompt.
-	if !loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}[k] }).TrackerIncludePrivate {
+	if !testConfig(t, map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}).TrackerIncludePrivate {
 		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
 	}
 	withPrivate := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = true })
