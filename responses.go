@@ -43,9 +43,8 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 // the form is the store's to check. Of a key given twice the last value counts, as in
 // JavaScript, and keys are read sorted, so that "7" and "07" resolve the same every time.
 func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
-	raw = bytes.TrimSpace(raw)
-	var object map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &object) != nil || len(object) == 0 {
+	var object map[string]json.RawMessage // null and {} decode to no members, other values fail
+	if json.Unmarshal(raw, &object) != nil || len(object) == 0 {
 		return nil, invalid("Response values are required")
 	}
 	values := make(map[int64]*string, len(object))
@@ -64,8 +63,8 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	return values, nil
 }
 
-// handleListResponses answers a form's responses, newest first, as a JSON array written
-// a page at a time (see pagedWriter): a list of any length costs the memory of a page.
+// handleListResponses writes a form's responses, newest first, as a JSON array a page at
+// a time (see pagedWriter): a list of any length costs the memory of a page.
 func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
 	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
@@ -86,8 +85,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 	return out.endArray()
 }
 
-// responseFields reads the form id of the path and the form's title and fields, for
-// the response list and the CSV export.
+// responseFields reads the form id of the path and the form's title and fields.
 func (s *server) responseFields(r *http.Request) (id int64, title string, fields []*ListedField, err error) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
@@ -142,10 +140,8 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	// Records end with LF, which spreadsheets read too: with UseCRLF, encoding/csv drops
 	// every carriage return inside a value, which must read back as it is stored.
 	cw := csv.NewWriter(&out.buf)
-	column := make(map[int64]int, len(fields)) // field id → index in a row
 	row := []string{"id", "submittedAt"}
 	for _, f := range fields {
-		column[f.ID] = len(row)
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
@@ -155,7 +151,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
 			for _, v := range resp.Values {
 				if v.Value != nil {
-					row[column[v.Field.ID]] = csvCell(*v.Value)
+					row[2+v.Field.position] = csvCell(*v.Value)
 				}
 			}
 			cw.Write(row)
@@ -232,8 +228,7 @@ func dispositionHeader(disposition, name string) string {
 
 // MarshalJSON writes the values as an object keyed by field id, in form order, which a
 // Go map could not keep: {"12": {"label": …, "type": …, "value": …}, …}. One Encoder
-// writes every value into one buffer, which spares allocations in a list of tens of
-// thousands; json.Marshal drops the newline it ends each value with.
+// writes every value into one buffer (json.Marshal drops the newline it ends each with).
 func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 	type value struct {
 		Label string  `json:"label"`
