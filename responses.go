@@ -49,10 +49,7 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
-		text, err := jsString(object[key])
-		if err != nil {
-			return nil, errInvalidJSON
-		}
+		text := jsString(object[key])
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
 			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
 		}
@@ -254,16 +251,16 @@ func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 }
 
 // The original service stored every submitted value with JavaScript's String(value); the
-// js functions reproduce it, so that clients of the original read back the same.
+// js functions reproduce it, so that clients of the original read back the same. Their
+// input was decoded already, so it is valid JSON, which jsText always reads.
 
-// jsString is jsText of a submitted value, and nil for JSON null, which responses store
-// as SQL NULL.
-func jsString(raw json.RawMessage) (*string, error) {
+// jsString is jsText of a submitted value, and nil for JSON null, stored as SQL NULL.
+func jsString(raw json.RawMessage) *string {
 	if string(raw) == "null" {
-		return nil, nil
+		return nil
 	}
-	s, err := jsText(raw)
-	return &s, err
+	s, _ := jsText(raw)
+	return &s
 }
 
 // jsText returns String(value) for a JSON value: null is "null", as settings store it.
@@ -292,10 +289,8 @@ func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
-	if s, err := jsText(raw); err == nil {
-		return s
-	}
-	return string(raw)
+	s, _ := jsText(raw)
+	return s
 }
 
 // appendJS writes String(v) to b: an array joins its elements with commas, an object is
@@ -330,11 +325,10 @@ func appendJS(b *strings.Builder, v any) {
 }
 
 // jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
-// same rules (ECMAScript's Number::toString), once NaN, the infinities and -0 are written.
+// same rules (ECMAScript's Number::toString), once the infinities and -0 are written
+// (JSON has no NaN).
 func jsNumber(f float64) string {
 	switch {
-	case math.IsNaN(f):
-		return "NaN"
 	case math.IsInf(f, 1):
 		return "Infinity"
 	case math.IsInf(f, -1):

@@ -183,10 +183,7 @@ func checkFolder(path string) error {
 		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
 	}
 	f.Close()
-	if err := os.Remove(f.Name()); err != nil {
-		return fmt.Errorf("database folder %s: remove the file that checked it: %w", dir, err)
-	}
-	return nil
+	return os.Remove(f.Name())
 }
 
 // schemaVersion reads the user_version of the database at path, 0 for one not there yet,
@@ -320,8 +317,7 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// Form is a form as GET /api/forms lists it (create and update reply savedForm, without
-// createdAt).
+// Form is a form as GET /api/forms lists it.
 type Form struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
@@ -585,8 +581,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	if err != nil {
 		return Form{}, fmt.Errorf("update form: %w", err)
 	}
-	// Every field is replaced, so every stored value of the form goes (the schema says
-	// why this is not a cascade); the categories take their fields with them.
+	// Every field is replaced, so every value of the form goes (the schema says why this is
+	// not a cascade); the categories take their fields with them.
 	if _, err := tx.ExecContext(ctx,
 		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id); err != nil {
 		return Form{}, fmt.Errorf("delete values: %w", err)
@@ -938,8 +934,5 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 		}
 		list = append(list, sum)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list summaries: %w", err)
-	}
-	return list, total, nil
+	return list, total, rows.Err()
 }
