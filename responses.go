@@ -77,7 +77,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		return nil
 	})
 	if err != nil {
-		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
+		return err
 	}
 	return out.endArray()
 }
@@ -99,23 +99,21 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // into out, and sends it. A page is read and built in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
 func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
-	start := listStart()
-	for after := &start; after != nil; {
+	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
-		if err != nil {
-			return err
-		}
-		var page []Response
-		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 		if err == nil {
-			err = build(page)
+			var page []Response
+			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
+			if err == nil {
+				err = build(page)
+			}
+			release()
 		}
-		release()
+		if err == nil {
+			err = out.flush()
+		}
 		if err != nil {
-			return err
-		}
-		if err := out.flush(); err != nil {
-			return err
+			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
 	}
 	return nil
@@ -142,7 +140,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
 		for _, resp := range page {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
@@ -158,11 +156,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("encode CSV: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
-		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
-	}
-	return nil // every page, the empty first one too, is out
+	}) // every page, the empty first one too, is out
 }
 
 // plainNumber is a number as a spreadsheet reads one: -5, +1.5, -2e3, .5.
@@ -214,7 +208,7 @@ func dispositionHeader(disposition, name string) string {
 	}
 	var enc strings.Builder
 	for _, c := range []byte(name) {
-		if c < utf8.RuneSelf && isAttrChar(rune(c)) {
+		if isTokenChar(rune(c)) && !strings.ContainsRune("%'*", rune(c)) { // RFC 8187 attr-char
 			enc.WriteByte(c)
 		} else {
 			fmt.Fprintf(&enc, "%%%02X", c)
@@ -349,9 +343,4 @@ func isJSSpace(r rune) bool {
 func isTokenChar(r rune) bool {
 	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
 		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
-}
-
-// isAttrChar reports an RFC 8187 attr-char, which may stand unencoded in filename*.
-func isAttrChar(r rune) bool {
-	return isTokenChar(r) && !strings.ContainsRune("%'*", r)
 }
