@@ -132,9 +132,20 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if err := checkFolder(path); err != nil {
 		return nil, err
 	}
-	version, err := schemaVersion(ctx, path)
-	if err != nil {
-		return nil, err
+	// The schema version is read on a read-only connection, so that a database a newer
+	// program migrated is refused before anything is written to it: the pools' first
+	// connection turns a database in rollback-journal mode (a backup) into WAL mode.
+	version := 0 // a database not there yet
+	if _, err := os.Stat(path); err == nil {
+		db, err := openReadOnly(path)
+		if err != nil {
+			return nil, err
+		}
+		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read schema version: %w", err)
+		}
 	}
 	if version > len(migrations) {
 		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
@@ -186,26 +197,6 @@ func checkFolder(path string) error {
 	return os.Remove(f.Name())
 }
 
-// schemaVersion reads the user_version of the database at path, 0 for one not there yet,
-// on a read-only connection: a database a newer program migrated is refused before
-// anything is written to it, as the pools' first connection turns a database in
-// rollback-journal mode (a backup) into WAL mode.
-func schemaVersion(ctx context.Context, path string) (int, error) {
-	if _, err := os.Stat(path); err != nil {
-		return 0, nil
-	}
-	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var version int
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return version, nil
-}
-
 // migrate applies migrations[version-1] and records version in the same transaction, so
 // that a crash leaves the database at the version before or after it, never between.
 func (s *Store) migrate(ctx context.Context, version int) error {
@@ -231,10 +222,9 @@ func (s *Store) Close() error {
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
 // while the service may be writing, and returns its size. VACUUM INTO, on a read-only
-// connection, copies the last commit in one read transaction without blocking the writer,
-// into one compacted file (SQLite's backup API is not reachable through database/sql). The
-// copy goes to a temporary file, checked and synced before it is linked to dest, so that
-// dest is never half-written and an existing file is never replaced.
+// connection, copies the last commit without blocking the writer (SQLite's backup API is
+// not reachable through database/sql) to a temporary file, checked and synced before it
+// is linked to dest: dest is never half-written, and no file is replaced.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -703,12 +693,12 @@ type ResponseValue struct {
 	Value *string
 }
 
-// ListedField is what the response list shows of a field, and its place in the form.
+// ListedField is what the response list shows of a field, and its index in form order.
 type ListedField struct {
 	ID       int64
 	Label    string
 	Type     string
-	position int // category sortOrder, then field sortOrder, as an index
+	position int
 }
 
 // ResponseFields returns the title and the fields of a form in form order, as the
