@@ -573,12 +573,11 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	}
 	// Every field is replaced, so every value of the form goes (the schema says why this is
 	// not a cascade); the categories take their fields with them.
-	if _, err := tx.ExecContext(ctx,
-		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id); err != nil {
-		return Form{}, fmt.Errorf("delete values: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id); err != nil {
-		return Form{}, fmt.Errorf("delete categories: %w", err)
+	_, err = tx.ExecContext(ctx,
+		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
+		 DELETE FROM categories WHERE formId = ?`, id, id)
+	if err != nil {
+		return Form{}, fmt.Errorf("delete the old fields: %w", err)
 	}
 	if err := insertCategories(ctx, tx, id, in.Categories); err != nil {
 		return Form{}, err
