@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -178,17 +179,15 @@ func csvCell(s string) string {
 func fileTitle(title string) string {
 	safe := strings.Map(func(r rune) rune {
 		switch {
-		case isJSSpace(r) || r == '/' || r == '\\':
+		// JavaScript's \s is Unicode white space and U+FEFF, but not U+0085.
+		case unicode.IsSpace(r) && r != '\u0085' || r == '\uFEFF' || r == '/' || r == '\\':
 			return '_'
 		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
 			return -1
 		}
 		return r
 	}, title)
-	if safe == "" {
-		return "form"
-	}
-	return safe
+	return cmp.Or(safe, "form")
 }
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
@@ -330,11 +329,6 @@ func jsNumber(f float64) string {
 	}
 	b, _ := json.Marshal(f) // finite: never an error
 	return string(b)
-}
-
-// isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.
-func isJSSpace(r rune) bool {
-	return (unicode.IsSpace(r) && r != '\u0085') || r == '\uFEFF'
 }
 
 // isTokenChar reports an RFC 9110 token character.
