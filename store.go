@@ -205,11 +205,9 @@ func (s *Store) migrate(ctx context.Context, version int) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, migrations[version-1]); err != nil {
-		return err
-	}
 	// PRAGMA takes no parameters; version is this program's own counter, never input.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
+	script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[version-1], version)
+	if _, err := tx.ExecContext(ctx, script); err != nil {
 		return err
 	}
 	return tx.Commit()
