@@ -200,17 +200,29 @@ func checkFolder(path string) error {
 // migrate applies migrations[version-1] and records version in the same transaction, so
 // that a crash leaves the database at the version before or after it, never between.
 func (s *Store) migrate(ctx context.Context, version int) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
 	// PRAGMA takes no parameters; version is this program's own counter, never input.
 	script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[version-1], version)
-	if _, err := tx.ExecContext(ctx, script); err != nil {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, script)
+		return err
+	})
+}
+
+// inTx runs fn in a write transaction, committed when fn returns nil and rolled back
+// otherwise.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // Close closes both pools.
@@ -526,65 +538,47 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 
 // CreateForm stores a form with its categories and fields as one unit.
 func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return Form{}, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-
 	f := Form{Title: in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
-	err = tx.QueryRowContext(ctx,
-		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
-		f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
-	if err != nil {
-		return Form{}, fmt.Errorf("insert form: %w", err)
-	}
-	if err := insertCategories(ctx, tx, f.ID, in.Categories); err != nil {
-		return Form{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Form{}, fmt.Errorf("commit: %w", err)
-	}
-	return f, nil
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx,
+			`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
+			f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
+		if err != nil {
+			return fmt.Errorf("insert form: %w", err)
+		}
+		return insertCategories(ctx, tx, f.ID, in.Categories)
+	})
+	return f, err
 }
 
 // UpdateForm replaces title, description, categories and fields of a form as one unit,
 // keeping its id and createdAt. The old fields go, and with them the response values
 // that refer to them; the responses stay.
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return Form{}, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
-	err = tx.QueryRowContext(ctx,
-		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-		f.Title, f.Description, id).Scan(&f.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Form{}, errNotFound
-	}
-	if err != nil {
-		return Form{}, fmt.Errorf("update form: %w", err)
-	}
-	// Every field is replaced, so every value of the form goes (the schema says why this is
-	// not a cascade); the categories take their fields with them.
-	_, err = tx.ExecContext(ctx,
-		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
-		 DELETE FROM categories WHERE formId = ?`, id, id)
-	if err != nil {
-		return Form{}, fmt.Errorf("delete the old fields: %w", err)
-	}
-	if err := insertCategories(ctx, tx, id, in.Categories); err != nil {
-		return Form{}, err
-	}
-	err = tx.Commit()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx,
+			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+			f.Title, f.Description, id).Scan(&f.CreatedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update form: %w", err)
+		}
+		// Every field is replaced, so every value of the form goes (the schema says why
+		// this is not a cascade); the categories take their fields with them.
+		_, err = tx.ExecContext(ctx,
+			`DELETE FROM response_values
+			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
+			 DELETE FROM categories WHERE formId = ?`, id, id)
+		if err != nil {
+			return fmt.Errorf("delete the old fields: %w", err)
+		}
+		return insertCategories(ctx, tx, id, in.Categories)
+	})
 	s.forms.drop(id) // after the commit: see formCache
-	if err != nil {
-		return Form{}, fmt.Errorf("commit: %w", err)
-	}
-	return f, nil
+	return f, err
 }
 
 // insertCategories checks and inserts categories and fields in array order, their
@@ -639,38 +633,34 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 // up by primary key, where the planner would read the JSON again for every field.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int64]*string) (int64, error) {
 	valuesJSON, _ := json.Marshal(values) // int64 keys and *string values always encode
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
-		timestamp(s.now()), formID)
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	// go-sqlite3 keeps both counts of the statement it ran: they never fail.
-	if n, _ := res.RowsAffected(); n == 0 {
-		return 0, errNotFound
-	}
-	responseID, _ := res.LastInsertId()
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO response_values (responseId, fieldId, value)
-		 SELECT ?, d.id, v.value
-		   FROM json_each(?) v
-		  CROSS JOIN fields d ON d.id = CAST(v.key AS INTEGER)
-		  CROSS JOIN categories c ON c.id = d.categoryId
-		  WHERE c.formId = ?`,
-		responseID, string(valuesJSON), formID)
-	if err != nil {
-		return 0, fmt.Errorf("insert values: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
-	}
-	return responseID, nil
+	var responseID int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
+			timestamp(s.now()), formID)
+		if err != nil {
+			return fmt.Errorf("insert response: %w", err)
+		}
+		// go-sqlite3 keeps both counts of the statement it ran: they never fail.
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errNotFound
+		}
+		responseID, _ = res.LastInsertId()
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO response_values (responseId, fieldId, value)
+			 SELECT ?, d.id, v.value
+			   FROM json_each(?) v
+			  CROSS JOIN fields d ON d.id = CAST(v.key AS INTEGER)
+			  CROSS JOIN categories c ON c.id = d.categoryId
+			  WHERE c.formId = ?`,
+			responseID, string(valuesJSON), formID)
+		if err != nil {
+			return fmt.Errorf("insert values: %w", err)
+		}
+		return nil
+	})
+	return responseID, err
 }
 
 // Response is one listed response with its values in form order.
@@ -903,7 +893,8 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 	}
 	defer tx.Rollback()
 	var total int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+string(kind)).Scan(&total); err != nil {
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+string(kind)).Scan(&total)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count summaries: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, summaryDate, summaryText, generatedAt FROM `+
