@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -43,17 +44,13 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 // the form is the store's to check. Of a key given twice the last value counts, as in
 // JavaScript, and keys are read sorted, so that "7" and "07" resolve the same every time.
 func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
-	raw = bytes.TrimSpace(raw)
-	var object map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &object) != nil || len(object) == 0 {
+	var object map[string]json.RawMessage // null and {} decode to no members, other values fail
+	if json.Unmarshal(raw, &object) != nil || len(object) == 0 {
 		return nil, invalid("Response values are required")
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
-		text, err := jsString(object[key])
-		if err != nil {
-			return nil, errInvalidJSON
-		}
+		text := jsString(object[key])
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
 			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
 		}
@@ -64,8 +61,8 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	return values, nil
 }
 
-// handleListResponses answers a form's responses, newest first, as a JSON array written
-// a page at a time (see pagedWriter): a list of any length costs the memory of a page.
+// handleListResponses writes a form's responses, newest first, as a JSON array a page at
+// a time (see pagedWriter): a list of any length costs the memory of a page.
 func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
 	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
@@ -81,13 +78,12 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		return nil
 	})
 	if err != nil {
-		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
+		return err
 	}
 	return out.endArray()
 }
 
-// responseFields reads the form id of the path and the form's title and fields, for
-// the response list and the CSV export.
+// responseFields reads the form id of the path and the form's title and fields.
 func (s *server) responseFields(r *http.Request) (id int64, title string, fields []*ListedField, err error) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
@@ -104,23 +100,21 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // into out, and sends it. A page is read and built in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
 func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
-	start := listStart()
-	for after := &start; after != nil; {
+	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
-		if err != nil {
-			return err
-		}
-		var page []Response
-		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 		if err == nil {
-			err = build(page)
+			var page []Response
+			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
+			if err == nil {
+				err = build(page)
+			}
+			release()
 		}
-		release()
+		if err == nil {
+			err = out.flush()
+		}
 		if err != nil {
-			return err
-		}
-		if err := out.flush(); err != nil {
-			return err
+			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
 	}
 	return nil
@@ -142,20 +136,18 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	// Records end with LF, which spreadsheets read too: with UseCRLF, encoding/csv drops
 	// every carriage return inside a value, which must read back as it is stored.
 	cw := csv.NewWriter(&out.buf)
-	column := make(map[int64]int, len(fields)) // field id → index in a row
 	row := []string{"id", "submittedAt"}
 	for _, f := range fields {
-		column[f.ID] = len(row)
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
 		for _, resp := range page {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
 			for _, v := range resp.Values {
 				if v.Value != nil {
-					row[column[v.Field.ID]] = csvCell(*v.Value)
+					row[2+v.Field.position] = csvCell(*v.Value)
 				}
 			}
 			cw.Write(row)
@@ -165,11 +157,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("encode CSV: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
-		return during(fmt.Sprintf("fetch responses for form %d", formID), err)
-	}
-	return nil // every page, the empty first one too, is out
+	}) // every page, the empty first one too, is out
 }
 
 // plainNumber is a number as a spreadsheet reads one: -5, +1.5, -2e3, .5.
@@ -191,17 +179,15 @@ func csvCell(s string) string {
 func fileTitle(title string) string {
 	safe := strings.Map(func(r rune) rune {
 		switch {
-		case isJSSpace(r) || r == '/' || r == '\\':
+		// JavaScript's \s is Unicode white space and U+FEFF, but not U+0085.
+		case unicode.IsSpace(r) && r != '\u0085' || r == '\uFEFF' || r == '/' || r == '\\':
 			return '_'
 		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
 			return -1
 		}
 		return r
 	}, title)
-	if safe == "" {
-		return "form"
-	}
-	return safe
+	return cmp.Or(safe, "form")
 }
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
@@ -221,7 +207,7 @@ func dispositionHeader(disposition, name string) string {
 	}
 	var enc strings.Builder
 	for _, c := range []byte(name) {
-		if c < utf8.RuneSelf && isAttrChar(rune(c)) {
+		if isTokenChar(rune(c)) && !strings.ContainsRune("%'*", rune(c)) { // RFC 8187 attr-char
 			enc.WriteByte(c)
 		} else {
 			fmt.Fprintf(&enc, "%%%02X", c)
@@ -232,8 +218,7 @@ func dispositionHeader(disposition, name string) string {
 
 // MarshalJSON writes the values as an object keyed by field id, in form order, which a
 // Go map could not keep: {"12": {"label": …, "type": …, "value": …}, …}. One Encoder
-// writes every value into one buffer, which spares allocations in a list of tens of
-// thousands; json.Marshal drops the newline it ends each value with.
+// writes every value into one buffer (json.Marshal drops the newline it ends each with).
 func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 	type value struct {
 		Label string  `json:"label"`
@@ -250,25 +235,23 @@ func (vs ResponseValues) MarshalJSON() ([]byte, error) {
 		buf.WriteByte('"')
 		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), v.Field.ID, 10))
 		buf.WriteString(`":`)
-		if err := enc.Encode(value{v.Field.Label, v.Field.Type, v.Value}); err != nil {
-			return nil, err
-		}
+		enc.Encode(value{v.Field.Label, v.Field.Type, v.Value}) // strings never fail to encode
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
 // The original service stored every submitted value with JavaScript's String(value); the
-// js functions reproduce it, so that clients of the original read back the same.
+// js functions reproduce it, so that clients of the original read back the same. Their
+// input was decoded already, so it is valid JSON, which jsText always reads.
 
-// jsString is jsText of a submitted value, and nil for JSON null, which responses store
-// as SQL NULL.
-func jsString(raw json.RawMessage) (*string, error) {
+// jsString is jsText of a submitted value, and nil for JSON null, stored as SQL NULL.
+func jsString(raw json.RawMessage) *string {
 	if string(raw) == "null" {
-		return nil, nil
+		return nil
 	}
-	s, err := jsText(raw)
-	return &s, err
+	s, _ := jsText(raw)
+	return &s
 }
 
 // jsText returns String(value) for a JSON value: null is "null", as settings store it.
@@ -297,10 +280,8 @@ func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
-	if s, err := jsText(raw); err == nil {
-		return s
-	}
-	return string(raw)
+	s, _ := jsText(raw)
+	return s
 }
 
 // appendJS writes String(v) to b: an array joins its elements with commas, an object is
@@ -335,11 +316,10 @@ func appendJS(b *strings.Builder, v any) {
 }
 
 // jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
-// same rules (ECMAScript's Number::toString), once NaN, the infinities and -0 are written.
+// same rules (ECMAScript's Number::toString), once the infinities and -0 are written
+// (JSON has no NaN).
 func jsNumber(f float64) string {
 	switch {
-	case math.IsNaN(f):
-		return "NaN"
 	case math.IsInf(f, 1):
 		return "Infinity"
 	case math.IsInf(f, -1):
@@ -351,18 +331,8 @@ func jsNumber(f float64) string {
 	return string(b)
 }
 
-// isJSSpace is JavaScript's \s: Unicode white space and U+FEFF, but not U+0085.
-func isJSSpace(r rune) bool {
-	return (unicode.IsSpace(r) && r != '\u0085') || r == '\uFEFF'
-}
-
 // isTokenChar reports an RFC 9110 token character.
 func isTokenChar(r rune) bool {
 	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
 		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
-}
-
-// isAttrChar reports an RFC 8187 attr-char, which may stand unencoded in filename*.
-func isAttrChar(r rune) bool {
-	return isTokenChar(r) && !strings.ContainsRune("%'*", r)
 }

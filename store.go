@@ -114,22 +114,11 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 // in SQLite's busy handler. read's connections are query-only: in WAL mode they see the
 // last commit without waiting for the writer, and SQLite refuses any write on them.
 type Store struct {
-	write     *sql.DB
-	read      *sql.DB
-	now       func() time.Time
-	formQuery *sql.Stmt // formQuerySQL, the most frequent read, prepared once on read
-	forms     formCache
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
+	forms formCache
 }
-
-// formQuerySQL reads a form and its tree, one row per field; see getForm.
-const formQuerySQL = `SELECT f.title, f.description, f.createdAt,
-		        c.id, c.name, c.sortOrder,
-		        d.id, d.label, d.type, d.description, d.sortOrder
-		   FROM forms f
-		   LEFT JOIN categories c ON c.formId = f.id
-		   LEFT JOIN fields d ON d.categoryId = c.id
-		  WHERE f.id = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`
 
 // busyTimeout is how long a connection waits for a lock another holds (SQLite's
 // busy_timeout): Litestream's checkpoints take short write locks (docs/DESIGN.md).
@@ -140,46 +129,56 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open database: path %q must not contain '?' or '#'", path)
 	}
+	if err := checkFolder(path); err != nil {
+		return nil, err
+	}
+	// The schema version is read on a read-only connection, so that a database a newer
+	// program migrated is refused before anything is written to it: the pools' first
+	// connection turns a database in rollback-journal mode (a backup) into WAL mode.
+	version := 0 // a database not there yet
+	if _, err := os.Stat(path); err == nil {
+		db, err := openReadOnly(path)
+		if err != nil {
+			return nil, err
+		}
+		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read schema version: %w", err)
+		}
+	}
+	if version > len(migrations) {
+		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
+	}
 	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
 	// (kill -9); only a power loss may lose the last ones, the usual trade for not syncing
 	// every commit.
 	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=on&_busy_timeout=%d",
 		path, busyTimeout.Milliseconds())
-	if err := checkFolder(path); err != nil {
-		return nil, err
-	}
-	version, err := schemaVersion(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if version > len(migrations) {
-		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
-	write, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	write.SetMaxOpenConns(1)
+	s := &Store{write: openSQLite(dsn + "&_txlock=immediate"), now: now}
+	s.write.SetMaxOpenConns(1)
 	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
 	// SQLite itself refuse writes on the read pool.
-	read, err := sql.Open("sqlite3", dsn+"&_query_only=on")
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open database: %w", err)
-	}
+	s.read = openSQLite(dsn + "&_query_only=on")
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
-	read.SetMaxOpenConns(readers)
-	read.SetMaxIdleConns(readers)
-
-	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
-	if err := s.migrate(ctx, version); err != nil {
-		return nil, errors.Join(err, read.Close(), write.Close())
-	}
-	if s.formQuery, err = read.PrepareContext(ctx, formQuerySQL); err != nil {
-		return nil, errors.Join(fmt.Errorf("prepare form query: %w", err), read.Close(), write.Close())
+	s.read.SetMaxOpenConns(readers)
+	s.read.SetMaxIdleConns(readers)
+	s.forms.maxBytes = formCacheBytes
+	for v := version; v < len(migrations); v++ {
+		if err := s.migrate(ctx, v+1); err != nil {
+			err = fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			return nil, errors.Join(err, s.Close())
+		}
 	}
 	return s, nil
+}
+
+// openSQLite opens a pool on dsn. sql.Open fails only for a driver name that is not
+// registered, and the import registers sqlite3; the first query reports any other error.
+func openSQLite(dsn string) *sql.DB {
+	db, _ := sql.Open("sqlite3", dsn)
+	return db
 }
 
 // checkFolder makes sure that the database's folder exists and can be written, as SQLite
@@ -195,71 +194,47 @@ func checkFolder(path string) error {
 		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
 	}
 	f.Close()
-	if err := os.Remove(f.Name()); err != nil {
-		return fmt.Errorf("database folder %s: remove the file that checked it: %w", dir, err)
-	}
-	return nil
+	return os.Remove(f.Name())
 }
 
-// schemaVersion reads the user_version of the database at path, 0 for one not there yet,
-// on a read-only connection: a database a newer program migrated is refused before
-// anything is written to it, as the pools' first connection turns a database in
-// rollback-journal mode (a backup) into WAL mode.
-func schemaVersion(ctx context.Context, path string) (int, error) {
-	if _, err := os.Stat(path); err != nil {
-		return 0, nil
-	}
-	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var version int
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return version, nil
-}
-
-// migrate applies the migrations after version, the database's.
-func (s *Store) migrate(ctx context.Context, version int) error {
-	for v := version; v < len(migrations); v++ {
-		if err := s.applyMigration(ctx, v+1, migrations[v]); err != nil {
-			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
-		}
-	}
-	return nil
-}
-
-// applyMigration runs one migration and records its version in the same transaction, so
+// migrate applies migrations[version-1] and records version in the same transaction, so
 // that a crash leaves the database at the version before or after it, never between.
-func (s *Store) applyMigration(ctx context.Context, version int, script string) error {
+func (s *Store) migrate(ctx context.Context, version int) error {
+	// PRAGMA takes no parameters; version is this program's own counter, never input.
+	script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[version-1], version)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, script)
+		return err
+	})
+}
+
+// inTx runs fn in a write transaction, committed when fn returns nil and rolled back
+// otherwise.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, script); err != nil {
+	if err := fn(tx); err != nil {
 		return err
 	}
-	// PRAGMA takes no parameters; version is this program's own counter, never input.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
-		return err
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
-	return tx.Commit()
+	return nil
 }
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.formQuery.Close(), s.read.Close(), s.write.Close())
+	return errors.Join(s.read.Close(), s.write.Close())
 }
 
 // Backup writes a consistent copy of the database at path to dest, which must not exist,
 // while the service may be writing, and returns its size. VACUUM INTO, on a read-only
-// connection, copies the last commit in one read transaction without blocking the writer,
-// into one compacted file (SQLite's backup API is not reachable through database/sql). The
-// copy goes to a temporary file, checked and synced before it is linked to dest, so that
-// dest is never half-written and an existing file is never replaced.
+// connection, copies the last commit without blocking the writer (SQLite's backup API is
+// not reachable through database/sql) to a temporary file, checked and synced before it
+// is linked to dest: dest is never half-written, and no file is replaced.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -311,11 +286,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	return db, nil
+	return openSQLite((&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String()), nil
 }
 
 // checkCopy runs integrity_check on the copy at path.
@@ -335,10 +306,9 @@ func checkCopy(ctx context.Context, path string) error {
 	return nil
 }
 
-// Ping checks that the database answers a query.
+// Ping checks that the read pool can reach the database.
 func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	return s.read.PingContext(ctx)
 }
 
 // timestamp writes t as JavaScript's Date.prototype.toISOString does.
@@ -346,8 +316,7 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// Form is a form as GET /api/forms lists it (create and update reply savedForm, without
-// createdAt).
+// Form is a form as GET /api/forms lists it.
 type Form struct {
 	ID          int64   `json:"id"`
 	Title       string  `json:"title"`
@@ -432,7 +401,7 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if !ok {
 		var err error
-		if f, err = getForm(ctx, s.formQuery, id); err != nil {
+		if f, err = s.readForm(ctx, id); err != nil {
 			return FormDetail{}, err
 		}
 		s.forms.put(id, gen, f)
@@ -520,45 +489,48 @@ func formSize(f FormDetail) int {
 	return n
 }
 
-// getForm reads a form and its tree in one statement, so one snapshot: one row per field
-// (a category without fields and a form without categories give a row of NULLs).
-func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) {
-	rows, err := stmt.QueryContext(ctx, id)
+// readForm reads a form and its tree in one statement, so one snapshot: one row per field.
+// A category without fields, or a form without categories, gives a row whose missing
+// parts read as zeros, and ids start at 1.
+func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT f.title, f.description, f.createdAt,
+		        coalesce(c.id, 0), coalesce(c.name, ''), coalesce(c.sortOrder, 0),
+		        coalesce(d.id, 0), coalesce(d.label, ''), coalesce(d.type, ''),
+		        d.description, coalesce(d.sortOrder, 0)
+		   FROM forms f
+		   LEFT JOIN categories c ON c.formId = f.id
+		   LEFT JOIN fields d ON d.categoryId = c.id
+		  WHERE f.id = ?
+		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, id)
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
 	defer rows.Close()
 	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
-	found := false
 	for rows.Next() {
-		var catName, fieldLabel, fieldType sql.NullString
-		var fieldDesc *string
-		var catID, catOrder, fieldID, fieldOrder sql.NullInt64
-		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt,
-			&catID, &catName, &catOrder,
-			&fieldID, &fieldLabel, &fieldType, &fieldDesc, &fieldOrder); err != nil {
+		c := Category{FormID: id, Fields: []Field{}}
+		var d Field
+		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt, &c.ID, &c.Name, &c.SortOrder,
+			&d.ID, &d.Label, &d.Type, &d.Description, &d.SortOrder); err != nil {
 			return FormDetail{}, fmt.Errorf("get form: %w", err)
 		}
-		found = true
-		if !catID.Valid {
+		if c.ID == 0 {
 			continue
 		}
-		if n := len(f.Categories); n == 0 || f.Categories[n-1].ID != catID.Int64 {
-			f.Categories = append(f.Categories, Category{ID: catID.Int64, FormID: id,
-				Name: catName.String, SortOrder: int(catOrder.Int64), Fields: []Field{}})
+		if n := len(f.Categories); n == 0 || f.Categories[n-1].ID != c.ID {
+			f.Categories = append(f.Categories, c)
 		}
-		if !fieldID.Valid {
-			continue
+		if d.ID != 0 {
+			d.CategoryID = c.ID
+			last := &f.Categories[len(f.Categories)-1]
+			last.Fields = append(last.Fields, d)
 		}
-		c := &f.Categories[len(f.Categories)-1]
-		c.Fields = append(c.Fields, Field{ID: fieldID.Int64, CategoryID: catID.Int64,
-			Label: fieldLabel.String, Type: fieldType.String,
-			Description: fieldDesc, SortOrder: int(fieldOrder.Int64)})
 	}
 	if err := rows.Err(); err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
-	if !found {
+	if f.CreatedAt == "" { // no row: createdAt is never empty
 		return FormDetail{}, errNotFound
 	}
 	return f, nil
@@ -566,90 +538,62 @@ func getForm(ctx context.Context, stmt *sql.Stmt, id int64) (FormDetail, error) 
 
 // CreateForm stores a form with its categories and fields as one unit.
 func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return Form{}, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-
 	f := Form{Title: in.Title, Description: in.Description, CreatedAt: timestamp(s.now())}
-	err = tx.QueryRowContext(ctx,
-		`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
-		f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
-	if err != nil {
-		return Form{}, fmt.Errorf("insert form: %w", err)
-	}
-	if err := insertCategories(ctx, tx, f.ID, in.Categories); err != nil {
-		return Form{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Form{}, fmt.Errorf("commit: %w", err)
-	}
-	return f, nil
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx,
+			`INSERT INTO forms (title, description, createdAt) VALUES (?, ?, ?) RETURNING id`,
+			f.Title, f.Description, f.CreatedAt).Scan(&f.ID)
+		if err != nil {
+			return fmt.Errorf("insert form: %w", err)
+		}
+		return insertCategories(ctx, tx, f.ID, in.Categories)
+	})
+	return f, err
 }
 
 // UpdateForm replaces title, description, categories and fields of a form as one unit,
 // keeping its id and createdAt. The old fields go, and with them the response values
 // that refer to them; the responses stay.
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return Form{}, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
-	err = tx.QueryRowContext(ctx,
-		`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-		f.Title, f.Description, id).Scan(&f.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Form{}, errNotFound
-	}
-	if err != nil {
-		return Form{}, fmt.Errorf("update form: %w", err)
-	}
-	// Every field is replaced, so every stored value of the form goes (the schema says
-	// why this is not a cascade); the categories take their fields with them.
-	if _, err := tx.ExecContext(ctx,
-		`DELETE FROM response_values WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id); err != nil {
-		return Form{}, fmt.Errorf("delete values: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id); err != nil {
-		return Form{}, fmt.Errorf("delete categories: %w", err)
-	}
-	if err := insertCategories(ctx, tx, id, in.Categories); err != nil {
-		return Form{}, err
-	}
-	err = tx.Commit()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx,
+			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+			f.Title, f.Description, id).Scan(&f.CreatedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update form: %w", err)
+		}
+		// Every field is replaced, so every value of the form goes (the schema says why
+		// this is not a cascade); the categories take their fields with them.
+		_, err = tx.ExecContext(ctx,
+			`DELETE FROM response_values
+			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
+			 DELETE FROM categories WHERE formId = ?`, id, id)
+		if err != nil {
+			return fmt.Errorf("delete the old fields: %w", err)
+		}
+		return insertCategories(ctx, tx, id, in.Categories)
+	})
 	s.forms.drop(id) // after the commit: see formCache
-	if err != nil {
-		return Form{}, fmt.Errorf("commit: %w", err)
-	}
-	return f, nil
+	return f, err
 }
 
 // insertCategories checks and inserts categories and fields in array order, their
 // sortOrder. It stops at the first that breaks a rule, with checkCategory's or
 // checkField's error, which the caller's rollback turns into "nothing created".
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
-	insertCategory, err := tx.PrepareContext(ctx,
-		`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`)
-	if err != nil {
-		return fmt.Errorf("prepare category insert: %w", err)
-	}
-	defer insertCategory.Close()
-	insertField, err := tx.PrepareContext(ctx,
-		`INSERT INTO fields (categoryId, label, type, description, sortOrder) VALUES (?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare field insert: %w", err)
-	}
-	defer insertField.Close()
 	for ci, c := range cats {
 		if err := checkCategory(c); err != nil {
 			return err
 		}
 		var catID int64
-		if err := insertCategory.QueryRowContext(ctx, formID, c.Name, ci).Scan(&catID); err != nil {
+		err := tx.QueryRowContext(ctx,
+			`INSERT INTO categories (formId, name, sortOrder) VALUES (?, ?, ?) RETURNING id`,
+			formID, c.Name, ci).Scan(&catID)
+		if err != nil {
 			return fmt.Errorf("insert category: %w", err)
 		}
 		for fi, fd := range c.Fields {
@@ -657,11 +601,11 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if err != nil {
 				return err
 			}
-			var desc *string
-			if fd.Description != nil && *fd.Description != "" {
-				desc = fd.Description
-			}
-			if _, err := insertField.ExecContext(ctx, catID, *fd.Label, typ, desc, fi); err != nil {
+			// An empty description is stored as none.
+			_, err = tx.ExecContext(ctx,
+				`INSERT INTO fields (categoryId, label, type, description, sortOrder)
+				 VALUES (?, ?, ?, nullif(?, ''), ?)`, catID, *fd.Label, typ, fd.Description, fi)
+			if err != nil {
 				return fmt.Errorf("insert field: %w", err)
 			}
 		}
@@ -671,17 +615,13 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM forms WHERE id = ?`, id)
+	err := s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id)
 	s.forms.drop(id) // after the commit: see formCache
-	if err != nil {
-		return fmt.Errorf("delete form: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("delete form: %w", err)
-	}
-	if n == 0 {
+	if errors.Is(err, sql.ErrNoRows) {
 		return errNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("delete form: %w", err)
 	}
 	return nil
 }
@@ -692,48 +632,35 @@ func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 // with the form's fields; CROSS JOIN fixes the loop order, each value looking its field
 // up by primary key, where the planner would read the JSON again for every field.
 func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int64]*string) (int64, error) {
-	valuesJSON, err := json.Marshal(values)
-	if err != nil {
-		return 0, fmt.Errorf("encode values: %w", err)
-	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
-		timestamp(s.now()), formID)
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	if n == 0 {
-		return 0, errNotFound
-	}
-	responseID, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("insert response: %w", err)
-	}
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO response_values (responseId, fieldId, value)
-		 SELECT ?, d.id, v.value
-		   FROM json_each(?) v
-		  CROSS JOIN fields d ON d.id = CAST(v.key AS INTEGER)
-		  CROSS JOIN categories c ON c.id = d.categoryId
-		  WHERE c.formId = ?`,
-		responseID, string(valuesJSON), formID)
-	if err != nil {
-		return 0, fmt.Errorf("insert values: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
-	}
-	return responseID, nil
+	valuesJSON, _ := json.Marshal(values) // int64 keys and *string values always encode
+	var responseID int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// Not RETURNING, which SQLite runs as a costlier plan for an INSERT … SELECT.
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO responses (formId, submittedAt) SELECT id, ? FROM forms WHERE id = ?`,
+			timestamp(s.now()), formID)
+		if err != nil {
+			return fmt.Errorf("insert response: %w", err)
+		}
+		// go-sqlite3 keeps both counts of the statement it ran: they never fail.
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errNotFound
+		}
+		responseID, _ = res.LastInsertId()
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO response_values (responseId, fieldId, value)
+			 SELECT ?, d.id, v.value
+			   FROM json_each(?) v
+			  CROSS JOIN fields d ON d.id = CAST(v.key AS INTEGER)
+			  CROSS JOIN categories c ON c.id = d.categoryId
+			  WHERE c.formId = ?`,
+			responseID, string(valuesJSON), formID)
+		if err != nil {
+			return fmt.Errorf("insert values: %w", err)
+		}
+		return nil
+	})
+	return responseID, err
 }
 
 // Response is one listed response with its values in form order.
@@ -752,18 +679,18 @@ type ResponseValue struct {
 	Value *string
 }
 
-// ListedField is what the response list shows of a field, and its place in the form.
+// ListedField is what the response list shows of a field, and its index in form order.
 type ListedField struct {
 	ID       int64
 	Label    string
 	Type     string
-	position int // category sortOrder, then field sortOrder, as an index
+	position int
 }
 
 // ResponseFields returns the title and the fields of a form in form order, as the
 // response list and the CSV export show them, or errNotFound.
 func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*ListedField, error) {
-	form, err := getForm(ctx, s.formQuery, formID)
+	form, err := s.GetForm(ctx, formID)
 	if err != nil {
 		return "", nil, err
 	}
@@ -837,45 +764,39 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
-// values by field id. errNotFound when the response does not exist.
+// values by field id. errNotFound when the response does not exist. The values are read
+// first: they only ever go (with the fields they belong to), so the pair is what one
+// snapshot taken when the form is read holds, where the other order could pair a form
+// with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT r.formId, v.fieldId, v.value
+		   FROM responses r LEFT JOIN response_values v ON v.responseId = r.id
+		  WHERE r.id = ?`, responseID)
 	if err != nil {
-		return FormDetail{}, nil, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-
-	var formID int64
-	err = tx.QueryRowContext(ctx, `SELECT formId FROM responses WHERE id = ?`, responseID).Scan(&formID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, nil, errNotFound
-	}
-	if err != nil {
-		return FormDetail{}, nil, fmt.Errorf("find response: %w", err)
-	}
-	form, err := getForm(ctx, tx.StmtContext(ctx, s.formQuery), formID)
-	if err != nil {
-		return FormDetail{}, nil, err
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT fieldId, value FROM response_values WHERE responseId = ?`, responseID)
-	if err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
 	}
 	defer rows.Close()
+	var formID int64 // 0 while no row is read: ids start at 1
 	values := map[int64]*string{}
 	for rows.Next() {
-		var fieldID int64
+		var fieldID *int64
 		var value *string
-		if err := rows.Scan(&fieldID, &value); err != nil {
-			return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+		if err := rows.Scan(&formID, &fieldID, &value); err != nil {
+			return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
 		}
-		values[fieldID] = value
+		if fieldID != nil {
+			values[*fieldID] = value
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read values: %w", err)
+		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
 	}
-	return form, values, nil
+	if formID == 0 {
+		return FormDetail{}, nil, errNotFound
+	}
+	form, err := s.GetForm(ctx, formID)
+	return form, values, err
 }
 
 // Setting returns the value stored under key, or "" when there is none.
@@ -915,25 +836,13 @@ type DatedSummary struct {
 	GeneratedAt string `json:"generatedAt"`
 }
 
-// summaryKind is one of the two summary tables, by the queries that read it. Table
-// names cannot be SQL parameters, so each table has its own whole query texts rather
-// than a name pasted into one.
-type summaryKind struct {
-	count string // of all its summaries
-	page  string // one page, newest summaryDate first; parameters limit and offset
-}
+// summaryKind is the table of one kind of summary. Table names cannot be SQL parameters:
+// these two constants are the only text pasted into a query.
+type summaryKind string
 
-var (
-	trackerSummaries = summaryKind{
-		count: `SELECT count(*) FROM tracker_summaries`,
-		page: `SELECT id, summaryDate, summaryText, generatedAt FROM tracker_summaries
-		        ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`,
-	}
-	emailSummaries = summaryKind{
-		count: `SELECT count(*) FROM email_summaries`,
-		page: `SELECT id, summaryDate, summaryText, generatedAt FROM email_summaries
-		        ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`,
-	}
+const (
+	trackerSummaries summaryKind = "tracker_summaries"
+	emailSummaries   summaryKind = "email_summaries"
 )
 
 // SaveTrackerSummary stores the tracker summary of the day starting at date, replacing the
@@ -984,10 +893,12 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 	}
 	defer tx.Rollback()
 	var total int64
-	if err := tx.QueryRowContext(ctx, kind.count).Scan(&total); err != nil {
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+string(kind)).Scan(&total)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count summaries: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, kind.page, limit, offset)
+	rows, err := tx.QueryContext(ctx, `SELECT id, summaryDate, summaryText, generatedAt FROM `+
+		string(kind)+` ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
@@ -1000,8 +911,5 @@ func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offs
 		}
 		list = append(list, sum)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list summaries: %w", err)
-	}
-	return list, total, nil
+	return list, total, rows.Err()
 }
