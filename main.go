@@ -807,6 +807,9 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
+	if reason := s.store.WriteRefusal(); reason != "" {
+		return &apiError{kind: kindUnavailable, msg: "Database refuses writes: " + reason}
+	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
 		return &apiError{kind: kindUnavailable, msg: "Database unavailable"}

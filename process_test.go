@@ -450,8 +450,58 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("%d values for %d acknowledged responses: a failed write left a part behind", n, acked)
 	}
 	e.wantNoOrphans()
-	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
-		t.Errorf("healthz on a full database = %d", status)
+	// A monitor meets what clients meet: 503 with the reason until a write succeeds.
+	if status, raw := e.do("GET", "/healthz", nil); status != 503 ||
+		strings.TrimSpace(string(raw)) != `{"error":"Database refuses writes: database or disk is full"}` {
+		t.Errorf("healthz on a full database = %d %s", status, raw)
+	}
+	if _, err := e.store.write.Exec(`PRAGMA max_page_count = 1000000`); err != nil {
+		t.Fatal(err)
+	}
+	if status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: long}}); status != 201 {
+		t.Fatalf("submit once the disk has room = %d %s", status, raw)
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz after a write succeeded again = %d %s", status, raw)
+	}
+}
+
+// TestHealthReadOnlyDatabase: a database that refuses writes as read-only makes /healthz
+// 503 with that reason from the first refused write until one succeeds; a write refused
+// for the request's own sake (a missing form) changes nothing.
+func TestHealthReadOnlyDatabase(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	if status, raw := e.do("DELETE", "/api/forms/999999", nil); status != 404 {
+		t.Fatalf("delete of a missing form = %d %s", status, raw)
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
+		t.Fatalf("healthz = %d %s", status, raw)
+	}
+	if _, err := e.store.write.Exec(`PRAGMA query_only = ON`); err != nil {
+		t.Fatal(err)
+	}
+	for _, write := range []func() int{
+		func() int { status, _ := e.do("PUT", "/api/settings/k", map[string]any{"value": "v"}); return status },
+		func() int { status, _ := e.do("DELETE", "/api/forms/"+itoa(f.ID), nil); return status },
+	} {
+		e.store.refused.Store(nil)
+		if status := write(); status != 500 {
+			t.Fatalf("write to a read-only database = %d", status)
+		}
+		if status, raw := e.do("GET", "/healthz", nil); status != 503 || !strings.Contains(string(raw), "Database refuses writes: attempt to write a readonly database") {
+			t.Errorf("healthz while writes are refused = %d %s", status, raw)
+		}
+	}
+	if _, err := e.store.write.Exec(`PRAGMA query_only = OFF`); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := e.do("PUT", "/api/settings/k", map[string]any{"value": "v"}); status != 200 {
+		t.Fatalf("write once writable = %d", status)
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz after a write succeeded = %d %s", status, raw)
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 )
 
 // migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
@@ -118,6 +119,9 @@ type Store struct {
 	read  *sql.DB
 	now   func() time.Time
 	forms formCache
+	// refused is why the database refused the last write that reached it (disk full,
+	// read-only, I/O error), nil once one succeeds: /healthz reports what clients meet.
+	refused atomic.Pointer[string]
 }
 
 // busyTimeout is how long a connection waits for a lock another holds (SQLite's
@@ -217,12 +221,35 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return err
+		return s.noteWrite(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return s.noteWrite(fmt.Errorf("commit: %w", err))
 	}
-	return nil
+	return s.noteWrite(nil)
+}
+
+// noteWrite records the outcome of a write that reached the database, and returns it.
+func (s *Store) noteWrite(err error) error {
+	var se sqlite3.Error
+	refusals := []sqlite3.ErrNo{sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen}
+	switch {
+	case err == nil:
+		s.refused.Store(nil)
+	case errors.As(err, &se) && slices.Contains(refusals, se.Code):
+		reason := se.Code.Error()
+		s.refused.Store(&reason)
+	}
+	return err
+}
+
+// WriteRefusal is why the database refused the last write that reached it; "" while it
+// takes them.
+func (s *Store) WriteRefusal() string {
+	if reason := s.refused.Load(); reason != nil {
+		return *reason
+	}
+	return ""
 }
 
 // Close closes both pools.
@@ -615,7 +642,7 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
-	err := s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id)
+	err := s.noteWrite(s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id))
 	s.forms.drop(id) // after the commit: see formCache
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNotFound
@@ -817,7 +844,7 @@ func (s *Store) PutSetting(ctx context.Context, key, value string) error {
 	_, err := s.write.ExecContext(ctx,
 		`INSERT INTO settings (key, value) VALUES (?, ?)
 		 ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err != nil {
+	if err := s.noteWrite(err); err != nil {
 		return fmt.Errorf("write setting: %w", err)
 	}
 	return nil
@@ -852,7 +879,7 @@ func (s *Store) SaveTrackerSummary(ctx context.Context, date time.Time, text str
 		`INSERT INTO tracker_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)
 		 ON CONFLICT (summaryDate) DO UPDATE SET summaryText = excluded.summaryText, generatedAt = excluded.generatedAt`,
 		timestamp(date), text, timestamp(s.now()))
-	if err != nil {
+	if err := s.noteWrite(err); err != nil {
 		return fmt.Errorf("save tracker summary: %w", err)
 	}
 	return nil
@@ -863,7 +890,7 @@ func (s *Store) AddEmailSummary(ctx context.Context, date time.Time, text string
 	_, err := s.write.ExecContext(ctx,
 		`INSERT INTO email_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)`,
 		timestamp(date), text, timestamp(s.now()))
-	if err != nil {
+	if err := s.noteWrite(err); err != nil {
 		return fmt.Errorf("add email summary: %w", err)
 	}
 	return nil
