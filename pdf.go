@@ -119,7 +119,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	}()
 	l := newPDFLayout(form, now, fonts)
 	l.newPage()
-	title := l.paragraph("GoBold", 18, form.Title, false)
+	title := l.paragraph("GoBold", 18, form.Title, false, false)
 	title.centred = true
 	l.print(title)
 	l.moveDown(18)
@@ -133,7 +133,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
-			heading := l.paragraph("GoBold", 14, c.Name, false)
+			heading := l.paragraph("GoBold", 14, c.Name, false, false)
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
@@ -201,16 +201,12 @@ type fieldBlock struct{ label, description, value paragraph }
 // layoutField lays out a field; a value or description without letters ("12", a date,
 // "Yes") follows its label's direction.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
-	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", false)}
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", false, false)}
 	rtl := b.label.lines[0].rtl
 	if fd.Description != nil && *fd.Description != "" {
-		b.description = l.paragraph("GoItalic", 9, *fd.Description, rtl)
+		b.description = l.paragraph("GoItalic", 9, *fd.Description, rtl, false)
 	}
-	if fd.Type == "textarea" {
-		b.value = l.textareaLines(value, rtl)
-		return b
-	}
-	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), rtl)
+	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), rtl, fd.Type == "textarea")
 	if fd.Type == "boolean" && rtl {
 		b.value.lines[0].rtl = true // Yes and No stand where the label's direction puts a value
 	}
@@ -329,35 +325,28 @@ func (l *pdfLayout) keepTogether(height float64) {
 	}
 }
 
-// paragraph lays out text of one font and size over the content width, at least one
-// line; text without letters is right to left where rtl is set. fpdf parses and embeds
-// each font afresh in every document, the largest part of its cost, so a Go font is
-// added when a paragraph first prints with it.
-func (l *pdfLayout) paragraph(font string, size float64, s string, rtl bool) paragraph {
+// paragraph lays out text of one font and size over the content width, each line of it
+// at least one line; text without letters is right to left where rtl is set. A framed
+// one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has
+// no lines when empty. fpdf parses and embeds each font afresh in every document, the
+// largest part of its cost, so a Go font is added when a paragraph first prints with it.
+func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font])
-	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth, rtl)
-	if len(lines) == 0 {
-		lines = []textLine{{rtl: rtl}}
+	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
+	if framed {
+		width -= 2 * pdfPadding
 	}
-	return paragraph{lines: lines, size: size}
-}
-
-// textareaLines lays out a textarea's value, each of its own lines a paragraph, inside
-// the frame's padding. An empty value has no lines.
-func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
-	l.addFont(l.fonts.byName["GoRegular"])
-	var lines []textLine
-	for _, para := range strings.Split(pdfText(s, true), "\n") {
-		if s == "" || len(lines) > pdfMaxLines {
+	for _, para := range strings.Split(pdfText(s, framed), "\n") {
+		if framed && s == "" || len(p.lines) > pdfMaxLines {
 			break // past pdfMaxLines, drawing fails with errPDFTooLong
 		}
-		pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
-		lines = append(lines, pl...)
-		if len(pl) == 0 {
-			lines = append(lines, textLine{})
+		lines := l.layout(font, size, para, width, rtl)
+		if len(lines) == 0 {
+			lines = []textLine{{rtl: rtl}}
 		}
+		p.lines = append(p.lines, lines...)
 	}
-	return paragraph{lines: lines, size: 11, framed: true}
+	return p
 }
 
 // print draws a paragraph in pieces that fit above the bottom margin, each after the
@@ -457,8 +446,13 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
+		l.setFont(gs[i].font, size)
+		c := string(gs[i].r)
+		if gs[i].r == softHyphen {
+			c = "-" // its width where it prints
+		}
+		gs[i].w = l.pdf.GetStringWidth(c)
 	}
-	l.measure(gs, size)
 	l.placeMarks(gs, size)
 	var lines []textLine
 	for _, line := range breakLines(gs, width) {
@@ -665,17 +659,6 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 		out[len(out)-1] = form
 	}
 	return out, src
-}
-
-func (l *pdfLayout) measure(gs []glyph, size float64) {
-	for i := range gs {
-		l.setFont(gs[i].font, size)
-		if gs[i].r == softHyphen {
-			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
-			continue
-		}
-		gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
-	}
 }
 
 // Stacked marks, in em: the gap between two, and how high above the baseline they stack

@@ -321,7 +321,7 @@ func TestPDFFlowExactFit(t *testing.T) {
 	form, _ := oneFieldForm("T", "text", "")
 	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
 	l.newPage()
-	line := l.paragraph("GoRegular", 11, "x", false).lines[0]
+	line := l.paragraph("GoRegular", 11, "x", false, false).lines[0]
 	for _, framed := range []bool{false, true} {
 		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
 			padding := 0.0
