@@ -60,7 +60,8 @@ const (
 // The Go fonts (docs/DESIGN.md): title and categories bold, labels medium, descriptions
 // italic, values regular.
 var pdfFonts = map[string][]byte{
-	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF, "GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
+	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
+	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
 }
 
 var errPDFTooLong = errors.New("PDF too long")
@@ -71,9 +72,8 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		return invalid("Invalid response ID")
 	}
 	op := fmt.Sprintf("generate PDF for response %d", responseID)
-	// The document is built in memory, in one of the heavy slots (it is CPU-bound), so
-	// that a failure is still a clean JSON error; it then holds its room in s.replies
-	// until the client has it.
+	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
+	// JSON error, the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
 		return err
@@ -110,8 +110,7 @@ func contentDisposition(responseID int64, title string) string {
 // writeResponsePDF writes the form with the response's values to buf; a document that
 // would pass pdfMaxPages is not finished: the error wraps errPDFTooLong.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
-	// Some inputs panic inside fpdf; the text is sanitised so none should, and any that
-	// remains is an error rather than a dead request.
+	// Sanitised text should not make fpdf panic; a panic left is an error, not a dead request.
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("pdf layout: %v", v)
@@ -166,14 +165,15 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetCellMargin(0)
 	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
 	pdf.SetCreator("formsvc", true)
-	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
-	// garbage, for every page (a quarter of a five-page document's cost, BenchmarkExportPDF).
-	// The fonts, most of a document's bytes, stay compressed.
+	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
+	// garbage, a quarter of a five-page document's cost; the fonts stay compressed.
 	pdf.SetCompression(false)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
-	return &pdfLayout{pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{}}
+	return &pdfLayout{
+		pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{},
+	}
 }
 
 // utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
@@ -325,11 +325,10 @@ func (l *pdfLayout) keepTogether(height float64) {
 	}
 }
 
-// paragraph lays out text of one font and size over the content width, each line of it
-// at least one line; text without letters is right to left where rtl is set. A framed
-// one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has
-// no lines when empty. fpdf parses and embeds each font afresh in every document, the
-// largest part of its cost, so a Go font is added when a paragraph first prints with it.
+// paragraph lays out text of one font and size over the content width, at least a line
+// for each of its lines; text without letters is right to left where rtl is set. A framed
+// one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
+// lines when empty. fpdf embeds each font afresh in every document, most of its cost.
 func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font])
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
@@ -397,12 +396,9 @@ func pdfText(s string, keepNewlines bool) string {
 	s = norm.NFC.String(strings.ReplaceAll(s, "\r\n", "\n"))
 	return strings.Map(func(r rune) rune {
 		switch {
-		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
-			if keepNewlines {
-				return '\n'
-			}
-			return ' '
-		case unicode.IsControl(r):
+		case keepNewlines && (r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029'):
+			return '\n'
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			return ' '
 		}
 		return r
@@ -470,9 +466,8 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 
 // glyphs turns a paragraph's characters into glyphs, Arabic letters joined. A character
 // is drawn in the Go family where it has it; a space after a fallback font's glyph stays
-// in that font, so that a run of words is one text operation; an invisible character is
-// dropped; any other is drawn from a fallback font, the run's first, in the family's
-// style, or printed as its name.
+// in that font (one text operation for a run of words); an invisible one is dropped; any
+// other is drawn from a fallback font, the run's first, in the family's style, or named.
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
 	src = append(src, int32(len(typed)))
@@ -498,9 +493,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 				continue
 			}
 			run, g.font = font, face.family
-			if joined, ok := l.joinedForm(face, g, typed); ok {
-				g = joined
-			}
+			g = l.joinedForm(face, g, typed)
 		}
 		gs = append(gs, g)
 	}
@@ -563,20 +556,21 @@ func runeName(r rune) string {
 
 // joinedForm makes g, a presentation form drawn from face f, the letter typed drawn from
 // the variant of f whose character map gives each letter that form's glyph, so that the
-// text layer holds the letter. ok is false where g is no such form (a lam-alef ligature
+// text layer holds the letter. g stays where it is no such form (a lam-alef ligature
 // stays the ligature) or f has no such variant.
-func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) (glyph, bool) {
+func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 	form, ok := arabicForms[typed[g.src]]
 	if !ok || g.chars != 1 || g.r < form.first || g.r > form.first+3 {
-		return g, false
+		return g
 	}
-	kind := g.r - form.first
-	g.r = typed[g.src]
-	if kind == 0 {
-		return g, f.covers(g.r) // isolated: the letter's own glyph
+	letter, kind := typed[g.src], g.r-form.first
+	variant := f.family + joinedKinds[kind]
+	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
+		g.r = letter
+	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
+		g.r, g.font = letter, variant
 	}
-	g.font = f.family + joinedKinds[kind]
-	return g, l.addVariant(g.font, f.family, joinedForms[kind])
+	return g
 }
 
 // arabicForm gives a letter's presentation forms: first is the isolated form, then come
@@ -668,12 +662,11 @@ const (
 	markStack = 1.5
 )
 
-// placeMarks puts each mark without an advance over its base, as fpdf cannot read a
-// font's positioning tables. A mark stays where its font draws it when that is over the
-// base (its ink's middle over the base and not starting before it, as in Noto's Latin,
-// Thai and Hebrew), and is centred over the base otherwise or over a widened base. A mark
-// that would overprint the one below it (a Thai tone mark over an upper vowel, stacked
-// accents) is raised clear of it, up to markStack.
+// placeMarks puts each mark without an advance over its base (fpdf cannot read a font's
+// positioning tables): where its font draws it when that is over the base (its ink's
+// middle over the base and not starting before it, as in Noto's Latin, Thai and Hebrew),
+// else centred over the base, or a widened base. A mark that would overprint the one
+// below it (a Thai tone mark over an upper vowel) is raised clear of it, up to markStack.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base, widened, stackTop := -1, false, 0.0 // stackTop: the top of the base's marks so far, in em
 	for i := range gs {
@@ -738,9 +731,8 @@ func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 const softHyphen = '\u00AD'
 
 // breakLines breaks glyphs into lines no wider than width: where canBreakAt allows, or,
-// in a word longer than the line, before the character that would overflow (never before
-// a mark). The spaces at a break are dropped; a soft hyphen at a break becomes a hyphen,
-// others are dropped.
+// in a word longer than the line, before the character that would overflow (never a mark).
+// Spaces at a break are dropped; soft hyphens too, but one at a break becomes a hyphen.
 func breakLines(gs []glyph, width float64) [][]glyph {
 	var lines [][]glyph
 	for len(gs) > 0 {
@@ -1018,13 +1010,11 @@ var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|me
 
 // fontFamilyName is a file name's ASCII letters and digits.
 func fontFamilyName(path string) string {
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			return r
-		}
-		return -1
-	}, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return notAlphanumeric.ReplaceAllString(name, "")
 }
+
+var notAlphanumeric = regexp.MustCompile("[^A-Za-z0-9]")
 
 // fallbackFor returns the fallback font that draws r: prefer where it has r (as a mark
 // without an advance, for a mark: the keycap U+20E3 is one in Noto Sans Symbols, a symbol
@@ -1296,9 +1286,8 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	return levels
 }
 
-// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN, then L1:
-// separators, and the white space before them or at the line's end, take the
-// paragraph's level.
+// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN, then L1: separators,
+// and the white space before them or at the line's end, take the paragraph's level.
 func implicitLevels(types, orig []bidi.Class, paraLevel int8) []int8 {
 	levels, trailing := make([]int8, len(types)), true
 	for i := len(types) - 1; i >= 0; i-- {
@@ -1429,8 +1418,9 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 			stack = append(stack, i)
 			continue
 		}
+		closer := cmp.Or(canonicalBracket[r], r)
 		for k := len(stack) - 1; k >= 0 && openingBracket[r] != 0; k-- {
-			if c := closingBracket[rs[stack[k]]]; cmp.Or(canonicalBracket[c], c) == cmp.Or(canonicalBracket[r], r) {
+			if c := closingBracket[rs[stack[k]]]; cmp.Or(canonicalBracket[c], c) == closer {
 				pairs, stack = append(pairs, [2]int{stack[k], i}), stack[:k]
 				break
 			}

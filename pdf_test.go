@@ -873,7 +873,8 @@ func TestUsedFontsEmptyDescription(t *testing.T) {
 	t.Parallel()
 	empty := ""
 	form := FormDetail{Categories: []Category{{Fields: []Field{{Label: "l", Type: "text", Description: &empty}}}}}
-	if fonts := exportDoc(t, form, nil, newFontIndex(nil)).Fonts; slices.Contains(fonts, "utf8goitalic") {
+	fonts := exportDoc(t, form, nil, newFontIndex(nil)).Fonts
+	if slices.Contains(fonts, "utf8goitalic") {
 		t.Errorf("fonts embedded %q, want no Go Italic for an empty description", fonts)
 	}
 }
