@@ -220,13 +220,7 @@ func formatValue(fieldType, value string) string {
 			return t.Format("02/01/2006")
 		}
 	case "boolean":
-		switch value {
-		case "true":
-			return "Yes"
-		case "false":
-			return "No"
-		}
-		return ""
+		return map[string]string{"true": "Yes", "false": "No"}[value]
 	}
 	return value
 }
@@ -248,21 +242,17 @@ func (l *pdfLayout) field(b fieldBlock) {
 		l.print(b.description)
 	}
 	l.print(b.value)
-	if !b.value.framed {
-		y := l.ruleY(b.value)
-		l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
+	if b.value.framed {
+		return
 	}
-}
-
-// ruleY is where the rule (1 pt thick) under a value just printed goes: at the foot of
-// its last line, or lower where a font of that line reaches further down.
-func (l *pdfLayout) ruleY(value paragraph) float64 {
-	foot := l.pdf.GetY()
-	depth := 0.0
-	for _, g := range value.lines[len(value.lines)-1].glyphs {
+	// The rule (1 pt thick) goes at the foot of the value's last line, or lower where a
+	// font of that line reaches further down.
+	y, size, depth := l.pdf.GetY(), b.value.size, 0.0
+	for _, g := range b.value.lines[len(b.value.lines)-1].glyphs {
 		depth = max(depth, l.drawnFrom[g.font].letterDepth())
 	}
-	return max(foot, baselineBelow(foot-lineHeight(value.size), value.size)+depth*value.size+1)
+	y = max(y, baselineBelow(y-lineHeight(size), size)+depth*size+1)
+	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
 }
 
 // pdfLayout draws a document down its pages. It breaks lines itself: a line may mix
@@ -335,15 +325,14 @@ func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed b
 	if framed {
 		width -= 2 * pdfPadding
 	}
-	for _, para := range strings.Split(pdfText(s, framed), "\n") {
+	for para := range strings.SplitSeq(pdfText(s, framed), "\n") {
 		if framed && s == "" || len(p.lines) > pdfMaxLines {
 			break // past pdfMaxLines, drawing fails with errPDFTooLong
 		}
-		lines := l.layout(font, size, para, width, rtl)
-		if len(lines) == 0 {
-			lines = []textLine{{rtl: rtl}}
+		n := len(p.lines)
+		if p.lines = l.layout(p.lines, font, para, size, width, rtl); len(p.lines) == n {
+			p.lines = append(p.lines, textLine{rtl: rtl})
 		}
-		p.lines = append(p.lines, lines...)
 	}
 	return p
 }
@@ -426,9 +415,10 @@ type textLine struct {
 	typed  []rune // the paragraph as typed, which glyphs' src index
 }
 
-// layout breaks one paragraph (through pdfText, without newlines) into lines at most
-// width wide; a paragraph without letters is right to left where rtl is set.
-func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
+// layout appends to lines one paragraph (through pdfText, without newlines) broken into
+// lines at most width wide; a paragraph without letters is right to left where rtl is set.
+func (l *pdfLayout) layout(lines []textLine, family, para string, size, width float64,
+	rtl bool) []textLine {
 	typed := []rune(para)
 	gs := l.glyphs(family, typed)
 	rs := make([]rune, len(gs))
@@ -443,14 +433,13 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	for i := range gs {
 		gs[i].level = levels[i]
 		l.setFont(gs[i].font, size)
-		c := string(gs[i].r)
 		if gs[i].r == softHyphen {
-			c = "-" // its width where it prints
+			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
+		} else {
+			gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
 		}
-		gs[i].w = l.pdf.GetStringWidth(c)
 	}
 	l.placeMarks(gs, size)
-	var lines []textLine
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: line, rtl: paraLevel == 1, typed: typed}
 		lineLevels := make([]int8, len(line))
@@ -573,17 +562,17 @@ func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 	return g
 }
 
-// arabicForm gives a letter's presentation forms: first is the isolated form, then come
-// final, initial and medial; n is 4 for a letter that joins on both sides, 2 for one that
-// joins only to the letter before it (alef, dal, reh, waw ...), 1 for hamza.
+// arabicForm gives a letter's presentation forms from first: isolated, final, initial,
+// medial; n is 4 for a letter that joins on both sides, 2 for one that joins only to the
+// letter before it (alef, dal, reh, waw ...), 1 for hamza.
 type arabicForm struct {
 	first rune
 	n     int
 }
 
-// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A, forms in
-// Arabic Presentation Forms-B) and of the Persian and Urdu letters most used (forms in
-// Presentation Forms-A; noon ghunna has only its isolated and final forms there).
+// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation
+// Forms-B) and the Persian and Urdu letters most used (in Forms-A, where noon ghunna
+// has only its isolated and final forms).
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -656,7 +645,7 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 }
 
 // Stacked marks, in em: the gap between two, and how high above the baseline they stack
-// at most, so that a long run of marks on one base does not climb over the lines above.
+// at most (a long run of marks on one base does not climb over the lines above).
 const (
 	markGap   = 0.05
 	markStack = 1.5
@@ -679,8 +668,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if base < 0 || gs[i].w != 0 {
 			continue
 		}
-		// The pen is at the base's end in left-to-right text, at its start in
-		// right-to-left text, where the line's order puts the marks before their base.
+		// The pen is at the base's end, or its start in right-to-left text (marks first).
 		pen := gs[base].w
 		if gs[base].level%2 == 1 {
 			pen = 0
@@ -879,9 +867,9 @@ func asTyped(typed []rune, gs []glyph) bool {
 	return true
 }
 
-// fontIndex knows the fonts a document can draw with: the Go fonts, and the fallback
-// TrueType fonts of the font folders. Built once per server and shared by its exports;
-// what it learns of a font later is kept under a sync.Once.
+// fontIndex knows the Go fonts and the fallback TrueType fonts of the font folders. Built
+// once per server and shared by its exports; what it learns of a font later is kept under
+// a sync.Once.
 type fontIndex struct {
 	fallbacks []*fontFile             // in the order they are tried
 	byName    map[string]*fontFile    // the Go fonts and the fallbacks, by family
@@ -915,7 +903,7 @@ func fontDirs(pdfFontDir string) []string {
 }
 
 // newFontIndex indexes the Go fonts and the TrueType files under dirs, each folder's in
-// fallbackRank's order. Only names are read here.
+// fallbackRank's order, by their names only.
 func newFontIndex(dirs []string) *fontIndex {
 	ix := &fontIndex{byName: map[string]*fontFile{}, faces: map[[2]string]*fontFile{}}
 	for family, ttf := range pdfFonts {
@@ -925,8 +913,7 @@ func newFontIndex(dirs []string) *fontIndex {
 	for _, dir := range dirs {
 		var paths []string
 		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			// .otf files are nearly always CFF, which fpdf cannot embed; those that are
-			// TrueType inside are kept by the check on load.
+			// .otf files are nearly always CFF, which fpdf cannot embed: parse sorts them.
 			if ext := strings.ToLower(filepath.Ext(path)); err == nil && !d.IsDir() && (ext == ".ttf" || ext == ".otf") {
 				paths = append(paths, path)
 			}
@@ -1375,8 +1362,7 @@ func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
 	return bidi.ON, false
 }
 
-// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), each
-// opening bracket followed by its closing one.
+// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), in pairs.
 const bracketPairs = "()[]{}\u0F3A\u0F3B\u0F3C\u0F3D\u169B\u169C\u2045\u2046\u207D\u207E" +
 	"\u208D\u208E\u2308\u2309\u230A\u230B\u2329\u232A\u2768\u2769\u276A\u276B\u276C\u276D\u276E\u276F" +
 	"\u2770\u2771\u2772\u2773\u2774\u2775\u27C5\u27C6\u27E6\u27E7\u27E8\u27E9\u27EA\u27EB\u27EC\u27ED" +
