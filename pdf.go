@@ -42,6 +42,7 @@ import (
 // Page geometry of docs/SPEC.md, in points.
 const (
 	pdfMargin       = 50.0
+	pdfBottom       = 841.89 - pdfMargin // of an A4 page as fpdf has it
 	pdfContentWidth = 500.0
 	pdfPadding      = 5.0  // inside a textarea frame
 	pdfMinBoxHeight = 30.0 // of a textarea frame
@@ -283,11 +284,6 @@ func lineHeight(size float64) float64 { return size * pdfLineSpacing }
 
 func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
-func (l *pdfLayout) bottom() float64 {
-	_, pageHeight := l.pdf.GetPageSize()
-	return pageHeight - pdfMargin
-}
-
 // setFont selects a font unless it is selected: fpdf writes every selection into the page.
 func (l *pdfLayout) setFont(family string, size float64) {
 	if family != l.font || size != l.size {
@@ -310,7 +306,7 @@ func (l *pdfLayout) newPage() bool {
 // keepTogether starts a new page when height no longer fits on this one, unless the page
 // is still empty (what does not fit on an empty page breaks where it must).
 func (l *pdfLayout) keepTogether(height float64) {
-	if y := l.pdf.GetY(); y+height > l.bottom() && y > pdfMargin {
+	if y := l.pdf.GetY(); y+height > pdfBottom && y > pdfMargin {
 		l.newPage()
 	}
 }
@@ -354,11 +350,11 @@ func (l *pdfLayout) print(p paragraph) {
 			return
 		}
 		least := max(minHeight, float64(min(len(lines), 1))*lh+2*pad)
-		if (!first || l.pdf.GetY()+least > l.bottom()) && !l.newPage() {
+		if (!first || l.pdf.GetY()+least > pdfBottom) && !l.newPage() {
 			return
 		}
 		y := l.pdf.GetY()
-		n := min(len(lines), int((l.bottom()-y-2*pad)/lh+1e-9)) // 1e-9: a line that fits exactly
+		n := min(len(lines), int((pdfBottom-y-2*pad)/lh+1e-9)) // 1e-9: a line that fits exactly
 		height := max(minHeight, float64(n)*lh+2*pad)
 		if p.framed {
 			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
@@ -1363,14 +1359,9 @@ func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
 }
 
 // bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), in pairs.
-const bracketPairs = "()[]{}\u0F3A\u0F3B\u0F3C\u0F3D\u169B\u169C\u2045\u2046\u207D\u207E" +
-	"\u208D\u208E\u2308\u2309\u230A\u230B\u2329\u232A\u2768\u2769\u276A\u276B\u276C\u276D\u276E\u276F" +
-	"\u2770\u2771\u2772\u2773\u2774\u2775\u27C5\u27C6\u27E6\u27E7\u27E8\u27E9\u27EA\u27EB\u27EC\u27ED" +
-	"\u27EE\u27EF\u2983\u2984\u2985\u2986\u2987\u2988\u2989\u298A\u298B\u298C\u298D\u2990\u298F\u298E" +
-	"\u2991\u2992\u2993\u2994\u2995\u2996\u2997\u2998\u29D8\u29D9\u29DA\u29DB\u29FC\u29FD\u2E22\u2E23" +
-	"\u2E24\u2E25\u2E26\u2E27\u2E28\u2E29\u2E55\u2E56\u2E57\u2E58\u2E59\u2E5A\u2E5B\u2E5C\u3008\u3009" +
-	"\u300A\u300B\u300C\u300D\u300E\u300F\u3010\u3011\u3014\u3015\u3016\u3017\u3018\u3019\u301A\u301B" +
-	"\uFE59\uFE5A\uFE5B\uFE5C\uFE5D\uFE5E\uFF08\uFF09\uFF3B\uFF3D\uFF5B\uFF5D\uFF5F\uFF60\uFF62\uFF63"
+const bracketPairs = "()[]{}༺༻༼༽᚛᚜⁅⁆⁽⁾₍₎⌈⌉⌊⌋\u2329\u232A❨❩❪❫❬❭❮❯❰❱❲❳❴❵⟅⟆⟦⟧⟨⟩" +
+	"⟪⟫⟬⟭⟮⟯⦃⦄⦅⦆⦇⦈⦉⦊⦋⦌⦍⦐⦏⦎⦑⦒⦓⦔⦕⦖⦗⦘⧘⧙⧚⧛⧼⧽⸢⸣⸤⸥⸦⸧⸨⸩⹕⹖" +
+	"⹗⹘⹙⹚⹛⹜〈〉《》「」『』【】〔〕〖〗〘〙〚〛﹙﹚﹛﹜﹝﹞（）［］｛｝｟｠｢｣"
 
 // closingBracket and openingBracket map each bracket to its partner; mirrorOf maps each
 // character drawn mirrored in right-to-left text (L4) to the one whose glyph it takes.

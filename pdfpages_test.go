@@ -328,7 +328,7 @@ func TestPDFFlowExactFit(t *testing.T) {
 			if framed {
 				padding = pdfPadding
 			}
-			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
+			l.pdf.SetY(pdfBottom - float64(n)*lineHeight(11) - 2*padding)
 			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
 				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",
