@@ -740,12 +740,10 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
 		}
-		var hyphen []glyph
 		if end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
-			hyphen = []glyph{line[len(line)-1]}
-			hyphen[0].r = '-'
+			line[len(line)-1].r = '-'
 		}
-		line = append(slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen }), hyphen...)
+		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
 		if len(line) > 0 {
 			lines = append(lines, line)
 		}
@@ -1061,10 +1059,7 @@ func (f *fontFile) measure() {
 			if !f.covers(c) || !unicode.In(c, unicode.L, unicode.M) || square && c%64 != 0 {
 				continue
 			}
-			g, err := sf.GlyphIndex(&sb, c)
-			if err != nil || g == 0 {
-				continue
-			}
+			g, _ := sf.GlyphIndex(&sb, c) // covers(c): found
 			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone) // y grows downwards
 			if err != nil {
 				continue
