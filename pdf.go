@@ -474,7 +474,12 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			font := l.fonts.fallbackFor(r, run)
 			face := l.fonts.styled(font, family, r)
 			if face == nil || !l.addFont(face) {
-				gs = l.appendName(gs, g)
+				// The name's first letter stands for the character, so that a name broken
+				// over two lines gives it to the first.
+				for _, c := range l.missing(r) {
+					gs = append(gs, glyph{r: c, font: g.font, src: g.src, chars: g.chars})
+					g.chars = 0
+				}
 				continue
 			}
 			run, g.font = font, face.family
@@ -505,19 +510,6 @@ func (l *pdfLayout) spaceFace(gs []glyph, g glyph) *fontFile {
 func invisible(r rune) bool {
 	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
-}
-
-// appendName appends the glyphs of the name printed for g's character; its first glyph
-// stands for the character, so that a name broken over two lines gives it to the first.
-func (l *pdfLayout) appendName(gs []glyph, g glyph) []glyph {
-	for k, c := range []rune(l.missing(g.r)) {
-		n := glyph{r: c, font: g.font, src: g.src}
-		if k == 0 {
-			n.chars = g.chars
-		}
-		gs = append(gs, n)
-	}
-	return gs
 }
 
 // missing is the text printed for a character no font draws: its name within
