@@ -899,7 +899,7 @@ func newFontIndex(dirs []string) *fontIndex {
 	for _, dir := range dirs {
 		var paths []string
 		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			// .otf files are nearly always CFF, which fpdf cannot embed: parse sorts them.
+			// .otf files are nearly always CFF, which fpdf cannot embed: parse refuses those.
 			if ext := strings.ToLower(filepath.Ext(path)); err == nil && !d.IsDir() && (ext == ".ttf" || ext == ".otf") {
 				paths = append(paths, path)
 			}
@@ -1035,7 +1035,8 @@ func (f *fontFile) covers(r rune) bool {
 }
 
 // measure takes the font's depth and marks. Of the blocks whose glyphs all sit in one
-// square (CJK ideographs, Hangul), one character in 64 is measured: all take a second.
+// square (CJK ideographs, Hangul), one character in 64 is measured: all of Droid Sans
+// Fallback's take a second.
 func (f *fontFile) measure() {
 	f.measureOnce.Do(func() {
 		f.marks = map[rune]markBox{}
@@ -1051,7 +1052,7 @@ func (f *fontFile) measure() {
 			if !f.covers(c) || !unicode.In(c, unicode.L, unicode.M) || square && c%64 != 0 {
 				continue
 			}
-			g, _ := sf.GlyphIndex(&sb, c) // covers(c): found
+			g, _ := sf.GlyphIndex(&sb, c)                               // found, as covers(c)
 			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone) // y grows downwards
 			if err != nil {
 				continue
