@@ -1236,10 +1236,7 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 			}
 		}
 	}
-	e := bidi.L // the embedding direction, and sos and eos, without embeddings
-	if paraLevel == 1 {
-		e = bidi.R
-	}
+	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
 	types := slices.Clone(orig)
 	resolveWeak(types, e)
 	resolveBrackets(keptRunes, types, orig, e)
