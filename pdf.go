@@ -34,47 +34,37 @@ import (
 	"golang.org/x/text/unicode/runenames"
 )
 
-// pdf.go writes a response as the PDF of docs/SPEC.md §4 (docs/DESIGN.md, "PDF"), top
-// down: the document and its layout; text shaping (characters to glyphs, marks, line
-// breaks, a line drawn); the fonts; the Unicode bidirectional algorithm. fpdf draws code
+// pdf.go writes a response as the PDF of docs/SPEC.md §4 (docs/DESIGN.md, "PDF"): the
+// layout, text shaping, the fonts, the Unicode bidirectional algorithm. fpdf draws code
 // point by code point, one font to a text operation, and cannot shape text, so pdf.go
-// does those itself, and keeps the text layer what was typed for the PDF readers.
+// does that itself, and keeps the text layer what was typed for the PDF readers.
 
 // Page geometry of docs/SPEC.md, in points.
 const (
 	pdfMargin       = 50.0
+	pdfBottom       = 841.89 - pdfMargin // of an A4 page as fpdf has it
 	pdfContentWidth = 500.0
 	pdfPadding      = 5.0  // inside a textarea frame
 	pdfMinBoxHeight = 30.0 // of a textarea frame
 	pdfLineSpacing  = 1.2  // line height as a multiple of the font size
 )
 
-// Bounds of a document, so that its cost follows its input and not what the text expands
-// into (docs/DESIGN.md, PDF).
+// Bounds of a document, so that its cost follows its input (docs/DESIGN.md, PDF).
 const (
-	// pdfMaxPages is far beyond any real form: a form of a few hundred fields with long
-	// answers fills tens of pages.
-	pdfMaxPages = 1000
+	pdfMaxPages = 1000 // far beyond any real form: hundreds of fields fill tens of pages
 	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
 	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
 	pdfNameBudget = 2000
-	// pdfMaxLines is more lines than pdfMaxPages pages hold: a textarea's layout stops past it.
-	pdfMaxLines = pdfMaxPages * 60
+	pdfMaxLines   = pdfMaxPages * 60 // more than pdfMaxPages pages hold
 )
 
-// The four Go fonts (docs/DESIGN.md): title and categories bold, labels medium as the
-// semi-bold, descriptions italic, values regular.
-var pdfFonts = []struct {
-	family string
-	ttf    []byte
-}{
-	{"GoBold", gobold.TTF},
-	{"GoMedium", gomedium.TTF},
-	{"GoItalic", goitalic.TTF},
-	{"GoRegular", goregular.TTF},
+// The Go fonts (docs/DESIGN.md): title and categories bold, labels medium, descriptions
+// italic, values regular.
+var pdfFonts = map[string][]byte{
+	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
+	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
 }
 
-// errPDFTooLong is returned, wrapped, for a document that would pass pdfMaxPages.
 var errPDFTooLong = errors.New("PDF too long")
 
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
@@ -83,9 +73,8 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		return invalid("Invalid response ID")
 	}
 	op := fmt.Sprintf("generate PDF for response %d", responseID)
-	// The document is built in memory, in one of the heavy slots (it is CPU-bound), so
-	// that a failure is still a clean JSON error; it then holds its room in s.replies
-	// until the client has it.
+	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
+	// JSON error, the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
 		return err
@@ -115,17 +104,14 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	return writeFailed(err)
 }
 
-// contentDisposition names a response's PDF response_<id>_<title>.pdf, shown inline.
 func contentDisposition(responseID int64, title string) string {
 	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
 }
 
-// writeResponsePDF lays out the form with the response's values (docs/SPEC.md §4) and
-// writes the document to buf, drawing what the Go fonts lack from fonts' fallback fonts.
-// A document that would pass pdfMaxPages is not finished: the error wraps errPDFTooLong.
+// writeResponsePDF writes the form with the response's values to buf; a document that
+// would pass pdfMaxPages is not finished: the error wraps errPDFTooLong.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
-	// Some inputs panic inside fpdf; the text is sanitised so none should, and any that
-	// remains is an error rather than a dead request.
+	// Sanitised text should not make fpdf panic; a panic left is an error, not a dead request.
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("pdf layout: %v", v)
@@ -133,7 +119,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	}()
 	l := newPDFLayout(form, now, fonts)
 	l.newPage()
-	title := l.paragraph("GoBold", 18, form.Title, false)
+	title := l.paragraph("GoBold", 18, form.Title, false, false)
 	title.centred = true
 	l.print(title)
 	l.moveDown(18)
@@ -147,7 +133,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
-			heading := l.paragraph("GoBold", 14, c.Name, false)
+			heading := l.paragraph("GoBold", 14, c.Name, false, false)
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
@@ -172,8 +158,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	return nil
 }
 
-// newPDFLayout starts the document of a form: A4 in points, docs/SPEC.md's margins, the
-// metadata, and the Go fonts the form prints with.
+// newPDFLayout starts the document of a form: A4 in points, margins, metadata.
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
@@ -181,41 +166,18 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetCellMargin(0)
 	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
 	pdf.SetCreator("formsvc", true)
-	// Page content goes uncompressed: fpdf makes a new zlib writer, about a megabyte of
-	// garbage, for every page (a quarter of a five-page document's cost, BenchmarkExportPDF).
-	// The fonts, most of a document's bytes, stay compressed.
+	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
+	// garbage, a quarter of a five-page document's cost; the fonts stay compressed.
 	pdf.SetCompression(false)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
-	l := &pdfLayout{pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{}}
-	// fpdf parses and embeds each font afresh in every document, the largest part of its
-	// cost, so a font is added only when the document uses it.
-	used := usedFonts(form)
-	for _, f := range pdfFonts {
-		if used[f.family] {
-			l.addFont(fonts.byName[f.family])
-		}
+	return &pdfLayout{
+		pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{},
 	}
-	return l
 }
 
-// usedFonts names the Go font families a form's document prints with.
-func usedFonts(form FormDetail) map[string]bool {
-	used := map[string]bool{"GoBold": true} // the title
-	for _, c := range form.Categories {
-		for _, fd := range c.Fields {
-			used["GoMedium"], used["GoRegular"] = true, true
-			if fd.Description != nil && *fd.Description != "" {
-				used["GoItalic"] = true
-			}
-		}
-	}
-	return used
-}
-
-// utf16BE is s as the bytes of a PDF text string, UTF-16BE after its byte order mark
-// (fpdf's own conversion is wrong above U+FFFF).
+// utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
 func utf16BE(s string) []byte {
 	b := []byte{0xFE, 0xFF}
 	for _, c := range utf16.Encode([]rune(s)) {
@@ -235,30 +197,23 @@ func dropBidiControls(s string) string {
 	}, s)
 }
 
-// fieldBlock is one field laid out: its label, its description (no lines when it has
-// none) and its value, framed for a textarea.
 type fieldBlock struct{ label, description, value paragraph }
 
-// layoutField lays out a field and its value as docs/SPEC.md §4 prints them. A value or
-// description without letters ("12", a date, "Yes") follows its label's direction.
+// layoutField lays out a field; a value or description without letters ("12", a date,
+// "Yes") follows its label's direction.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
-	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", false)}
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", false, false)}
 	rtl := b.label.lines[0].rtl
 	if fd.Description != nil && *fd.Description != "" {
-		b.description = l.paragraph("GoItalic", 9, *fd.Description, rtl)
+		b.description = l.paragraph("GoItalic", 9, *fd.Description, rtl, false)
 	}
-	if fd.Type == "textarea" {
-		b.value = l.textareaLines(value, rtl)
-		return b
-	}
-	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), rtl)
+	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), rtl, fd.Type == "textarea")
 	if fd.Type == "boolean" && rtl {
 		b.value.lines[0].rtl = true // Yes and No stand where the label's direction puts a value
 	}
 	return b
 }
 
-// formatValue turns a stored value into the text printed for its field type.
 func formatValue(fieldType, value string) string {
 	switch fieldType {
 	case "date":
@@ -266,13 +221,7 @@ func formatValue(fieldType, value string) string {
 			return t.Format("02/01/2006")
 		}
 	case "boolean":
-		switch value {
-		case "true":
-			return "Yes"
-		case "false":
-			return "No"
-		}
-		return ""
+		return map[string]string{"true": "Yes", "false": "No"}[value]
 	}
 	return value
 }
@@ -287,8 +236,6 @@ func (b fieldBlock) keepHeight() float64 {
 	return h + lineHeight(11)
 }
 
-// field prints a laid-out field, on a new page where its label would be parted from its
-// value, and the rule under a value that is not framed.
 func (l *pdfLayout) field(b fieldBlock) {
 	l.keepTogether(b.keepHeight())
 	l.print(b.label)
@@ -296,40 +243,34 @@ func (l *pdfLayout) field(b fieldBlock) {
 		l.print(b.description)
 	}
 	l.print(b.value)
-	if !b.value.framed {
-		y := l.ruleY(b.value)
-		l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
+	if b.value.framed {
+		return
 	}
-}
-
-// ruleY is where the rule (1 pt thick) under a value just printed goes: at the foot of
-// its last line, or lower where a font of that line reaches further down.
-func (l *pdfLayout) ruleY(value paragraph) float64 {
-	foot := l.pdf.GetY()
-	depth := 0.0
-	for _, g := range value.lines[len(value.lines)-1].glyphs {
+	// The rule (1 pt thick) goes at the foot of the value's last line, or lower where a
+	// font of that line reaches further down.
+	y, size, depth := l.pdf.GetY(), b.value.size, 0.0
+	for _, g := range b.value.lines[len(b.value.lines)-1].glyphs {
 		depth = max(depth, l.drawnFrom[g.font].letterDepth())
 	}
-	return max(foot, baselineBelow(foot-lineHeight(value.size), value.size)+depth*value.size+1)
+	y = max(y, baselineBelow(y-lineHeight(size), size)+depth*size+1)
+	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
 }
 
-// pdfLayout draws a response's document down its pages. It breaks lines itself, as a
-// line may mix fonts (fpdf's MultiCell measures with one) and right-to-left text is
-// reordered per line.
+// pdfLayout draws a document down its pages. It breaks lines itself: a line may mix
+// fonts (fpdf's MultiCell measures with one) and right-to-left text is reordered per line.
 type pdfLayout struct {
 	pdf       *fpdf.Fpdf
 	fonts     *fontIndex
 	files     map[string][]byte    // the font files added to the document, by family
-	drawnFrom map[string]*fontFile // a family in the document's font (a variant's too; nil if it failed)
-	names     int                  // letters of character names printed, against pdfNameBudget
+	drawnFrom map[string]*fontFile // a family's font (a variant's too; nil if it failed)
+	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
 	at        []float64 // drawLine's, kept for the next line
-	pos       []int     // drawLine's, kept for the next line
-	err       error     // errPDFTooLong, wrapped, once a page past the bound was asked for
+	pos       []int
+	err       error // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
-// paragraph is text laid out in lines of one size, ready to be drawn.
 type paragraph struct {
 	lines   []textLine
 	size    float64
@@ -343,11 +284,6 @@ func lineHeight(size float64) float64 { return size * pdfLineSpacing }
 
 func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
-func (l *pdfLayout) bottom() float64 {
-	_, pageHeight := l.pdf.GetPageSize()
-	return pageHeight - pdfMargin
-}
-
 // setFont selects a font unless it is selected: fpdf writes every selection into the page.
 func (l *pdfLayout) setFont(family string, size float64) {
 	if family != l.font || size != l.size {
@@ -356,8 +292,7 @@ func (l *pdfLayout) setFont(family string, size float64) {
 	}
 }
 
-// newPage starts a page, unless the document has reached pdfMaxPages: then it records
-// errPDFTooLong and reports false, and the layout stops drawing.
+// newPage starts a page, or past pdfMaxPages records errPDFTooLong and reports false.
 func (l *pdfLayout) newPage() bool {
 	if l.err == nil && l.pdf.PageNo() >= pdfMaxPages {
 		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
@@ -371,42 +306,36 @@ func (l *pdfLayout) newPage() bool {
 // keepTogether starts a new page when height no longer fits on this one, unless the page
 // is still empty (what does not fit on an empty page breaks where it must).
 func (l *pdfLayout) keepTogether(height float64) {
-	if y := l.pdf.GetY(); y+height > l.bottom() && y > pdfMargin {
+	if y := l.pdf.GetY(); y+height > pdfBottom && y > pdfMargin {
 		l.newPage()
 	}
 }
 
-// paragraph lays out text of one font and size over the content width, at least one
-// line; text without letters is right to left where rtl is set.
-func (l *pdfLayout) paragraph(font string, size float64, s string, rtl bool) paragraph {
-	lines := l.layout(font, size, pdfText(s, false), pdfContentWidth, rtl)
-	if len(lines) == 0 {
-		lines = []textLine{{rtl: rtl}}
+// paragraph lays out text of one font and size over the content width, at least a line
+// for each of its lines; text without letters is right to left where rtl is set. A framed
+// one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
+// lines when empty. fpdf embeds each font afresh in every document, most of its cost.
+func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
+	l.addFont(l.fonts.byName[font])
+	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
+	if framed {
+		width -= 2 * pdfPadding
 	}
-	return paragraph{lines: lines, size: size}
-}
-
-// textareaLines lays out a textarea's value, each of its own lines a paragraph, inside
-// the frame's padding. An empty value has no lines.
-func (l *pdfLayout) textareaLines(s string, rtl bool) paragraph {
-	var lines []textLine
-	for _, para := range strings.Split(pdfText(s, true), "\n") {
-		if s == "" || len(lines) > pdfMaxLines {
+	for para := range strings.SplitSeq(pdfText(s, framed), "\n") {
+		if framed && s == "" || len(p.lines) > pdfMaxLines {
 			break // past pdfMaxLines, drawing fails with errPDFTooLong
 		}
-		pl := l.layout("GoRegular", 11, para, pdfContentWidth-2*pdfPadding, rtl)
-		lines = append(lines, pl...)
-		if len(pl) == 0 {
-			lines = append(lines, textLine{})
+		n := len(p.lines)
+		if p.lines = l.layout(p.lines, font, para, size, width, rtl); len(p.lines) == n {
+			p.lines = append(p.lines, textLine{rtl: rtl})
 		}
 	}
-	return paragraph{lines: lines, size: 11, framed: true}
+	return p
 }
 
-// print draws a paragraph down the content width in pieces that fit above the bottom
-// margin, each after the first on a new page; a framed one (a textarea's value) padded
-// in a frame at least pdfMinBoxHeight high round each piece. A piece that cannot hold
-// its least height here starts on a new page; blank lines at a page break are dropped.
+// print draws a paragraph in pieces that fit above the bottom margin, each after the
+// first on a new page, a framed one in a frame round each piece. A piece that cannot
+// hold its least height here starts on a new page; blank lines at a page break are dropped.
 func (l *pdfLayout) print(p paragraph) {
 	pad, minHeight, lh := 0.0, 0.0, lineHeight(p.size)
 	if p.framed {
@@ -421,11 +350,11 @@ func (l *pdfLayout) print(p paragraph) {
 			return
 		}
 		least := max(minHeight, float64(min(len(lines), 1))*lh+2*pad)
-		if (!first || l.pdf.GetY()+least > l.bottom()) && !l.newPage() {
+		if (!first || l.pdf.GetY()+least > pdfBottom) && !l.newPage() {
 			return
 		}
 		y := l.pdf.GetY()
-		n := min(len(lines), int((l.bottom()-y-2*pad)/lh+1e-9)) // 1e-9: a line that fits exactly
+		n := min(len(lines), int((pdfBottom-y-2*pad)/lh+1e-9)) // 1e-9: a line that fits exactly
 		height := max(minHeight, float64(n)*lh+2*pad)
 		if p.framed {
 			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
@@ -445,52 +374,47 @@ func (l *pdfLayout) print(p paragraph) {
 	}
 }
 
-// pdfText cleans text for layout: composed (NFC: fpdf draws a letter and its accent as
-// one glyph where the font has it), invalid UTF-8 as U+FFFD, control characters as a
-// space, and so line breaks (LF, CR, CRLF, U+2028, U+2029) unless keepNewlines is set:
-// then they are LF.
+// pdfText cleans text for layout: composed (NFC: a letter and its accent one glyph where
+// the font has it), invalid UTF-8 as U+FFFD, control characters and line breaks as a
+// space, the line breaks as LF where keepNewlines is set.
 func pdfText(s string, keepNewlines bool) string {
 	s = norm.NFC.String(strings.ReplaceAll(s, "\r\n", "\n"))
 	return strings.Map(func(r rune) rune {
 		switch {
-		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
-			if keepNewlines {
-				return '\n'
-			}
-			return ' '
-		case unicode.IsControl(r):
+		case keepNewlines && (r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029'):
+			return '\n'
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			return ' '
 		}
 		return r
 	}, s)
 }
 
-// glyph is one character as laid out: the font family that draws it, its bidi
-// embedding level (odd is right to left) and its advance; a mark over its base, and a
-// base widened for a keycap's frame, is moved by dx, and a stacked mark raised by rise.
+// glyph is one character as laid out; a mark over its base, and a base widened for a
+// keycap's frame, is moved by dx, and a stacked mark raised by rise.
 type glyph struct {
 	w        float64
 	font     string
 	r        rune
 	src      int32 // the index in its paragraph as typed of the first character it stands for
 	chars    int8  // how many: 2 for lam-alef, 0 for a lone mark's base or a name's later letters
-	level    int8
+	level    int8  // bidi embedding level: odd is right to left
 	dx, rise float32
 }
 
-// textLine is one line of glyphs in logical order, with the order they are seen in.
+// textLine is one line of glyphs in logical order.
 type textLine struct {
 	glyphs []glyph
-	order  []int   // the indices of glyphs in visual (left-to-right) order
-	width  float64 // the sum of the glyphs' advances
-	rtl    bool    // of a right-to-left paragraph: aligned to the right
-	typed  []rune  // the paragraph as typed, which glyphs' src index
+	order  []int // the indices of glyphs in visual (left-to-right) order
+	width  float64
+	rtl    bool   // of a right-to-left paragraph: aligned to the right
+	typed  []rune // the paragraph as typed, which glyphs' src index
 }
 
-// layout breaks one paragraph (through pdfText, without newlines) into lines at most
-// width wide: its glyphs, their bidi levels, advances and marks placed, each line in
-// visual order. A paragraph without letters is right to left where rtl is set.
-func (l *pdfLayout) layout(family string, size float64, para string, width float64, rtl bool) []textLine {
+// layout appends to lines one paragraph (through pdfText, without newlines) broken into
+// lines at most width wide; a paragraph without letters is right to left where rtl is set.
+func (l *pdfLayout) layout(lines []textLine, family, para string, size, width float64,
+	rtl bool) []textLine {
 	typed := []rune(para)
 	gs := l.glyphs(family, typed)
 	rs := make([]rune, len(gs))
@@ -504,10 +428,14 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
+		l.setFont(gs[i].font, size)
+		if gs[i].r == softHyphen {
+			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
+		} else {
+			gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
+		}
 	}
-	l.measure(gs, size)
 	l.placeMarks(gs, size)
-	var lines []textLine
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: line, rtl: paraLevel == 1, typed: typed}
 		lineLevels := make([]int8, len(line))
@@ -521,12 +449,10 @@ func (l *pdfLayout) layout(family string, size float64, para string, width float
 	return lines
 }
 
-// glyphs turns a paragraph's characters into glyphs in logical order. Arabic letters
-// take their joined forms (shapeArabic). A character is drawn in the Go family where it
-// has it; a space after a fallback font's glyph stays in that font (spaceFace), so that
-// a run of words is one text operation; an invisible character is dropped; any other is
-// drawn from a fallback font, the run's first, in the style the family asks for, or
-// printed as its name.
+// glyphs turns a paragraph's characters into glyphs, Arabic letters joined. A character
+// is drawn in the Go family where it has it; a space after a fallback font's glyph stays
+// in that font (one text operation for a run of words); an invisible one is dropped; any
+// other is drawn from a fallback font, the run's first, in the family's style, or named.
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
 	src = append(src, int32(len(typed)))
@@ -548,21 +474,24 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			font := l.fonts.fallbackFor(r, run)
 			face := l.fonts.styled(font, family, r)
 			if face == nil || !l.addFont(face) {
-				gs = l.appendName(gs, g)
+				// The name's first letter stands for the character, so that a name broken
+				// over two lines gives it to the first.
+				for _, c := range l.missing(r) {
+					gs = append(gs, glyph{r: c, font: g.font, src: g.src, chars: g.chars})
+					g.chars = 0
+				}
 				continue
 			}
 			run, g.font = font, face.family
-			if joined, ok := l.joinedForm(face, g, typed); ok {
-				g = joined
-			}
+			g = l.joinedForm(face, g, typed)
 		}
 		gs = append(gs, g)
 	}
 	return gs
 }
 
-// spaceFace is the fallback face the space g is drawn in: that of the glyph before,
-// where it stands for the character just before and has a space; else nil.
+// spaceFace is the fallback face of the glyph before the space g, where it stands for
+// the character just before and has a space; else nil.
 func (l *pdfLayout) spaceFace(gs []glyph, g glyph) *fontFile {
 	if g.r != ' ' || len(gs) == 0 {
 		return nil
@@ -583,23 +512,8 @@ func invisible(r rune) bool {
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
 }
 
-// appendName appends the glyphs of the name printed for g's character, in g's font; its
-// first glyph stands for the character, so that a name broken over two lines gives its
-// character to the first.
-func (l *pdfLayout) appendName(gs []glyph, g glyph) []glyph {
-	for k, c := range []rune(l.missing(g.r)) {
-		n := glyph{r: c, font: g.font, src: g.src}
-		if k == 0 {
-			n.chars = g.chars
-		}
-		gs = append(gs, n)
-	}
-	return gs
-}
-
-// missing is the text printed for a character no font draws: its name while the
-// document's names stay within pdfNameBudget, U+FFFD past it, so that a long run of such
-// characters costs a glyph each.
+// missing is the text printed for a character no font draws: its name within
+// pdfNameBudget, U+FFFD past it.
 func (l *pdfLayout) missing(r rune) string {
 	name := runeName(r)
 	if l.names+len(name) > pdfNameBudget {
@@ -617,35 +531,36 @@ func runeName(r rune) string {
 	return fmt.Sprintf("[U+%04X]", r)
 }
 
-// joinedForm makes g, a presentation form of shapeArabic's drawn from face f, the letter
-// typed drawn from the variant of f whose character map gives each letter that form's
-// glyph, so that the text layer holds the letter. ok is false where g is no such form (a
-// lam-alef ligature stays the ligature) or f has no such variant.
-func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) (glyph, bool) {
+// joinedForm makes g, a presentation form drawn from face f, the letter typed drawn from
+// the variant of f whose character map gives each letter that form's glyph, so that the
+// text layer holds the letter. g stays where it is no such form (a lam-alef ligature
+// stays the ligature) or f has no such variant.
+func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 	form, ok := arabicForms[typed[g.src]]
 	if !ok || g.chars != 1 || g.r < form.first || g.r > form.first+3 {
-		return g, false
+		return g
 	}
-	kind := g.r - form.first
-	g.r = typed[g.src]
-	if kind == 0 {
-		return g, f.covers(g.r) // isolated: the letter's own glyph
+	letter, kind := typed[g.src], g.r-form.first
+	variant := f.family + joinedKinds[kind]
+	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
+		g.r = letter
+	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
+		g.r, g.font = letter, variant
 	}
-	g.font = f.family + joinedKinds[kind]
-	return g, l.addVariant(g.font, f.family, joinedForms[kind])
+	return g
 }
 
-// arabicForm gives a letter's presentation forms: first is the isolated form, then come
-// final, initial and medial; n is 4 for a letter that joins on both sides, 2 for one that
-// joins only to the letter before it (alef, dal, reh, waw ...), 1 for hamza.
+// arabicForm gives a letter's presentation forms from first: isolated, final, initial,
+// medial; n is 4 for a letter that joins on both sides, 2 for one that joins only to the
+// letter before it (alef, dal, reh, waw ...), 1 for hamza.
 type arabicForm struct {
 	first rune
 	n     int
 }
 
-// arabicForms is the joining table of the basic Arabic letters (U+0621–U+064A, forms in
-// Arabic Presentation Forms-B) and of the Persian and Urdu letters most used (forms in
-// Presentation Forms-A; noon ghunna has only its isolated and final forms there).
+// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation
+// Forms-B) and the Persian and Urdu letters most used (in Forms-A, where noon ghunna
+// has only its isolated and final forms).
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -662,7 +577,7 @@ var arabicForms = map[rune]arabicForm{
 	0x06D2: {0xFBAE, 2},
 }
 
-// joinedKinds name the variants of a font for the final, initial and medial forms;
+// joinedKinds name a font's variants for the final, initial and medial forms;
 // joinedForms give, for each, the form whose glyph each letter takes.
 var joinedKinds = [4]string{"", "fina", "init", "medi"}
 
@@ -678,16 +593,14 @@ var joinedForms = func() (forms [4]map[rune]rune) {
 	return forms
 }()
 
-// lamAlef gives the isolated lam-alef ligature of lam followed by each alef; the final
-// form follows it.
+// lamAlef gives the isolated lam-alef ligature of lam and each alef; the final follows.
 var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x0627: 0xFEFB}
 
 const tatweel = 0x0640 // joins on both sides and has no forms of its own
 
-// shapeArabic replaces the Arabic letters of a paragraph (logical order) by the form
-// their neighbours call for, marks (harakat) skipped over, and lam followed by alef by
-// their ligature. src gives, for each character out, the index in rs of the character it
-// stands for (of the lam, for a ligature).
+// shapeArabic replaces the Arabic letters of a paragraph by the form their neighbours
+// call for, marks skipped over, and lam followed by alef by their ligature. src gives
+// the index in rs of the character each out stands for (the lam's, for a ligature).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
 	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs)+1) // glyphs appends to src
 	neighbour := func(i, step int) rune {
@@ -719,33 +632,18 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 	return out, src
 }
 
-// measure sets each glyph's advance (setFont selects a run's font once).
-func (l *pdfLayout) measure(gs []glyph, size float64) {
-	for i := range gs {
-		l.setFont(gs[i].font, size)
-		if gs[i].r == softHyphen {
-			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
-			continue
-		}
-		gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
-	}
-}
-
-// markGap is the space left between two marks stacked over one base, in em; markStack
-// is how high marks are stacked at most, in em above the baseline, so that a long run of
-// marks on one base (hostile text) does not climb over the lines above.
+// Stacked marks, in em: the gap between two, and how high above the baseline they stack
+// at most (a long run of marks on one base does not climb over the lines above).
 const (
 	markGap   = 0.05
 	markStack = 1.5
 )
 
-// placeMarks puts each mark the font gives no advance over its base (logical order,
-// measured): fpdf cannot read a font's positioning tables. A mark stays where its font
-// draws it when that is over the base (its ink's middle over the base and not starting
-// before it, as in Noto's Latin and Thai, and in Hebrew drawn right to left), and is
-// centred over the base otherwise, or over a base widened for a keycap's frame. A mark
-// above the baseline that would overprint the one below it (a Thai tone mark over an
-// upper vowel, stacked accents) is raised clear of it, up to markStack.
+// placeMarks puts each mark without an advance over its base (fpdf cannot read a font's
+// positioning tables): where its font draws it when that is over the base (its ink's
+// middle over the base and not starting before it, as in Noto's Latin, Thai and Hebrew),
+// else centred over the base, or a widened base. A mark that would overprint the one
+// below it (a Thai tone mark over an upper vowel) is raised clear of it, up to markStack.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base, widened, stackTop := -1, false, 0.0 // stackTop: the top of the base's marks so far, in em
 	for i := range gs {
@@ -758,8 +656,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if base < 0 || gs[i].w != 0 {
 			continue
 		}
-		// The pen is at the base's end in left-to-right text, at its start in
-		// right-to-left text, where the line's order puts the marks before their base.
+		// The pen is at the base's end, or its start in right-to-left text (marks first).
 		pen := gs[base].w
 		if gs[base].level%2 == 1 {
 			pen = 0
@@ -779,9 +676,8 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	}
 }
 
-// widenForFrame widens the place of the base gs[b] to its widest enclosing mark (a
-// keycap's frame round its digit), the base centred in it, so that frames side by side
-// keep the space between them. It reports whether it did.
+// widenForFrame widens the base gs[b] to its widest enclosing mark (a keycap's frame),
+// centred in it, so that frames side by side keep their space. It reports whether it did.
 func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 	widest := gs[b].w
 	for j := b + 1; j < len(gs) && unicode.In(gs[j].r, unicode.Mn, unicode.Me); j++ {
@@ -800,7 +696,6 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
-// markBox returns the box of g's character in its font where it is such a mark.
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 	if f := l.drawnFrom[g.font]; f != nil && unicode.In(g.r, unicode.Mn, unicode.Me) {
 		return f.mark(g.r)
@@ -811,10 +706,9 @@ func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 // softHyphen prints only at the end of a line that breaks there, as a hyphen.
 const softHyphen = '\u00AD'
 
-// breakLines breaks a paragraph's glyphs (logical order) into lines no wider than width:
-// where canBreakAt allows, or, in a word longer than the line, before the character that
-// would overflow (never before a mark). The spaces at a break are dropped; a soft hyphen
-// at a break becomes a hyphen, others are dropped.
+// breakLines breaks glyphs into lines no wider than width: where canBreakAt allows, or,
+// in a word longer than the line, before the character that would overflow (never a mark).
+// Spaces at a break are dropped; soft hyphens too, but one at a break becomes a hyphen.
 func breakLines(gs []glyph, width float64) [][]glyph {
 	var lines [][]glyph
 	for len(gs) > 0 {
@@ -838,12 +732,10 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
 		}
-		var hyphen []glyph
 		if end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
-			hyphen = []glyph{line[len(line)-1]}
-			hyphen[0].r = '-'
+			line[len(line)-1].r = '-'
 		}
-		line = append(slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen }), hyphen...)
+		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
 		if len(line) > 0 {
 			lines = append(lines, line)
 		}
@@ -855,11 +747,10 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 }
 
 // canBreakAt reports whether a line may break before gs[n]: after a space or a soft
-// hyphen, and between two characters where one is of a script written without spaces
-// (breaksAnywhere); never before a mark, closing punctuation or a Thai following vowel,
-// after opening punctuation or a Thai leading vowel (UAX #14's classes, without a
-// dictionary), nor before the Thai consonant that closes a syllable whose vowel calls for
-// one (mai han-akat ั and maitaikhu ็, a tone mark between: ปั้|น).
+// hyphen, and between two characters where one is of a script written without spaces;
+// never before a mark, closing punctuation or a Thai following vowel, after opening
+// punctuation or a Thai leading vowel (UAX #14, without a dictionary), nor before the
+// Thai consonant that closes a syllable whose vowel calls for one (ปั้|น).
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
@@ -881,26 +772,23 @@ func canBreakAt(gs []glyph, n int) bool {
 	return true
 }
 
-// breaksAnywhere reports a character of a script written without spaces between words:
-// Chinese, Japanese (with their punctuation) and Thai.
+// breaksAnywhere reports Chinese, Japanese (with their punctuation) and Thai.
 func breaksAnywhere(r rune) bool {
 	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
 		r >= 0x3000 && r <= 0x303F || r >= 0xFF00 && r <= 0xFFEF || r >= 0x0E01 && r <= 0x0E5B
 }
 
-// noBreakBefore reports a character a line does not start with: closing punctuation, the
-// Chinese and Japanese punctuation and small kana that follow what they close (UAX #14's
-// CL, CP, EX, IS and NS), and Thai's following vowels and repetition marks.
+// noBreakBefore reports a character a line does not start with (UAX #14's CL, CP, EX, IS
+// and NS; Thai's following vowels and repetition marks).
 func noBreakBefore(r rune) bool {
 	return unicode.In(r, unicode.Pe, unicode.Pf) ||
 		strings.ContainsRune("!%),.:;?、。〃〆〻ゝゞ゠ーヽヾ・ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶ！％），．：；？｡､ｰ"+"ะาำๅๆฯ", r)
 }
 
 // drawLine draws a line from x: each glyph where the visual order puts it, but in
-// logical order in the content, so that readers that read text in the order drawn
-// (pdf.js, MuPDF) read it as typed; readers that read it by position (poppler) order it
-// themselves. Left-to-right glyphs of one font share a cell; a right-to-left glyph, a
-// mark placed over its base and a widened base each have their own.
+// logical order in the content, so that pdf.js and MuPDF, which read text in the order
+// drawn, read it as typed (poppler orders it by position). Left-to-right glyphs of one
+// font share a cell; a right-to-left glyph, a placed mark and a widened base have their own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
 	l.at, l.pos = slices.Grow(l.at[:0], len(gs))[:len(gs)], slices.Grow(l.pos[:0], len(gs))[:len(gs)]
@@ -918,17 +806,15 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	}
 }
 
-// baselineBelow is the baseline of a line of the given size whose top is at y, where
-// fpdf's cells put it: 0.3 of the size below the line's middle.
+// baselineBelow is the baseline of a line whose top is at y, where fpdf's cells put it.
 func baselineBelow(y, size float64) float64 { return y + lineHeight(size)/2 + 0.3*size }
 
 func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
 
 // drawCell draws glyphs in a row from x as one text operation. A bracket in
-// right-to-left text is the bracket typed, drawn with its partner's glyph (L4) from the
-// font's mirrored variant. Where the characters drawn are not those typed (a name, U+FFFD,
-// a soft hyphen's hyphen), a marked-content span gives the typed text as /ActualText for
-// the readers that read it (poppler, Acrobat).
+// right-to-left text is drawn with its partner's glyph (L4) from the font's mirrored
+// variant. Where the characters drawn are not those typed (a name, U+FFFD, a soft
+// hyphen's hyphen), a span gives the typed text as /ActualText (poppler, Acrobat).
 func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	var run strings.Builder
 	for _, g := range gs {
@@ -957,8 +843,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), run.String())
 }
 
-// asTyped reports glyphs that are, one for one, the characters typed: the common case,
-// checked without building the typed text.
+// asTyped reports glyphs that are, one for one, the characters typed.
 func asTyped(typed []rune, gs []glyph) bool {
 	for k, g := range gs {
 		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
@@ -968,25 +853,23 @@ func asTyped(typed []rune, gs []glyph) bool {
 	return true
 }
 
-// fontIndex knows the fonts a document can draw with: the Go fonts, and the fallback
-// TrueType fonts found in the font folders, in the order they are tried. Built once per
-// server (newFontIndex) and shared by its exports; what it learns of a font later is
-// kept under a sync.Once, so it is safe for concurrent use.
+// fontIndex knows the Go fonts and the fallback TrueType fonts of the font folders. Built
+// once per server and shared by its exports; what it learns of a font later is kept under
+// a sync.Once.
 type fontIndex struct {
 	fallbacks []*fontFile             // in the order they are tried
 	byName    map[string]*fontFile    // the Go fonts and the fallbacks, by family
-	faces     map[[2]string]*fontFile // the fallbacks by stem and style, the first of each, for styled
+	faces     map[[2]string]*fontFile // the fallbacks by stem and style, the first of each
 }
 
-// fontFile is one TrueType font: a Go font, compiled in (ttf), or a fallback font's file
-// (path), read when a character is first looked up in it and then by each document that
-// embeds it, as fpdf parses it afresh for each anyway. Its character map is kept as a
-// bitmap (8 KiB), its depth and marks from the first document that draws from it.
+// fontFile is one TrueType font: a Go font (ttf), or a fallback font's file (path), read
+// when a character is first looked up in it and then by each document that embeds it, as
+// fpdf parses it afresh for each anyway. Its character map is kept as a bitmap (8 KiB).
 type fontFile struct {
 	family string // the fpdf family name, unique in the index
 	path   string
 	ttf    []byte
-	stem   string // its folder and family's stem (fontStyle): faces of a family lie side by side
+	stem   string // its folder and family's stem (fontStyle)
 
 	coverOnce sync.Once
 	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
@@ -996,8 +879,7 @@ type fontFile struct {
 	depth       float64          // how far its letters and marks reach below the baseline, in em
 }
 
-// fontDirs is the list of folders to search: PDF_FONT_DIR's (":"-separated), then the
-// usual font folders of Linux and BSD systems.
+// fontDirs is the folders to search: PDF_FONT_DIR's (":"-separated), then the usual ones.
 func fontDirs(pdfFontDir string) []string {
 	dirs := append(splitList(pdfFontDir, ":"), "/usr/share/fonts", "/usr/local/share/fonts")
 	if home, err := os.UserHomeDir(); err == nil && home != "" {
@@ -1006,20 +888,18 @@ func fontDirs(pdfFontDir string) []string {
 	return dirs
 }
 
-// newFontIndex indexes the Go fonts and the TrueType files under dirs (recursively; a
-// missing folder has none), each folder's in fallbackRank's order. Only names are read
-// here.
+// newFontIndex indexes the Go fonts and the TrueType files under dirs, each folder's in
+// fallbackRank's order, by their names only.
 func newFontIndex(dirs []string) *fontIndex {
 	ix := &fontIndex{byName: map[string]*fontFile{}, faces: map[[2]string]*fontFile{}}
-	for _, f := range pdfFonts {
-		ix.byName[f.family] = &fontFile{family: f.family, ttf: f.ttf}
+	for family, ttf := range pdfFonts {
+		ix.byName[family] = &fontFile{family: family, ttf: ttf}
 	}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		var paths []string
 		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			// .otf files are nearly always CFF, which fpdf cannot embed; those that are
-			// TrueType inside are kept by the check on load.
+			// .otf files are nearly always CFF, which fpdf cannot embed: parse refuses those.
 			if ext := strings.ToLower(filepath.Ext(path)); err == nil && !d.IsDir() && (ext == ".ttf" || ext == ".otf") {
 				paths = append(paths, path)
 			}
@@ -1061,13 +941,12 @@ func fontStyle(path string) (stem, style string) {
 	return name, ""
 }
 
-// fontStyles are the styles a Go family asks of a fallback font, in the order tried: the
-// semi-bold labels take bold where there is no semi-bold (as CSS matches a weight above
-// 500). Where none is installed beside the regular face, the regular face draws.
+// fontStyles are the styles a Go family asks of a fallback font, in the order tried (as
+// CSS matches a weight above 500, the labels take bold where there is no semi-bold).
 var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
 
-// styled returns the face of fallback font f in the style the Go family asks for, where
-// one beside f draws r; else f (nil for none).
+// styled returns the face of fallback font f in the Go family's style, where one beside
+// f draws r; else f.
 func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 	if f == nil {
 		return nil
@@ -1080,10 +959,9 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 	return f
 }
 
-// fallbackRank orders the fonts of a folder: regular Noto Sans (one font per script, like
-// the Go fonts' sans serif) first; then Droid Sans Fallback (Chinese and Japanese) before
-// Nanum Gothic (Korean, with fewer ideographs); then other regular faces; the styled
-// faces last, drawn where the text asks for their style (styled).
+// fallbackRank orders the fonts of a folder: regular Noto Sans (sans serif like the Go
+// fonts) first; then Droid Sans Fallback (Chinese and Japanese) before Nanum Gothic
+// (Korean, with fewer ideographs); then other regular faces; the styled faces last.
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	switch {
@@ -1103,20 +981,17 @@ func fallbackRank(path string) int {
 
 var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
 
-// fontFamilyName makes an fpdf family name of a file name: its ASCII letters and digits.
+// fontFamilyName is a file name's ASCII letters and digits.
 func fontFamilyName(path string) string {
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			return r
-		}
-		return -1
-	}, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return notAlphanumeric.ReplaceAllString(name, "")
 }
 
-// fallbackFor returns the fallback font that draws r: prefer, the run's, where it has r
-// (as a mark without an advance, for a mark: the keycap U+20E3 is one in Noto Sans
-// Symbols, a symbol beside its digit in Noto Sans Symbols2), else the first in the
-// index's order that has it, else nil. Private-use and unassigned characters have none.
+var notAlphanumeric = regexp.MustCompile("[^A-Za-z0-9]")
+
+// fallbackFor returns the fallback font that draws r: prefer where it has r (as a mark
+// without an advance, for a mark: the keycap U+20E3 is one in Noto Sans Symbols, a symbol
+// in Noto Sans Symbols2), else the first that has it, else nil.
 func (ix *fontIndex) fallbackFor(r rune, prefer *fontFile) *fontFile {
 	if !unicode.IsGraphic(r) {
 		return nil
@@ -1134,7 +1009,6 @@ func (ix *fontIndex) fallbackFor(r rune, prefer *fontFile) *fontFile {
 	return nil
 }
 
-// file is the font's file: a Go font's, or read from its path.
 func (f *fontFile) file() ([]byte, error) {
 	if f.ttf != nil {
 		return f.ttf, nil
@@ -1142,7 +1016,7 @@ func (f *fontFile) file() ([]byte, error) {
 	return os.ReadFile(f.path)
 }
 
-// covers reports whether the font has a glyph for r. A file fpdf cannot embed has none.
+// covers reports whether the font has a glyph for r; a file fpdf cannot embed has none.
 func (f *fontFile) covers(r rune) bool {
 	f.coverOnce.Do(func() {
 		sf, err := f.parse()
@@ -1160,9 +1034,9 @@ func (f *fontFile) covers(r rune) bool {
 	return f.cover != nil && r >= 0 && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
 }
 
-// measure takes the font's depth and marks, the first time a document draws from it.
-// Of the large blocks whose glyphs all sit in one square (CJK ideographs, Hangul), one
-// character in 64 is measured: all of Droid Sans Fallback's take a second.
+// measure takes the font's depth and marks. Of the blocks whose glyphs all sit in one
+// square (CJK ideographs, Hangul), one character in 64 is measured: all of Droid Sans
+// Fallback's take a second.
 func (f *fontFile) measure() {
 	f.measureOnce.Do(func() {
 		f.marks = map[rune]markBox{}
@@ -1178,10 +1052,7 @@ func (f *fontFile) measure() {
 			if !f.covers(c) || !unicode.In(c, unicode.L, unicode.M) || square && c%64 != 0 {
 				continue
 			}
-			g, err := sf.GlyphIndex(&sb, c)
-			if err != nil || g == 0 {
-				continue
-			}
+			g, _ := sf.GlyphIndex(&sb, c)                               // found, as covers(c)
 			b, adv, err := sf.GlyphBounds(&sb, g, em, font.HintingNone) // y grows downwards
 			if err != nil {
 				continue
@@ -1194,22 +1065,19 @@ func (f *fontFile) measure() {
 	})
 }
 
-// mark returns r's box where the font has it as a mark without an advance.
 func (f *fontFile) mark(r rune) (markBox, bool) {
 	f.measure()
 	box, ok := f.marks[r]
 	return box, ok
 }
 
-// letterDepth is how far the font's letters and marks reach below the baseline, in em.
 func (f *fontFile) letterDepth() float64 {
 	f.measure()
 	return f.depth
 }
 
-// parse reads and parses the font, which fpdf's AddUTF8FontFromBytes must be able to
-// embed: a single TrueType font (not a collection, not CFF outlines) with the tables fpdf
-// reads and a format 4 Unicode character map, the one fpdf looks for.
+// parse reads and parses the font, which fpdf must be able to embed: a single TrueType
+// font with the tables fpdf reads and a format 4 Unicode character map.
 func (f *fontFile) parse() (*sfnt.Font, error) {
 	ttf, err := f.file()
 	if err != nil {
@@ -1243,8 +1111,7 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 	return nil, fmt.Errorf("%s: no format 4 Unicode character map", f.path)
 }
 
-// addFont adds a font to the document the first time a character needs it. A fallback
-// font that can no longer be read reports false, and the character is named instead.
+// addFont adds a font to the document once; one that can no longer be read reports false.
 func (l *pdfLayout) addFont(f *fontFile) bool {
 	if l.files[f.family] != nil {
 		return true
@@ -1259,10 +1126,9 @@ func (l *pdfLayout) addFont(f *fontFile) bool {
 }
 
 // addVariant adds to the document, once, the font name: family's font with a character
-// map that gives each character of glyphOf the glyph of the character it maps to, and
-// has no other characters. The text layer is then the characters drawn, whatever glyph
-// they take: a bracket mirrored, an Arabic letter's joined form. It reports whether the
-// variant is in the document.
+// map (withCmap) that gives each character of glyphOf the glyph of the one it maps to, so
+// that the text layer is the characters drawn, whatever glyph they take: a bracket
+// mirrored, an Arabic letter's joined form. It reports whether the variant is there.
 func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool {
 	if f, seen := l.drawnFrom[name]; seen {
 		return f != nil
@@ -1277,9 +1143,8 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 	return true
 }
 
-// withCmap returns a TrueType font file like ttf but for its character map, which gives
-// each character of glyphOf the glyph of the one it maps to, as the subtable fpdf reads:
-// format 4 (Windows, Unicode BMP), a segment per character. The new table goes at the
+// withCmap returns ttf with a character map of glyphOf's characters only, as the
+// subtable fpdf reads: format 4, a segment per character. The new table goes at the
 // end; fpdf does not check table checksums.
 func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	sf, err := sfnt.Parse(ttf)
@@ -1325,14 +1190,12 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 }
 
 // The Unicode bidirectional algorithm (UAX #9), pdf.go's own for text without explicit
-// embeddings, overrides or isolates (the layout drops their controls):
-// golang.org/x/text/unicode/bidi supplies the character classes, but its
-// Paragraph/Ordering API reports runs without their levels (numbers inside
-// right-to-left text cannot be placed), pairs brackets wrongly and panics on an empty
-// paragraph (x/text v0.44.0). bidi_test.go runs Unicode's own test files through it.
+// embeddings, overrides or isolates (the layout drops their controls): x/text's bidi
+// supplies the classes, but its Ordering reports runs without their levels, pairs
+// brackets wrongly and panics on an empty paragraph (v0.44.0). bidi_test.go runs
+// Unicode's own test files through it.
 
-// bidiLevels resolves the embedding levels of one paragraph, a line: the paragraph level
-// from its first strong character (P2, P3; fallback without one), then resolveLevels.
+// bidiLevels resolves the embedding levels of one paragraph, as one line.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
 	classes := make([]bidi.Class, len(rs))
 	for i, r := range rs {
@@ -1358,11 +1221,9 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 
 // resolveLevels resolves the levels of a paragraph at paraLevel, as one line, of
 // characters rs (nil for classes alone: no brackets then) of the given classes. The
-// characters X9 removes (embedding controls, BN) take the level of the one before them
-// (the paragraph's at the start); the others go through the weak types (W1–W7), bracket
-// pairs (N0), the neutrals (N1, N2) and the implicit levels (I1, I2, L1).
+// characters X9 removes take the level of the one before them (the paragraph's at the
+// start); the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	// The characters X9 keeps, and their classes.
 	kept, orig := make([]int, 0, len(classes)), make([]bidi.Class, 0, len(classes))
 	var keptRunes []rune
 	for i, c := range classes {
@@ -1375,10 +1236,7 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 			}
 		}
 	}
-	e := bidi.L // the embedding direction, and sos and eos, without embeddings
-	if paraLevel == 1 {
-		e = bidi.R
-	}
+	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
 	types := slices.Clone(orig)
 	resolveWeak(types, e)
 	resolveBrackets(keptRunes, types, orig, e)
@@ -1396,37 +1254,28 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	return levels
 }
 
-// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN: right to left
-// one level above a left-to-right paragraph, numbers two; left to right and numbers one
-// above a right-to-left paragraph. Then L1: segment and paragraph separators, and the
-// white space before them or at the line's end, take the paragraph's level.
+// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN, then L1: separators,
+// and the white space before them or at the line's end, take the paragraph's level.
 func implicitLevels(types, orig []bidi.Class, paraLevel int8) []int8 {
-	levels := make([]int8, len(types))
-	for i, t := range types {
-		switch t {
-		case bidi.L:
-			levels[i] = 2 * paraLevel
-		case bidi.R:
-			levels[i] = 1
-		default:
-			levels[i] = 2
-		}
-	}
-	trailing := true
-	for i := len(orig) - 1; i >= 0; i-- {
+	levels, trailing := make([]int8, len(types)), true
+	for i := len(types) - 1; i >= 0; i-- {
 		switch {
 		case orig[i] == bidi.S || orig[i] == bidi.B:
 			levels[i], trailing = paraLevel, true
 		case orig[i] == bidi.WS && trailing:
 			levels[i] = paraLevel
+		case types[i] == bidi.L:
+			levels[i], trailing = 2*paraLevel, false
+		case types[i] == bidi.R:
+			levels[i], trailing = 1, false
 		default:
-			trailing = false
+			levels[i], trailing = 2, false
 		}
 	}
 	return levels
 }
 
-// resolveWeak applies the rules for weak types, W1–W7; sos is the type before the start.
+// resolveWeak applies W1–W7; sos is the type before the start.
 func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	lastStrong := sos
 	for i := range types {
@@ -1464,9 +1313,8 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			types[k] = bidi.EN
 		}
 	}
-	// W3 (Arabic letters are R: no rule between reads the difference); W6: other
-	// separators and terminators are neutral; W7: European numbers after left-to-right
-	// text are left to right.
+	// W3 (no rule between reads AL from R); W6: other separators and terminators are
+	// neutral; W7: European numbers after left-to-right text are left to right.
 	lastStrong = sos
 	for i, t := range types {
 		switch t {
@@ -1484,8 +1332,7 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	}
 }
 
-// strongDir is a type's direction for the neutrals and brackets (N0–N2): L, or R for R
-// and numbers; ok is false for a neutral.
+// strongDir is a type's direction for N0–N2 (numbers are R); ok is false for a neutral.
 func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
 	switch t {
 	case bidi.L:
@@ -1496,20 +1343,13 @@ func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
 	return bidi.ON, false
 }
 
-// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), each
-// opening bracket followed by its closing one.
-const bracketPairs = "()[]{}\u0F3A\u0F3B\u0F3C\u0F3D\u169B\u169C\u2045\u2046\u207D\u207E" +
-	"\u208D\u208E\u2308\u2309\u230A\u230B\u2329\u232A\u2768\u2769\u276A\u276B\u276C\u276D\u276E\u276F" +
-	"\u2770\u2771\u2772\u2773\u2774\u2775\u27C5\u27C6\u27E6\u27E7\u27E8\u27E9\u27EA\u27EB\u27EC\u27ED" +
-	"\u27EE\u27EF\u2983\u2984\u2985\u2986\u2987\u2988\u2989\u298A\u298B\u298C\u298D\u2990\u298F\u298E" +
-	"\u2991\u2992\u2993\u2994\u2995\u2996\u2997\u2998\u29D8\u29D9\u29DA\u29DB\u29FC\u29FD\u2E22\u2E23" +
-	"\u2E24\u2E25\u2E26\u2E27\u2E28\u2E29\u2E55\u2E56\u2E57\u2E58\u2E59\u2E5A\u2E5B\u2E5C\u3008\u3009" +
-	"\u300A\u300B\u300C\u300D\u300E\u300F\u3010\u3011\u3014\u3015\u3016\u3017\u3018\u3019\u301A\u301B" +
-	"\uFE59\uFE5A\uFE5B\uFE5C\uFE5D\uFE5E\uFF08\uFF09\uFF3B\uFF3D\uFF5B\uFF5D\uFF5F\uFF60\uFF62\uFF63"
+// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), in pairs.
+const bracketPairs = "()[]{}༺༻༼༽᚛᚜⁅⁆⁽⁾₍₎⌈⌉⌊⌋\u2329\u232A❨❩❪❫❬❭❮❯❰❱❲❳❴❵⟅⟆⟦⟧⟨⟩" +
+	"⟪⟫⟬⟭⟮⟯⦃⦄⦅⦆⦇⦈⦉⦊⦋⦌⦍⦐⦏⦎⦑⦒⦓⦔⦕⦖⦗⦘⧘⧙⧚⧛⧼⧽⸢⸣⸤⸥⸦⸧⸨⸩⹕⹖" +
+	"⹗⹘⹙⹚⹛⹜〈〉《》「」『』【】〔〕〖〗〘〙〚〛﹙﹚﹛﹜﹝﹞（）［］｛｝｟｠｢｣"
 
 // closingBracket and openingBracket map each bracket to its partner; mirrorOf maps each
-// character drawn mirrored in right-to-left text (L4) to the one whose glyph it takes:
-// the brackets, < > and the guillemets.
+// character drawn mirrored in right-to-left text (L4) to the one whose glyph it takes.
 var closingBracket, openingBracket, mirrorOf = func() (closing, opening, mirror map[rune]rune) {
 	closing, opening = map[rune]rune{}, map[rune]rune{}
 	mirror = map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
@@ -1521,34 +1361,29 @@ var closingBracket, openingBracket, mirrorOf = func() (closing, opening, mirror 
 	return closing, opening, mirror
 }()
 
-// canonicalBracket maps the brackets with a canonical decomposition to it: BD16 pairs
-// U+2329 and U+232A as U+3008 and U+3009.
+// canonicalBracket maps the brackets with a canonical decomposition to it (BD16).
 var canonicalBracket = map[rune]rune{'\u2329': '\u3008', '\u232A': '\u3009'}
 
-// bracketPairsOf finds the bracket pairs of a paragraph (BD16), in the order of their
-// opening brackets: an opening bracket still ON pairs with the first later closing one
-// of its kind that closes no bracket opened after it; at most 63 may be open at once.
+// bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), in the order of
+// their opening brackets; at most 63 may be open at once.
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
-	type open struct {
-		closer rune
-		at     int
-	}
-	var stack []open
+	var stack []int // the opening brackets still open
 	var pairs [][2]int
 	for i, r := range rs {
 		if types[i] != bidi.ON {
 			continue
 		}
-		if c, ok := closingBracket[r]; ok {
+		if _, ok := closingBracket[r]; ok {
 			if len(stack) == 63 {
 				break
 			}
-			stack = append(stack, open{cmp.Or(canonicalBracket[c], c), i})
+			stack = append(stack, i)
 			continue
 		}
+		closer := cmp.Or(canonicalBracket[r], r)
 		for k := len(stack) - 1; k >= 0 && openingBracket[r] != 0; k-- {
-			if stack[k].closer == cmp.Or(canonicalBracket[r], r) {
-				pairs, stack = append(pairs, [2]int{stack[k].at, i}), stack[:k]
+			if c := closingBracket[rs[stack[k]]]; cmp.Or(canonicalBracket[c], c) == closer {
+				pairs, stack = append(pairs, [2]int{stack[k], i}), stack[:k]
 				break
 			}
 		}
@@ -1559,8 +1394,7 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 
 // resolveBrackets applies N0: a bracket pair takes the embedding direction e when the
 // text inside has a strong type of it; else, when the text inside has the other
-// direction, that direction if the text before the pair has it too, e otherwise; a pair
-// with no strong type inside is left. Marks after a bracket so set follow it.
+// direction, that direction if the text before the pair has it too, e otherwise.
 func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 	for _, p := range bracketPairsOf(rs, types) {
 		dir := bidi.ON
@@ -1596,8 +1430,7 @@ func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 }
 
 // resolveNeutrals applies N1 and N2: a run of neutrals between two strong types of the
-// same direction takes it (numbers count as R); otherwise the embedding direction e,
-// which is also the type at the paragraph's start and end.
+// same direction takes it; otherwise the embedding direction e (also sos and eos).
 func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 	for i := 0; i < len(types); i++ {
 		j := i
@@ -1624,9 +1457,9 @@ func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 	}
 }
 
-// visualOrder returns the indices of a line's characters, given their levels in logical
-// order, in visual (left-to-right) order, rule L2: from the highest level down to the
-// lowest odd one, every run at that level or higher is reversed.
+// visualOrder returns the indices of a line's characters, given their levels, in visual
+// order (L2): from the highest level down to the lowest odd one, every run at that level
+// or higher is reversed.
 func visualOrder(levels []int8) []int {
 	order := make([]int, len(levels))
 	var highest, lowestOdd int8 = 0, 127

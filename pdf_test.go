@@ -435,12 +435,12 @@ func BenchmarkExportPDF(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			pdf := fpdf.New("P", "pt", "A4", "")
-			for _, f := range pdfFonts {
-				pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+			for family, ttf := range pdfFonts {
+				pdf.AddUTF8FontFromBytes(family, "", ttf)
 			}
 			pdf.AddPage()
-			for _, f := range pdfFonts {
-				pdf.SetFont(f.family, "", 11)
+			for family := range pdfFonts {
+				pdf.SetFont(family, "", 11)
 				pdf.Cell(100, 12, "hello")
 			}
 			var buf bytes.Buffer
@@ -873,8 +873,9 @@ func TestUsedFontsEmptyDescription(t *testing.T) {
 	t.Parallel()
 	empty := ""
 	form := FormDetail{Categories: []Category{{Fields: []Field{{Label: "l", Type: "text", Description: &empty}}}}}
-	if used := usedFonts(form); used["GoItalic"] {
-		t.Errorf("usedFonts = %v, want no GoItalic for an empty description", used)
+	fonts := exportDoc(t, form, nil, newFontIndex(nil)).Fonts
+	if slices.Contains(fonts, "utf8goitalic") {
+		t.Errorf("fonts embedded %q, want no Go Italic for an empty description", fonts)
 	}
 }
 

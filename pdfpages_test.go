@@ -321,14 +321,14 @@ func TestPDFFlowExactFit(t *testing.T) {
 	form, _ := oneFieldForm("T", "text", "")
 	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
 	l.newPage()
-	line := l.paragraph("GoRegular", 11, "x", false).lines[0]
+	line := l.paragraph("GoRegular", 11, "x", false, false).lines[0]
 	for _, framed := range []bool{false, true} {
 		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
 			padding := 0.0
 			if framed {
 				padding = pdfPadding
 			}
-			l.pdf.SetY(l.bottom() - float64(n)*lineHeight(11) - 2*padding)
+			l.pdf.SetY(pdfBottom - float64(n)*lineHeight(11) - 2*padding)
 			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
 				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",
