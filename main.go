@@ -216,14 +216,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ln, err := net.Listen("tcp", cfg.Addr) // first, so that a bad ADDR creates no database
+	if err != nil {
+		return fmt.Errorf("ADDR: %w", err)
+	}
 	store, err := OpenStore(ctx, cfg.DatabasePath, time.Now)
 	if err != nil {
+		ln.Close()
 		return fmt.Errorf("DATABASE_PATH: %w", err)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("listen: %w", err)
 	}
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)

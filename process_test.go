@@ -110,13 +110,22 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Errorf("run with a bad TZ = %v, want a TZ error", err)
 	}
 	// Each configuration value that can be wrong stops the start with one line naming it.
-	for variable, value := range map[string]string{"TRACKER_PROJECT_ID": "abc", "TRACKER_INCLUDE_PRIVATE": "yes",
-		"SUMMARY_SCHEDULE": "6:30"} {
-		err := run(context.Background(), nil, func(k string) string {
-			return map[string]string{variable: value, "ADDR": "127.0.0.1:0"}[k]
-		}, &syncBuffer{}, &syncBuffer{})
-		if err == nil || !strings.HasPrefix(err.Error(), variable+` "`+value+`": want `) {
-			t.Errorf("run with %s=%s = %v, want an error naming it", variable, value, err)
+	// Each configuration value that can be wrong stops the start with one line naming it,
+	// before the database is created.
+	dbPath := filepath.Join(t.TempDir(), "never.db")
+	for _, tc := range []struct{ variable, value, want string }{
+		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
+		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want `},
+		{"SUMMARY_SCHEDULE", "6:30", `SUMMARY_SCHEDULE "6:30": want `},
+		{"ADDR", "nonsense", "ADDR: listen tcp: address nonsense: missing port"},
+	} {
+		env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath, tc.variable: tc.value}
+		err := run(context.Background(), nil, func(k string) string { return env[k] }, &syncBuffer{}, &syncBuffer{})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("run with %s=%s = %v, want %q", tc.variable, tc.value, err, tc.want)
+		}
+		if _, statErr := os.Stat(dbPath); statErr == nil {
+			t.Fatalf("run with %s=%s created the database", tc.variable, tc.value)
 		}
 	}
 	err = run(context.Background(), []string{"extra"}, func(string) string { return "" }, &syncBuffer{}, &syncBuffer{})
