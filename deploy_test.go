@@ -513,9 +513,9 @@ func TestBackupUnit(t *testing.T) {
 		}
 	}
 	dated, _ := filepath.Glob(filepath.Join(backups, "forms-2*.db"))
-	named := regexp.MustCompile(`/forms-\d{4}-\d\d-\d\dT\d{4}\.db$`)
+	named := regexp.MustCompile(`/forms-\d{4}-\d\d-\d\dT\d{4}Z\.db$`)
 	if len(dated) != 1 || !named.MatchString(dated[0]) {
-		t.Errorf("backups named by the date: %q, want one forms-YYYY-MM-DDTHHMM.db", dated)
+		t.Errorf("backups named by the date: %q, want one forms-YYYY-MM-DDTHHMMZ.db", dated)
 	}
 	for file, kept := range map[string]bool{old: false, recent: true} {
 		if _, err := os.Stat(file); (err == nil) != kept {

@@ -66,6 +66,9 @@ type config struct {
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
+// loadConfig reads the configuration from the environment. Its error names the first
+// value that is wrong; the config holds every value read all the same, as a backup,
+// which needs DATABASE_PATH alone, uses it.
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
@@ -97,7 +100,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
 	}
-	if _, ok := parseDigits(cfg.TrackerProjectID); !ok {
+	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
 	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
@@ -203,10 +206,13 @@ func checkTZ(tz string) error {
 // then shuts down: stop accepting, finish requests in flight, wait for jobs, close.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig(getenv)
-	if err != nil {
+	switch {
+	case len(args) == 2 && args[0] == "backup":
+		// DATABASE_PATH alone: a typo in another setting must not stop the nightly copy.
+		return backup(ctx, cfg.DatabasePath, args[1], stdout)
+	case err != nil:
 		return err
-	}
-	if len(args) > 0 {
+	case len(args) > 0:
 		return runCommand(ctx, cfg, args, stdout, stderr)
 	}
 	var hour, minute int
@@ -250,17 +256,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
 
-// runCommand runs the commands besides serving: a backup, or a summary's prompt printed.
+// backup writes a copy of the database at path to dest (formsvc backup DEST).
+func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
+	size, err := Backup(ctx, path, dest)
+	if err != nil {
+		return fmt.Errorf("backup of %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", path, dest, size)
+	return nil
+}
+
+// runCommand runs formsvc prompt, or says how the binary is used.
 func runCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
-	switch {
-	case len(args) == 2 && args[0] == "backup":
-		size, err := Backup(ctx, cfg.DatabasePath, args[1])
-		if err != nil {
-			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
-		}
-		fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", cfg.DatabasePath, args[1], size)
-		return nil
-	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
+	if (len(args) == 2 || len(args) == 3) && args[0] == "prompt" {
 		return printPrompt(ctx, cfg, args[1], args[2:], stdout, stderr)
 	}
 	return errors.New(usage)

@@ -115,6 +115,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "never.db")
 	for _, tc := range []struct{ variable, value, want string }{
 		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
+		{"TRACKER_PROJECT_ID", "0", `TRACKER_PROJECT_ID "0": want `},
 		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want `},
 		{"SUMMARY_SCHEDULE", "6:30", `SUMMARY_SCHEDULE "6:30": want `},
 		{"ADDR", "nonsense", "ADDR: listen tcp: address nonsense: missing port"},
@@ -141,6 +142,14 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
+	// A backup needs DATABASE_PATH alone: a typo in another setting does not stop it.
+	var out syncBuffer
+	env := map[string]string{"DATABASE_PATH": dbPath, "TRACKER_PROJECT_ID": "abc", "TZ": "Mars/Olympus"}
+	if err := run(context.Background(), []string{"backup", dest}, func(k string) string { return env[k] }, &out, &syncBuffer{}); err != nil ||
+		!strings.HasPrefix(out.String(), "backup of "+dbPath+" written to "+dest) {
+		t.Errorf("backup with a bad TRACKER_PROJECT_ID and TZ = %v, %q", err, out.String())
+	}
+	os.Remove(dest)
 	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
 		err = run(context.Background(), args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
 		if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
