@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"database/sql"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -254,16 +253,9 @@ func timedWriteLoad(base string, formID int64, stop <-chan struct{}) (
 				case <-tick.C:
 				}
 				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
-				res, err := client.Post(url, "application/json", strings.NewReader(body))
-				if err != nil {
-					continue // the server is going away; nothing was acknowledged
-				}
-				var out struct{ ResponseID int64 }
-				err = json.NewDecoder(res.Body).Decode(&out)
-				res.Body.Close()
-				if res.StatusCode == http.StatusCreated && err == nil {
+				if id, ok := submitAcked(client, url, body); ok {
 					mu.Lock()
-					acked[out.ResponseID] = time.Now()
+					acked[id] = time.Now()
 					mu.Unlock()
 				}
 			}

@@ -238,16 +238,9 @@ func writeLoad(base string, formID int64, stop <-chan struct{}) (sofar, all func
 				default:
 				}
 				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
-				res, err := client.Post(fmt.Sprintf("%s/api/forms/%d/responses", base, formID), "application/json", strings.NewReader(body))
-				if err != nil {
-					continue // the server is going away; nothing was acknowledged
-				}
-				var out struct{ ResponseID int64 }
-				err = json.NewDecoder(res.Body).Decode(&out)
-				res.Body.Close()
-				if res.StatusCode == http.StatusCreated && err == nil {
+				if id, ok := submitAcked(client, fmt.Sprintf("%s/api/forms/%d/responses", base, formID), body); ok {
 					mu.Lock()
-					acked = append(acked, out.ResponseID)
+					acked = append(acked, id)
 					mu.Unlock()
 				}
 			}
@@ -262,6 +255,20 @@ func writeLoad(base string, formID int64, stop <-chan struct{}) (sofar, all func
 		wg.Wait()
 		return acked
 	}
+}
+
+// submitAcked posts body as a response to url and returns its id when the service
+// acknowledged it: a 201 with the id. An error is the server going away, which
+// acknowledged nothing.
+func submitAcked(client *http.Client, url, body string) (int64, bool) {
+	res, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, false
+	}
+	defer res.Body.Close()
+	var out struct{ ResponseID int64 }
+	err = json.NewDecoder(res.Body).Decode(&out)
+	return out.ResponseID, res.StatusCode == http.StatusCreated && err == nil
 }
 
 // createLoadForm makes the one-field form the load writes to.
