@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"database/sql"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -275,7 +274,7 @@ func timedWriteLoad(base string, formID int64, stop <-chan struct{}) (
 // responseIDs reads the database file at path, read-only: its responses' ids, once
 // integrity_check passes.
 func responseIDs(path string) (map[int64]bool, error) {
-	db, err := sql.Open("sqlite3", path+"?mode=ro")
+	db, err := openReadOnly(path)
 	if err != nil {
 		return nil, err
 	}

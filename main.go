@@ -53,7 +53,7 @@ type config struct {
 	Addr, DatabasePath, APIToken                  string
 	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
-	// reader of the summaries reads what they say (README, Summaries).
+	// reader of the summaries reads what they say (docs/SUMMARIES.md).
 	TrackerIncludePrivate                                        bool
 	GenAIKey, GenAIBaseURL, GenAIModel                           string
 	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
@@ -814,9 +814,14 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	return writeFailed(err)
 }
 
+// handleHealth tells a monitor what clients meet. After a refused write it probes with a
+// write of its own, so that it turns 200 once the database takes writes again even when
+// no client writes (a load balancer may have taken the instance out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	if reason := s.store.WriteRefusal(); reason != "" {
-		return &apiError{kind: kindUnavailable, msg: "Database refuses writes: " + reason}
+	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
+		if reason := s.store.WriteRefusal(); reason != "" {
+			return &apiError{kind: kindUnavailable, msg: "Database refuses writes: " + reason}
+		}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
@@ -869,7 +874,11 @@ func (p *pagedWriter) arrayItem(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode list item %d: %w", p.items, err)
 	}
-	p.buf.WriteByte("[,"[min(p.items, 1)]) // "[" before the first item, "," before the others
+	if p.items == 0 {
+		p.buf.WriteByte('[')
+	} else {
+		p.buf.WriteByte(',')
+	}
 	p.items++
 	p.buf.Write(b)
 	return nil
@@ -1113,7 +1122,7 @@ func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
 		err = P(&v).UnmarshalJSON(body)
 	}
-	if valid, ok := any(v).(interface{ Valid() error }); ok && err == nil {
+	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok && err == nil { // either receiver
 		err = valid.Valid()
 	}
 	return v, err

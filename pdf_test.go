@@ -385,7 +385,7 @@ func TestExportPDFHeaders(t *testing.T) {
 }
 
 // benchmarkForm is a 50-field form: 5 categories of 10, all types (the form the
-// Node comparison in README seeds).
+// Node comparison in docs/PERFORMANCE.md seeds).
 func benchmarkForm() (FormDetail, map[int64]*string) {
 	types := []string{"text", "number", "date", "textarea", "boolean"}
 	f := FormDetail{Form: Form{ID: 1, Title: "Site inspection report"}}

@@ -217,7 +217,7 @@ func (s *Store) migrate(ctx context.Context, version int) error {
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return s.noteWrite(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
@@ -241,6 +241,20 @@ func (s *Store) noteWrite(err error) error {
 		s.refused.Store(&reason)
 	}
 	return err
+}
+
+// ProbeWrite makes a write that needs room and leaves nothing, to learn whether the
+// database takes writes again: a row of 8 KiB under a key no client can use (keys with
+// control characters are refused), inserted and deleted in one transaction.
+func (s *Store) ProbeWrite(ctx context.Context) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)`,
+			"\x00probe", strings.Repeat(" ", 8<<10))
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, "\x00probe")
+		}
+		return err
+	})
 }
 
 // WriteRefusal is why the database refused the last write that reached it; "" while it
@@ -445,7 +459,7 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 const formCacheBytes = 8 << 20
 
 // formCache keeps forms as GetForm read them: the form read, the most frequent request,
-// measured far short of its target without it (README, Performance). It stays true
+// measured far short of its target without it (docs/PERFORMANCE.md). It stays true
 // because UpdateForm and DeleteForm drop the form after their commit and bump gen, and a
 // read keeps what it read only when gen has not moved since it began: a read that began
 // before a commit may have seen the old form. (A new form needs no drop: ids are never
