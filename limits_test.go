@@ -376,6 +376,9 @@ func TestGate(t *testing.T) {
 	if _, err := g.acquire(ctx, 1); err != errBusy {
 		t.Errorf("a third waiter = %v, want errBusy at once", err)
 	}
+	if waiting := gateWaiting(g); waiting != 2 {
+		t.Errorf("after a waiter refused, %d wait, want the 2 before it", waiting)
+	}
 	for range 2 {
 		if err := <-results; err != errBusy {
 			t.Errorf("a waiter past its deadline = %v, want errBusy", err)
@@ -408,8 +411,8 @@ func TestGate(t *testing.T) {
 		t.Errorf("a cancelled waiter = %v, want context.Canceled", err)
 	}
 	hold()
-	if used := gateUsed(g); used != 0 {
-		t.Errorf("the gate holds %d after everyone left", used)
+	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
+		t.Errorf("the gate holds %d with %d waiting after everyone left", used, waiting)
 	}
 }
 

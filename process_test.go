@@ -587,6 +587,10 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 			<-entered
 
 			e.srv.stopServing(hs, serveErr)
+			want := `shutdown grace; closing their connections" grace=50ms`
+			if !strings.Contains(e.logs.String(), want) {
+				t.Errorf("the log after the grace ran out lacks %q:\n%s", want, e.logs)
+			}
 			closed := e.srv.closeStore()
 			if stubborn {
 				if closed || !strings.Contains(e.logs.String(), "database left open") {
