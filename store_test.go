@@ -443,6 +443,13 @@ func TestBackup(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "taken.db")); string(data) != "not to be replaced" {
 		t.Errorf("an existing destination was written: %q", data)
 	}
+	// The operator reads the missing database's message whole, with its cause.
+	missing := filepath.Join(dir, "missing.db")
+	_, err = Backup(ctx, missing, filepath.Join(dir, "b4.db"))
+	if want := "no database to back up: stat " + missing + ": no such file or directory"; err == nil ||
+		err.Error() != want {
+		t.Errorf("Backup of a missing database = %v, want %q", err, want)
+	}
 }
 
 // listDir is the names and sizes of the files in dir, for comparing before and after.

@@ -351,6 +351,23 @@ func TestOutboundCallEdges(t *testing.T) {
 		t.Fatal("the retry pause outlived its context")
 	}
 
+	// A reason phrase is kept to its first 200 characters.
+	reason := strings.Repeat("é", 300)
+	long := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 404 "+reason+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	}))
+	defer long.Close()
+	_, _, err := callWithRetry(context.Background(), long.Client(), cfg, "test", "GET", long.URL, "", nil)
+	if se, ok := err.(*statusError); !ok || se.reason != reason[:400] {
+		t.Errorf("a reason of 300 characters = %v, want its first 200", err)
+	}
+
 	now := time.Now()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint += "/" })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now), note(1, mantisDate(now.AddDate(0, 0, -30)), "old"))}
