@@ -603,6 +603,37 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	}
 }
 
+// TestTrackerTextsCut: what MantisBT's answer names in an error is cut: the account and
+// login method a refused token was served, the fault of an unreadable project.
+func TestTrackerTextsCut(t *testing.T) {
+	user, method := strings.Repeat("u", 150), strings.Repeat("m", 50)
+	fault := strings.Repeat("f", 300)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The endpoint's first path segment is the login method the answer names.
+		w.Header().Set("X-Mantis-LoginMethod", strings.Split(r.URL.Path, "/")[1])
+		w.Header().Set("X-Mantis-Username", user)
+		fmt.Fprintf(w, `{"issues":{"status_code":403,"fault_string":%q}}`, fault)
+	}))
+	defer srv.Close()
+	fetch := func(login string) error {
+		t.Helper()
+		cfg := testConfig(t, nil)
+		cfg.TrackerEndpoint = srv.URL + "/" + login
+		_, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
+		if err == nil {
+			t.Fatalf("login %.10s…: no error", login)
+		}
+		return err
+	}
+	want := fmt.Sprintf(`another account, %q (X-Mantis-LoginMethod: %s):`, user[:100], method[:40])
+	if err := fetch(method); !strings.Contains(err.Error(), want) {
+		t.Errorf("served another account: %v, want %q", err, want)
+	}
+	if err, want := fetch("api-token"), "(status_code 403): "+fault[:200]; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("a fault: %v, want it to end %q", err, want)
+	}
+}
+
 // TestTrackerAnswerWithoutLoginMethod: a 200 that names no login method is not MantisBT's
 // (every answer AuthMiddleware.php lets through names one): the job fails, saying so.
 func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
