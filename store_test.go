@@ -446,8 +446,8 @@ func TestBackup(t *testing.T) {
 	// The operator reads the missing database's message whole, with its cause.
 	missing := filepath.Join(dir, "missing.db")
 	_, err = Backup(ctx, missing, filepath.Join(dir, "b4.db"))
-	if want := "no database to back up: stat " + missing + ": no such file or directory"; err == nil ||
-		err.Error() != want {
+	want := "no database to back up: stat " + missing + ": no such file or directory"
+	if err == nil || err.Error() != want {
 		t.Errorf("Backup of a missing database = %v, want %q", err, want)
 	}
 }

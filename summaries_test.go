@@ -714,8 +714,9 @@ func TestScheduleUnreadableSummary(t *testing.T) {
 		return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run")
 	})
 	logs := e.logs.String()
-	if !strings.Contains(logs, "summary schedule: no catch-up, today's tracker summary not readable") ||
-		strings.Contains(logs, "summary job") || len(e.model.calls()) != 0 {
+	const unreadable = "summary schedule: no catch-up, today's tracker summary not readable"
+	if !strings.Contains(logs, unreadable) || strings.Contains(logs, "summary job") ||
+		len(e.model.calls()) != 0 {
 		t.Errorf("an unreadable summary at start, want the reason logged and no job:\n%s", logs)
 	}
 }

@@ -360,10 +360,12 @@ func TestOutboundCallEdges(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		io.WriteString(conn, "HTTP/1.1 404 "+reason+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		io.WriteString(conn, "HTTP/1.1 404 "+reason+"\r\nContent-Length: 0\r\n"+
+			"Connection: close\r\n\r\n")
 	}))
 	defer long.Close()
-	_, _, err := callWithRetry(context.Background(), long.Client(), cfg, "test", "GET", long.URL, "", nil)
+	_, _, err := callWithRetry(context.Background(), long.Client(), cfg, "test", "GET", long.URL,
+		"", nil)
 	if se, ok := err.(*statusError); !ok || se.reason != reason[:400] {
 		t.Errorf("a reason of 300 characters = %v, want its first 200", err)
 	}
@@ -629,7 +631,8 @@ func TestTrackerTextsCut(t *testing.T) {
 	if err := fetch(method); !strings.Contains(err.Error(), want) {
 		t.Errorf("served another account: %v, want %q", err, want)
 	}
-	if err, want := fetch("api-token"), "(status_code 403): "+fault[:200]; !strings.HasSuffix(err.Error(), want) {
+	want = "(status_code 403): " + fault[:200]
+	if err := fetch("api-token"); !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("a fault: %v, want it to end %q", err, want)
 	}
 }
