@@ -653,6 +653,22 @@ func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
 	}
 }
 
+// TestTrackerAnswerNotAList: a 200 served to the token's user whose body is neither the
+// issue list nor a fault is an error, not an empty day.
+func TestTrackerAnswerNotAList(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Mantis-LoginMethod", "api-token")
+		fmt.Fprint(w, "<html>Maintenance</html>")
+	}))
+	defer srv.Close()
+	cfg := testConfig(t, nil)
+	cfg.TrackerEndpoint = srv.URL
+	issues, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
+	if err == nil || !strings.Contains(err.Error(), "answer is not MantisBT's issue list") {
+		t.Errorf("fetchTicketPage = %v, %v; want the answer refused", issues, err)
+	}
+}
+
 // TestTrackerPrivateContent: private issues and notes (view_state 50, which a developer's
 // token sees) and reporters' e-mail addresses and real names never reach the model; with
 // includePrivate the private issues and notes are read too.
