@@ -42,6 +42,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Hello world", ""},
 		{"an attachment's base64 cut off (1.3)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\nContent-Disposition: attachment\r\nContent-Transfer-Encoding: base64\r\n\r\nSGVsbG8gd29y=\r\n",
 			"", "See attached.", ""},
+		{"the first field folded", "Subject: first\r\n half\r\n" + from + date + "\r\nBody.\r\n",
+			"first half", "Body.", ""},
 		{"an unindented continuation line, passed over (1.4, issue 23)", from + "Subject: first half\r\nsecond half of the subject\r\n" + date + "\r\nBody.\r\n",
 			"first half", "Body.", ""},
 		{"multipart without a boundary parameter: its text (1.5, issue 23)", from + date + "Subject: s\r\nContent-Type: multipart/mixed\r\n\r\nbody\r\n",
@@ -481,6 +483,8 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
 		{"utf-7", "a+AOk-", "aé", false},
+		{"unicode-1-1-utf-7", "a+AOk-", "aé", false}, // UTF-7's other labels
+		{"csUnicode11UTF7", "a+AOk-", "aé", false},
 		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
 		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
 		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
@@ -633,7 +637,8 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		t.Fatal(err)
 	}
 	if text := logs.String(); !strings.Contains(text, "dated before the window") ||
-		!strings.Contains(text, files[3].name) {
+		!strings.Contains(text, files[3].name) ||
+		!strings.Contains(text, " date=") {
 		t.Errorf("the message dated before the window is not named in a log line:\n%s", logs.String())
 	}
 	slices.Sort(wantOpened)
