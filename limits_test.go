@@ -416,6 +416,17 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// TestHeavySlotsPerCore: the server has one heavy slot per core the runtime uses, and
+// reading that number leaves it as it was.
+func TestHeavySlotsPerCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3)) // not parallel: no other test runs now
+	e := newTestEnv(t)
+	if slots, procs := e.srv.heavy.capacity, runtime.GOMAXPROCS(0); slots != 3 || procs != 3 {
+		t.Errorf("%d heavy slots, GOMAXPROCS %d after the server was built; want 3 and 3",
+			slots, procs)
+	}
+}
+
 // TestGateWaiterLeavesMidQueue: a waiter whose client leaves while others wait before and
 // after it gives up its place: the next release admits the one before it, the one after
 // it comes next, and the gate ends holding nothing.

@@ -222,6 +222,14 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 		{`text/plain; charset= "UTF-8"; format=flowed`, "text/plain", map[string]string{"charset": "UTF-8", "format": "flowed"}},
 		{"application/pdf; name=foo      ; format=flowed", "application/pdf", map[string]string{"name": "foo", "format": "flowed"}},
 		{`one/; name="file.two"; name="file.two"`, "application/octet-stream", map[string]string{"name": "file.two"}},
+		// Not enmime's: an RFC 2231 value with an apostrophe in it, its semicolon missing;
+		// boundaries mime.ParseMediaType reads whole, kept so.
+		{`multipart/mixed boundary*=utf-8''a'b`, "multipart/mixed",
+			map[string]string{"boundary": "a'b"}},
+		{`multipart/mixed; boundary="a;b=c"; charset=x`, "multipart/mixed",
+			map[string]string{"boundary": "a;b=c", "charset": "x"}},
+		{`multipart/mixed; boundary="a\"b"`, "multipart/mixed",
+			map[string]string{"boundary": `a"b`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.value, func(t *testing.T) {

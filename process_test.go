@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -609,6 +610,18 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 				t.Error("the database is still open after shutdown")
 			}
 		})
+	}
+}
+
+// TestStopServingLogsServeError: an error of Serve other than its closing is logged.
+func TestStopServingLogsServeError(t *testing.T) {
+	e := newTestEnv(t)
+	serveErr := make(chan error, 1)
+	serveErr <- errors.New("accept: too many open files")
+	e.srv.stopServing(&http.Server{}, serveErr)
+	want := `msg=serve err="accept: too many open files"`
+	if !strings.Contains(e.logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, e.logs)
 	}
 }
 

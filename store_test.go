@@ -332,6 +332,26 @@ func TestFormCachePutSameID(t *testing.T) {
 	}
 }
 
+// TestFormSizeCountsText: a kept form's estimated size grows by each byte of its text,
+// from the title to a field's description, and by a fixed cost per record.
+func TestFormSizeCountsText(t *testing.T) {
+	text := func(n int) *string { s := strings.Repeat("x", n); return &s }
+	form := func(n int) FormDetail {
+		return FormDetail{Form: Form{Title: *text(n), Description: text(n), CreatedAt: *text(n)},
+			Categories: []Category{{Name: *text(n), Fields: []Field{
+				{Label: *text(n), Type: *text(n), Description: text(n)}}}}}
+	}
+	// Seven texts of n bytes; three records, a fixed cost each.
+	if small, large := formSize(form(1)), formSize(form(11)); large-small != 70 || small < 3 {
+		t.Errorf("formSize = %d with texts of 1 byte, %d of 11: want 70 more", small, large)
+	}
+	one, two := formSize(FormDetail{}), formSize(FormDetail{Categories: []Category{{}}})
+	if two-one != one {
+		t.Errorf("formSize = %d of an empty form, %d with a category: want a record's cost each",
+			one, two)
+	}
+}
+
 // TestWriteFailingAtCommit: a write whose COMMIT fails answers 500 with the cause and
 // changes nothing. SQLite fails the COMMIT itself here: a temporary trigger on the write
 // connection (the pool's only one) leaves a deferred foreign-key violation, which SQLite
