@@ -42,6 +42,7 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Hello world", ""},
 		{"an attachment's base64 cut off (1.3)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\nContent-Disposition: attachment\r\nContent-Transfer-Encoding: base64\r\n\r\nSGVsbG8gd29y=\r\n",
 			"", "See attached.", ""},
+		{"a body of one character, no blank line before it", from + date + "X", "", "X", ""},
 		{"the first field folded", "Subject: first\r\n half\r\n" + from + date + "\r\nBody.\r\n",
 			"first half", "Body.", ""},
 		{"an unindented continuation line, passed over (1.4, issue 23)", from + "Subject: first half\r\nsecond half of the subject\r\n" + date + "\r\nBody.\r\n",

@@ -55,7 +55,10 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "run.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done, _ := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	base, done, logs := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	if !strings.Contains(logs.String(), " database="+dbPath+"\n") {
+		t.Errorf("the start-up log does not name the database %s:\n%s", dbPath, logs)
+	}
 
 	res, err := http.Post(base+"/api/forms", "application/json", strings.NewReader(
 		`{"title": "T", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
