@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -469,6 +470,12 @@ func TestBackup(t *testing.T) {
 	want := "no database to back up: stat " + missing + ": no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("Backup of a missing database = %v, want %q", err, want)
+	}
+	// The copy is written under a hidden temporary name beside dest.
+	_, err = Backup(ctx, path, filepath.Join(dir, "none", "b3.db"))
+	tmp := regexp.MustCompile(`^backup destination: open (.*)/\.b3\.db\.tmp-\d+: no such file or directory$`)
+	if m := tmp.FindStringSubmatch(fmt.Sprint(err)); m == nil || m[1] != filepath.Join(dir, "none") {
+		t.Errorf("Backup into a missing folder = %v, want the hidden temporary name in it", err)
 	}
 }
 
