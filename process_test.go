@@ -55,7 +55,8 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "run.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done, logs := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath}
+	base, done, logs := startRun(t, ctx, env)
 	if !strings.Contains(logs.String(), " database="+dbPath+"\n") {
 		t.Errorf("the start-up log does not name the database %s:\n%s", dbPath, logs)
 	}

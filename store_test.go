@@ -473,8 +473,10 @@ func TestBackup(t *testing.T) {
 	}
 	// The copy is written under a hidden temporary name beside dest.
 	_, err = Backup(ctx, path, filepath.Join(dir, "none", "b3.db"))
-	tmp := regexp.MustCompile(`^backup destination: open (.*)/\.b3\.db\.tmp-\d+: no such file or directory$`)
-	if m := tmp.FindStringSubmatch(fmt.Sprint(err)); m == nil || m[1] != filepath.Join(dir, "none") {
+	tmp := regexp.MustCompile(`^backup destination: open (.*)/\.b3\.db\.tmp-\d+: ` +
+		`no such file or directory$`)
+	m := tmp.FindStringSubmatch(fmt.Sprint(err))
+	if m == nil || m[1] != filepath.Join(dir, "none") {
 		t.Errorf("Backup into a missing folder = %v, want the hidden temporary name in it", err)
 	}
 }
