@@ -280,6 +280,10 @@ func TestFormValidation(t *testing.T) {
 			}
 		})
 	}
+	// A broken rule is the client's: its 500 is no failure of the service's to log.
+	if strings.Contains(e.logs.String(), "request failed") {
+		t.Errorf("a refused form was logged as a failed request:\n%s", e.logs)
+	}
 }
 
 func TestTitlesKeptVerbatim(t *testing.T) {

@@ -376,6 +376,9 @@ func TestGate(t *testing.T) {
 	if _, err := g.acquire(ctx, 1); err != errBusy {
 		t.Errorf("a third waiter = %v, want errBusy at once", err)
 	}
+	if waiting := gateWaiting(g); waiting != 2 {
+		t.Errorf("after a waiter refused, %d wait, want the 2 before it", waiting)
+	}
 	for range 2 {
 		if err := <-results; err != errBusy {
 			t.Errorf("a waiter past its deadline = %v, want errBusy", err)
@@ -408,8 +411,19 @@ func TestGate(t *testing.T) {
 		t.Errorf("a cancelled waiter = %v, want context.Canceled", err)
 	}
 	hold()
-	if used := gateUsed(g); used != 0 {
-		t.Errorf("the gate holds %d after everyone left", used)
+	if used, waiting := gateUsed(g), gateWaiting(g); used != 0 || waiting != 0 {
+		t.Errorf("the gate holds %d with %d waiting after everyone left", used, waiting)
+	}
+}
+
+// TestHeavySlotsPerCore: the server has one heavy slot per core the runtime uses, and
+// reading that number leaves it as it was.
+func TestHeavySlotsPerCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3)) // not parallel: no other test runs now
+	e := newTestEnv(t)
+	if slots, procs := e.srv.heavy.capacity, runtime.GOMAXPROCS(0); slots != 3 || procs != 3 {
+		t.Errorf("%d heavy slots, GOMAXPROCS %d after the server was built; want 3 and 3",
+			slots, procs)
 	}
 }
 

@@ -42,6 +42,9 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Hello world", ""},
 		{"an attachment's base64 cut off (1.3)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\nContent-Disposition: attachment\r\nContent-Transfer-Encoding: base64\r\n\r\nSGVsbG8gd29y=\r\n",
 			"", "See attached.", ""},
+		{"a body of one character, no blank line before it", from + date + "X", "", "X", ""},
+		{"the first field folded", "Subject: first\r\n half\r\n" + from + date + "\r\nBody.\r\n",
+			"first half", "Body.", ""},
 		{"an unindented continuation line, passed over (1.4, issue 23)", from + "Subject: first half\r\nsecond half of the subject\r\n" + date + "\r\nBody.\r\n",
 			"first half", "Body.", ""},
 		{"multipart without a boundary parameter: its text (1.5, issue 23)", from + date + "Subject: s\r\nContent-Type: multipart/mixed\r\n\r\nbody\r\n",
@@ -220,6 +223,14 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 		{`text/plain; charset= "UTF-8"; format=flowed`, "text/plain", map[string]string{"charset": "UTF-8", "format": "flowed"}},
 		{"application/pdf; name=foo      ; format=flowed", "application/pdf", map[string]string{"name": "foo", "format": "flowed"}},
 		{`one/; name="file.two"; name="file.two"`, "application/octet-stream", map[string]string{"name": "file.two"}},
+		// Not enmime's: an RFC 2231 value with an apostrophe in it, its semicolon missing;
+		// boundaries mime.ParseMediaType reads whole, kept so.
+		{`multipart/mixed boundary*=utf-8''a'b`, "multipart/mixed",
+			map[string]string{"boundary": "a'b"}},
+		{`multipart/mixed; boundary="a;b=c"; charset=x`, "multipart/mixed",
+			map[string]string{"boundary": "a;b=c", "charset": "x"}},
+		{`multipart/mixed; boundary="a\"b"`, "multipart/mixed",
+			map[string]string{"boundary": `a"b`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.value, func(t *testing.T) {
@@ -481,6 +492,8 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
 		{"utf-7", "a+AOk-", "aé", false},
+		{"unicode-1-1-utf-7", "a+AOk-", "aé", false}, // UTF-7's other labels
+		{"csUnicode11UTF7", "a+AOk-", "aé", false},
 		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
 		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
 		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
@@ -633,7 +646,8 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		t.Fatal(err)
 	}
 	if text := logs.String(); !strings.Contains(text, "dated before the window") ||
-		!strings.Contains(text, files[3].name) {
+		!strings.Contains(text, files[3].name) ||
+		!strings.Contains(text, " date=") {
 		t.Errorf("the message dated before the window is not named in a log line:\n%s", logs.String())
 	}
 	slices.Sort(wantOpened)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -53,7 +54,11 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "run.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done, _ := startRun(t, ctx, map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath})
+	env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath}
+	base, done, logs := startRun(t, ctx, env)
+	if !strings.Contains(logs.String(), " database="+dbPath+"\n") {
+		t.Errorf("the start-up log does not name the database %s:\n%s", dbPath, logs)
+	}
 
 	res, err := http.Post(base+"/api/forms", "application/json", strings.NewReader(
 		`{"title": "T", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
@@ -670,6 +675,10 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 			<-entered
 
 			e.srv.stopServing(hs, serveErr)
+			want := `shutdown grace; closing their connections" grace=50ms`
+			if !strings.Contains(e.logs.String(), want) {
+				t.Errorf("the log after the grace ran out lacks %q:\n%s", want, e.logs)
+			}
 			closed := e.srv.closeStore()
 			if stubborn {
 				if closed || !strings.Contains(e.logs.String(), "database left open") {
@@ -688,6 +697,18 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 				t.Error("the database is still open after shutdown")
 			}
 		})
+	}
+}
+
+// TestStopServingLogsServeError: an error of Serve other than its closing is logged.
+func TestStopServingLogsServeError(t *testing.T) {
+	e := newTestEnv(t)
+	serveErr := make(chan error, 1)
+	serveErr <- errors.New("accept: too many open files")
+	e.srv.stopServing(&http.Server{}, serveErr)
+	want := `msg=serve err="accept: too many open files"`
+	if !strings.Contains(e.logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, e.logs)
 	}
 }
 

@@ -445,6 +445,10 @@ func TestExportCSV(t *testing.T) {
 			map[string]any{"label": "Amount", "type": "number"}}},
 	}})
 	id := func(c, i int) string { return itoa(f.Categories[c].Fields[i].ID) }
+	before := e.createForm(map[string]any{"title": "before"}).ID
+	for range 10 { // the ids below have two digits, written in base 10
+		e.submit(before, map[string]any{"none": 1})
+	}
 	first := e.submit(f.ID, map[string]any{id(0, 0): `Smith, "Jo"`, id(0, 1): "=HYPERLINK(\"http://x\")",
 		id(1, 0): "line one\nline two\r\nЖанна, привет", id(1, 1): -5})
 	second := e.submit(f.ID, map[string]any{id(0, 0): "@SUM(A1)", id(0, 1): "\tx", id(1, 0): nil, id(1, 1): "+1.5"})
@@ -634,5 +638,22 @@ func TestHeavySlotNotHeldWhileWriting(t *testing.T) {
 		}
 		close(w.release)
 		<-done
+	}
+}
+
+// TestTokenCharEdges: the ends of the letter and digit ranges are RFC 9110 token
+// characters, their neighbours (separators, or not tchar) are not, and neither is a
+// letter past ASCII.
+func TestTokenCharEdges(t *testing.T) {
+	t.Parallel()
+	for _, r := range "azAZ09!~" {
+		if !isTokenChar(r) {
+			t.Errorf("isTokenChar(%q) = false, want true", r)
+		}
+	}
+	for _, r := range "{@[/:\"é" {
+		if isTokenChar(r) {
+			t.Errorf("isTokenChar(%q) = true, want false", r)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -332,6 +333,26 @@ func TestFormCachePutSameID(t *testing.T) {
 	}
 }
 
+// TestFormSizeCountsText: a kept form's estimated size grows by each byte of its text,
+// from the title to a field's description, and by a fixed cost per record.
+func TestFormSizeCountsText(t *testing.T) {
+	text := func(n int) *string { s := strings.Repeat("x", n); return &s }
+	form := func(n int) FormDetail {
+		return FormDetail{Form: Form{Title: *text(n), Description: text(n), CreatedAt: *text(n)},
+			Categories: []Category{{Name: *text(n), Fields: []Field{
+				{Label: *text(n), Type: *text(n), Description: text(n)}}}}}
+	}
+	// Seven texts of n bytes; three records, a fixed cost each.
+	if small, large := formSize(form(1)), formSize(form(11)); large-small != 70 || small < 3 {
+		t.Errorf("formSize = %d with texts of 1 byte, %d of 11: want 70 more", small, large)
+	}
+	one, two := formSize(FormDetail{}), formSize(FormDetail{Categories: []Category{{}}})
+	if two-one != one {
+		t.Errorf("formSize = %d of an empty form, %d with a category: want a record's cost each",
+			one, two)
+	}
+}
+
 // TestWriteFailingAtCommit: a write whose COMMIT fails answers 500 with the cause and
 // changes nothing. SQLite fails the COMMIT itself here: a temporary trigger on the write
 // connection (the pool's only one) leaves a deferred foreign-key violation, which SQLite
@@ -442,6 +463,21 @@ func TestBackup(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "taken.db")); string(data) != "not to be replaced" {
 		t.Errorf("an existing destination was written: %q", data)
+	}
+	// The operator reads the missing database's message whole, with its cause.
+	missing := filepath.Join(dir, "missing.db")
+	_, err = Backup(ctx, missing, filepath.Join(dir, "b4.db"))
+	want := "no database to back up: stat " + missing + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Backup of a missing database = %v, want %q", err, want)
+	}
+	// The copy is written under a hidden temporary name beside dest.
+	_, err = Backup(ctx, path, filepath.Join(dir, "none", "b3.db"))
+	tmp := regexp.MustCompile(`^backup destination: open (.*)/\.b3\.db\.tmp-\d+: ` +
+		`no such file or directory$`)
+	m := tmp.FindStringSubmatch(fmt.Sprint(err))
+	if m == nil || m[1] != filepath.Join(dir, "none") {
+		t.Errorf("Backup into a missing folder = %v, want the hidden temporary name in it", err)
 	}
 }
 

@@ -701,6 +701,26 @@ func TestScheduleCatchesUp(t *testing.T) {
 	}
 }
 
+// TestScheduleUnreadableSummary: when today's tracker summary cannot be read at start,
+// the schedule says so in the log and starts no catch-up.
+func TestScheduleUnreadableSummary(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	if _, err := e.store.write.Exec(`DROP TABLE tracker_summaries`); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.scheduleSummaries(6, 30)
+	waitFor(t, func() bool {
+		return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run")
+	})
+	logs := e.logs.String()
+	const unreadable = "summary schedule: no catch-up, today's tracker summary not readable"
+	if !strings.Contains(logs, unreadable) || strings.Contains(logs, "summary job") ||
+		len(e.model.calls()) != 0 {
+		t.Errorf("an unreadable summary at start, want the reason logged and no job:\n%s", logs)
+	}
+}
+
 // TestScheduleRunsDaily: when the run time comes, the schedule starts both jobs, then
 // waits for the same time the next day. The server's clock here moves with real time
 // from 300 ms before the run time.

@@ -351,6 +351,25 @@ func TestOutboundCallEdges(t *testing.T) {
 		t.Fatal("the retry pause outlived its context")
 	}
 
+	// A reason phrase is kept to its first 200 characters.
+	reason := strings.Repeat("é", 300)
+	long := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 404 "+reason+"\r\nContent-Length: 0\r\n"+
+			"Connection: close\r\n\r\n")
+	}))
+	defer long.Close()
+	_, _, err := callWithRetry(context.Background(), long.Client(), cfg, "test", "GET", long.URL,
+		"", nil)
+	if se, ok := err.(*statusError); !ok || se.reason != reason[:400] {
+		t.Errorf("a reason of 300 characters = %v, want its first 200", err)
+	}
+
 	now := time.Now()
 	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint += "/" })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now), note(1, mantisDate(now.AddDate(0, 0, -30)), "old"))}
@@ -586,6 +605,38 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	}
 }
 
+// TestTrackerTextsCut: what MantisBT's answer names in an error is cut: the account and
+// login method a refused token was served, the fault of an unreadable project.
+func TestTrackerTextsCut(t *testing.T) {
+	user, method := strings.Repeat("u", 150), strings.Repeat("m", 50)
+	fault := strings.Repeat("f", 300)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The endpoint's first path segment is the login method the answer names.
+		w.Header().Set("X-Mantis-LoginMethod", strings.Split(r.URL.Path, "/")[1])
+		w.Header().Set("X-Mantis-Username", user)
+		fmt.Fprintf(w, `{"issues":{"status_code":403,"fault_string":%q}}`, fault)
+	}))
+	defer srv.Close()
+	fetch := func(login string) error {
+		t.Helper()
+		cfg := testConfig(t, nil)
+		cfg.TrackerEndpoint = srv.URL + "/" + login
+		_, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
+		if err == nil {
+			t.Fatalf("login %.10s…: no error", login)
+		}
+		return err
+	}
+	want := fmt.Sprintf(`another account, %q (X-Mantis-LoginMethod: %s):`, user[:100], method[:40])
+	if err := fetch(method); !strings.Contains(err.Error(), want) {
+		t.Errorf("served another account: %v, want %q", err, want)
+	}
+	want = "(status_code 403): " + fault[:200]
+	if err := fetch("api-token"); !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("a fault: %v, want it to end %q", err, want)
+	}
+}
+
 // TestTrackerAnswerWithoutLoginMethod: a 200 that names no login method is not MantisBT's
 // (every answer AuthMiddleware.php lets through names one): the job fails, saying so.
 func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
@@ -599,6 +650,22 @@ func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
 	err := e.srv.generateTrackerSummary(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "MantisBT's answer names no login method (no X-Mantis-LoginMethod)") {
 		t.Errorf("generate = %v, want the missing login method", err)
+	}
+}
+
+// TestTrackerAnswerNotAList: a 200 served to the token's user whose body is neither the
+// issue list nor a fault is an error, not an empty day.
+func TestTrackerAnswerNotAList(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Mantis-LoginMethod", "api-token")
+		fmt.Fprint(w, "<html>Maintenance</html>")
+	}))
+	defer srv.Close()
+	cfg := testConfig(t, nil)
+	cfg.TrackerEndpoint = srv.URL
+	issues, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
+	if err == nil || !strings.Contains(err.Error(), "answer is not MantisBT's issue list") {
+		t.Errorf("fetchTicketPage = %v, %v; want the answer refused", issues, err)
 	}
 }
 
