@@ -39,10 +39,7 @@ func TestBackupDuringWriteLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the service and loads it (seconds); -short skips it")
 	}
-	bin, err := builtBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := serviceBinary(t)
 	c := startLoadedChild(t)
 	defer close(c.stop)
 	before := c.sofar()
@@ -396,10 +393,7 @@ func TestSystemdUnits(t *testing.T) {
 	if err != nil {
 		notInstalled(t, "systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
 	}
-	bin, err := builtBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := serviceBinary(t)
 	hardening := []string{"User=formsvc", "EnvironmentFile=/etc/formsvc/formsvc.env",
 		"NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/formsvc",
 		"PrivateTmp=yes", "ProtectHome=yes"}
@@ -462,10 +456,7 @@ func TestBackupUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the service (seconds); -short skips it")
 	}
-	bin, err := builtBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := serviceBinary(t)
 	text, err := os.ReadFile("docs/formsvc-backup.service")
 	if err != nil {
 		t.Fatal(err)

@@ -521,6 +521,17 @@ func gateUsed(g *gate) int64 {
 	return g.capacity - lo
 }
 
+// serviceBinary is the service built once for the tests that run it as a process; a
+// failed build fails the test.
+func serviceBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatalf("build the service: %v", err)
+	}
+	return bin
+}
+
 // builtBinary builds the service once per test run, for the tests that run it as an
 // operator does: the hostile suite, the binary away from its checkout, backups.
 var builtBinary = sync.OnceValues(func() (string, error) {

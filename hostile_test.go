@@ -39,10 +39,7 @@ func startHostileChild(t *testing.T, env ...string) *hostileChild {
 	if runtime.GOOS != "linux" {
 		t.Skip("peak memory is read from /proc (Linux)")
 	}
-	bin, err := builtBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := serviceBinary(t)
 	cmd := exec.Command(bin)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(cmd.Dir, "forms.db"))

@@ -718,10 +718,7 @@ func TestBinaryAwayFromCheckout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the service (seconds); -short skips it")
 	}
-	bin, err := builtBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := serviceBinary(t)
 	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
 	model := &fakeModel{t: t, answer: "The summary."}
 	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
