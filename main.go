@@ -66,9 +66,9 @@ type config struct {
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
-// loadConfig reads the configuration from the environment. Its error names the first
-// value that is wrong; the config holds every value read all the same, as a backup,
-// which needs DATABASE_PATH alone, uses it.
+// loadConfig reads the configuration from the environment. A value that can be wrong is
+// checked, its error naming the variable rather than the start going on with a default the
+// operator did not choose; the config holds every value read all the same (for a backup).
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
@@ -95,8 +95,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 		OutboundTimeout:    60 * time.Second,
 		OutboundRetryDelay: 500 * time.Millisecond,
 	}
-	// Each value that can be wrong stops the start with one line naming its variable,
-	// rather than reading as a default the operator did not choose.
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
 	}
@@ -212,8 +210,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return backup(ctx, cfg.DatabasePath, args[1], stdout)
 	case err != nil:
 		return err
+	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
+		return printPrompt(ctx, cfg, args[1], args[2:], stdout, stderr)
 	case len(args) > 0:
-		return runCommand(ctx, cfg, args, stdout, stderr)
+		return errors.New(usage)
 	}
 	var hour, minute int
 	if cfg.SummarySchedule != "" {
@@ -266,27 +266,18 @@ func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
 	return nil
 }
 
-// runCommand runs formsvc prompt, or says how the binary is used.
-func runCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
-	if (len(args) == 2 || len(args) == 3) && args[0] == "prompt" {
-		return printPrompt(ctx, cfg, args[1], args[2:], stdout, stderr)
-	}
-	return errors.New(usage)
-}
-
 // printPrompt writes the prompt the summary job of kind would send the model on the day
 // given (today when none), private content kept back as the job keeps it, and sends
 // nothing: what leaves the building can be read before the first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
+	var prompt, nothing string
+	var err error
 	if len(day) == 1 {
-		var err error
 		if now, err = time.ParseInLocation("2006-01-02", day[0], time.Local); err != nil {
 			return fmt.Errorf("prompt: date %q: want YYYY-MM-DD", day[0])
 		}
 	}
-	var prompt, nothing string
-	var err error
 	switch kind {
 	case "tracker":
 		prompt, err = trackerPrompt(ctx, &http.Client{}, cfg, now)
@@ -428,9 +419,8 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		s.mux.Handle(pattern, s.handle(h))
 	}
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
-	// Every request passes these, the first outermost.
-	s.handler = chain(s.mux, s.logRequests, s.recoverPanics,
-		s.allowCORS, s.guardAPI, s.refuseUncleanPaths, s.readBody)
+	s.handler = s.logRequests(s.recoverPanics(s.allowCORS(
+		s.guardAPI(s.refuseUncleanPaths(s.readBody(s.mux))))))
 	return s
 }
 
@@ -471,14 +461,6 @@ func (s *server) handle(h handlerFunc) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
-}
-
-// chain wraps h in the middleware mws, the first outermost.
-func chain(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
-	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
-	}
-	return h
 }
 
 // logRequests writes one line per request and counts the requests being served, which
@@ -923,7 +905,7 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// errorKind is what kind of failure an apiError is; errorStatus maps each to its status.
+// errorKind is what kind of failure an apiError is.
 type errorKind int
 
 const (
@@ -1115,10 +1097,8 @@ type jsonBody[T any] interface {
 // zero T.
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return v, err
-	}
+	var err error
+	body, _ := io.ReadAll(r.Body) // in memory: readBody has read it
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
 		err = P(&v).UnmarshalJSON(body)
 	}
