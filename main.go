@@ -419,8 +419,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		s.mux.Handle(pattern, s.handle(h))
 	}
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
-	s.handler = s.logRequests(s.recoverPanics(s.allowCORS(
-		s.guardAPI(s.refuseUncleanPaths(s.readBody(s.mux))))))
+	s.handler = s.logRequests(s.recoverPanics(s.guardAPI(s.refuseUncleanPaths(s.readBody(s.mux)))))
 	return s
 }
 
@@ -527,19 +526,9 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// allowCORS lets the original's browser front end, served from another origin, call the
-// API: a reply to an allowed origin names it, and its preflight is answered here, before
-// the token check, since browsers send preflights without credentials.
-func (s *server) allowCORS(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.preflight(w, r) {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
-// preflight sets the CORS headers of r's reply, and replies 204 to r when it is the
-// preflight of an allowed origin.
+// preflight lets the original's browser front end, served from another origin, call the
+// API: it sets the CORS headers of r's reply to an allowed origin, and replies 204 to r
+// when it is that origin's preflight.
 func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
@@ -569,13 +558,16 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// guardAPI refuses API requests that may not be served. With API_TOKEN set, one without
-// the token is a 401. Without it, one for a Host name the service does not know is a
-// 403: a page on another site that makes its own name resolve to this service (DNS
-// rebinding) could read the API's replies, and its requests carry its Host.
+// guardAPI answers CORS preflights, then refuses API requests that may not be served.
+// With API_TOKEN set, one without the token is a 401. Without it, one for a Host name the
+// service does not know is a 403: a page on another site that makes its own name resolve
+// to this service (DNS rebinding) could read the API's replies, and its requests carry
+// its Host.
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case s.preflight(w, r): // first: browsers send preflights without credentials
+			return
 		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
 		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
 			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})

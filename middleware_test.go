@@ -117,7 +117,7 @@ func TestCORSOriginExact(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := apiRequest("GET", "/api/forms", nil)
 		r.Header.Set("Origin", tc.origin)
-		s.allowCORS(okHandler(&ran)).ServeHTTP(w, r)
+		s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
 		if got := w.Header().Get("Access-Control-Allow-Origin"); (got == tc.origin) != tc.want || (!tc.want && got != "") {
 			t.Errorf("origin %q: Access-Control-Allow-Origin %q, allowed should be %v", tc.origin, got, tc.want)
 		}

@@ -54,9 +54,8 @@ type ticketNote struct {
 	UpdatedAt string      `json:"updated_at,omitempty"`
 }
 
-// ticketUser is a reporter: MantisBT writes id, name, real_name and (to administrators)
-// email (api/soap/mc_account_api.php, mci_account_get_array_by_id); the last two are
-// not decoded, so they cannot reach a prompt.
+// ticketUser is a reporter, less the real_name and email MantisBT also writes
+// (api/soap/mc_account_api.php, mci_account_get_array_by_id).
 type ticketUser struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
@@ -158,8 +157,7 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 }
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
-// unless includePrivate, its private notes dropped, long texts cut. A note's creation
-// time that is not RFC 3339 is an error.
+// unless includePrivate, its private notes dropped, long texts cut.
 func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, error) {
 	t := is.ticket
 	t.Description = cutText(t.Description, maxTextChars)
