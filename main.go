@@ -558,11 +558,10 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// guardAPI answers CORS preflights, then refuses API requests that may not be served.
-// With API_TOKEN set, one without the token is a 401. Without it, one for a Host name the
-// service does not know is a 403: a page on another site that makes its own name resolve
-// to this service (DNS rebinding) could read the API's replies, and its requests carry
-// its Host.
+// guardAPI answers CORS preflights, then refuses API requests that may not be served: with
+// API_TOKEN set, one without the token (401); without it, one for a Host name the service
+// does not know (403): a page on another site that makes its own name resolve to this
+// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
