@@ -324,6 +324,8 @@ func TestPathAbuse(t *testing.T) {
 			t.Errorf("GET %.60s = %d %s (%s), want %d %s", tc.target, status, body, h.Get("Content-Type"), tc.status, tc.body)
 		}
 	}
+	// The path is judged before the body: a body that is no JSON to an unclean path, 404.
+	e.wantError("POST", "/api//forms", "x", 404, "Not found")
 }
 
 // TestSlowHeadersCutOff: a client that sends its headers byte by byte is disconnected

@@ -405,6 +405,11 @@ func TestAPIToken(t *testing.T) {
 	if e.snapshot() != before {
 		t.Errorf("unauthorized requests changed the database")
 	}
+	// The token is checked before the path's shape: an unclean path shows nothing either.
+	addr := strings.TrimPrefix(e.http.URL, "http://")
+	if status, body, _ := rawGET(t, addr, "/api//forms"); status != 401 {
+		t.Errorf("GET /api//forms without the token = %d %s, want 401", status, body)
+	}
 	for _, header := range []string{"Bearer " + token, "bearer " + token, "BEARER " + token} {
 		if status, _ := e.do("GET", "/api/forms", nil, "Authorization", header); status != 200 {
 			t.Errorf("GET /api/forms with %q = %d, want 200", header, status)
