@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"compress/zlib"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,6 +31,7 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/image/math/fixed"
+	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
@@ -428,12 +431,13 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
+		gs[i].font = l.face(gs[i].font, gs[i].r)
 		l.setFont(gs[i].font, size)
+		s := string(gs[i].r)
 		if gs[i].r == softHyphen {
-			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
-		} else {
-			gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
+			s = "-" // its width where it prints
 		}
+		gs[i].w = l.pdf.GetStringWidth(encode(gs[i].font, s))
 	}
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
@@ -840,7 +844,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 		}
 	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
-	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), run.String())
+	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), encode(font, run.String()))
 }
 
 // asTyped reports glyphs that are, one for one, the characters typed.
@@ -877,6 +881,9 @@ type fontFile struct {
 	measureOnce sync.Once
 	marks       map[rune]markBox // its combining marks without an advance, for placeMarks
 	depth       float64          // how far its letters and marks reach below the baseline, in em
+
+	winAnsiOnce          sync.Once
+	winAnsiDef, winAnsiZ []byte // a Go font's 8-bit face (winAnsiFace)
 }
 
 // fontDirs is the folders to search: PDF_FONT_DIR's (":"-separated), then the usual ones.
@@ -1120,9 +1127,81 @@ func (l *pdfLayout) addFont(f *fontFile) bool {
 	if err != nil {
 		return false
 	}
-	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	if f.ttf != nil {
+		def, z := f.winAnsiFace()
+		l.pdf.AddFontFromBytes(f.family, "", def, z)
+	} else {
+		l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	}
 	l.files[f.family], l.drawnFrom[f.family] = ttf, f
 	return true
+}
+
+// winAnsiFace returns a Go font's 8-bit face, made once: the font cut to the characters
+// of WinAnsiEncoding, zlib-compressed, and fpdf's definition of it, with the widths and
+// descriptor fpdf reads from the whole font. A document adds it for the cost of reading
+// that definition; a UTF-8 font costs fpdf a parse and a compressed subset per document.
+func (f *fontFile) winAnsiFace() (def, z []byte) {
+	f.winAnsiOnce.Do(func() {
+		pdf := fpdf.New("P", "pt", "A4", "")
+		pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		pdf.SetFont(f.family, "", 10)
+		var cutset []rune
+		widths := make([]int, 256)
+		for b := range 256 {
+			if r := charmap.Windows1252.DecodeByte(byte(b)); winAnsiByte(r) != 0 {
+				cutset, widths[b] = append(cutset, r), pdf.GetStringSymbolWidth(string(r))
+			}
+		}
+		ttf := fpdf.UTF8CutFont(f.ttf, string(cutset))
+		var buf bytes.Buffer
+		zw := zlib.NewWriter(&buf)
+		_, _ = zw.Write(ttf)
+		_ = zw.Close()
+		desc := pdf.GetFontDesc(f.family, "")
+		desc.Flags = desc.Flags&^4 | 32 // not symbolic: readers map codes by WinAnsiEncoding
+		f.winAnsiDef, _ = json.Marshal(map[string]any{"Tp": "TrueType", "Name": strings.ToLower(f.family),
+			"Desc": desc, "Cw": widths, "File": f.family + ".z", "OriginalSize": len(ttf)})
+		f.winAnsiZ = buf.Bytes()
+	})
+	return f.winAnsiDef, f.winAnsiZ
+}
+
+// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, which is PDF's
+// WinAnsiEncoding for its printable characters), or 0 where r is not there: a control, or
+// the no-break space, which readers copy as a space. (A soft hyphen prints as a hyphen.)
+func winAnsiByte(r rune) byte {
+	if b, ok := charmap.Windows1252.EncodeRune(r); ok && !unicode.IsControl(r) && r != '\u00A0' {
+		return b
+	}
+	return 0
+}
+
+// encode is text as fpdf takes it in font: Windows-1252 in a Go font's 8-bit face.
+func encode(font, s string) string {
+	if pdfFonts[font] == nil {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		b = append(b, winAnsiByte(r))
+	}
+	return string(b)
+}
+
+// face is the face of font that draws r: for a Go font, its 8-bit face where r is there,
+// else its UTF-8 face, added once.
+func (l *pdfLayout) face(font string, r rune) string {
+	ttf := pdfFonts[font]
+	if ttf == nil || winAnsiByte(r) != 0 {
+		return font
+	}
+	name := font + "Unicode"
+	if l.files[name] == nil {
+		l.pdf.AddUTF8FontFromBytes(name, "", ttf)
+		l.files[name], l.drawnFrom[name] = ttf, l.drawnFrom[font]
+	}
+	return name
 }
 
 // addVariant adds to the document, once, the font name: family's font with a character
