@@ -170,7 +170,7 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
-	// garbage, a quarter of a five-page document's cost; the fonts stay compressed.
+	// garbage, more than the rest of a document costs; the fonts come compressed.
 	pdf.SetCompression(false)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
@@ -317,7 +317,7 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, at least a line
 // for each of its lines; text without letters is right to left where rtl is set. A framed
 // one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
-// lines when empty. fpdf embeds each font afresh in every document, most of its cost.
+// lines when empty.
 func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font])
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
@@ -432,12 +432,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	for i := range gs {
 		gs[i].level = levels[i]
 		gs[i].font = l.face(gs[i].font, gs[i].r)
-		l.setFont(gs[i].font, size)
-		s := string(gs[i].r)
-		if gs[i].r == softHyphen {
-			s = "-" // its width where it prints
-		}
-		gs[i].w = l.pdf.GetStringWidth(encode(gs[i].font, s))
+		gs[i].w = l.width(gs[i], size)
 	}
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
@@ -843,8 +838,12 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 			defer l.pdf.RawWriteStr("EMC")
 		}
 	}
+	text := run.String()
+	if pdfFonts[font] != nil {
+		text = winAnsi(text)
+	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
-	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), encode(font, run.String()))
+	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), text)
 }
 
 // asTyped reports glyphs that are, one for one, the characters typed.
@@ -868,7 +867,7 @@ type fontIndex struct {
 
 // fontFile is one TrueType font: a Go font (ttf), or a fallback font's file (path), read
 // when a character is first looked up in it and then by each document that embeds it, as
-// fpdf parses it afresh for each anyway. Its character map is kept as a bitmap (8 KiB).
+// fpdf parses a UTF-8 font afresh for each anyway. Its character map is a bitmap (8 KiB).
 type fontFile struct {
 	family string // the fpdf family name, unique in the index
 	path   string
@@ -884,6 +883,7 @@ type fontFile struct {
 
 	winAnsiOnce          sync.Once
 	winAnsiDef, winAnsiZ []byte // a Go font's 8-bit face (winAnsiFace)
+	winAnsiWidths        []int  // its advances by code, in 1/1000 em
 }
 
 // fontDirs is the folders to search: PDF_FONT_DIR's (":"-separated), then the usual ones.
@@ -1162,7 +1162,7 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 		desc.Flags = desc.Flags&^4 | 32 // not symbolic: readers map codes by WinAnsiEncoding
 		f.winAnsiDef, _ = json.Marshal(map[string]any{"Tp": "TrueType", "Name": strings.ToLower(f.family),
 			"Desc": desc, "Cw": widths, "File": f.family + ".z", "OriginalSize": len(ttf)})
-		f.winAnsiZ = buf.Bytes()
+		f.winAnsiZ, f.winAnsiWidths = buf.Bytes(), widths
 	})
 	return f.winAnsiDef, f.winAnsiZ
 }
@@ -1177,16 +1177,27 @@ func winAnsiByte(r rune) byte {
 	return 0
 }
 
-// encode is text as fpdf takes it in font: Windows-1252 in a Go font's 8-bit face.
-func encode(font, s string) string {
-	if pdfFonts[font] == nil {
-		return s
-	}
+// winAnsi is text of the 8-bit faces' characters as their codes, as fpdf takes it.
+func winAnsi(s string) string {
 	b := make([]byte, 0, len(s))
 	for _, r := range s {
 		b = append(b, winAnsiByte(r))
 	}
 	return string(b)
+}
+
+// width is a glyph's advance at size, the 8-bit faces' from their widths: fpdf measures
+// only in the font selected, and writes each selection into the page.
+func (l *pdfLayout) width(g glyph, size float64) float64 {
+	r := g.r
+	if r == softHyphen {
+		r = '-' // its width where it prints
+	}
+	if pdfFonts[g.font] != nil {
+		return float64(l.drawnFrom[g.font].winAnsiWidths[winAnsiByte(r)]) * size / 1000
+	}
+	l.setFont(g.font, size)
+	return l.pdf.GetStringWidth(string(r))
 }
 
 // face is the face of font that draws r: for a Go font, its 8-bit face where r is there,
