@@ -432,7 +432,18 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	for i := range gs {
 		gs[i].level = levels[i]
 		gs[i].font = l.face(gs[i].font, gs[i].r)
-		gs[i].w = l.width(gs[i], size)
+		r := gs[i].r
+		if r == softHyphen {
+			r = '-' // its width where it prints
+		}
+		// fpdf measures only in the font selected, and writes each selection into the
+		// page: an 8-bit face's glyphs are measured by its own widths.
+		if f := l.drawnFrom[gs[i].font]; pdfFonts[gs[i].font] != nil {
+			gs[i].w = float64(f.winAnsiWidths[winAnsiByte(r)]) * size / 1000
+		} else {
+			l.setFont(gs[i].font, size)
+			gs[i].w = l.pdf.GetStringWidth(string(r))
+		}
 	}
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
@@ -840,7 +851,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	}
 	text := run.String()
 	if pdfFonts[font] != nil {
-		text = winAnsi(text)
+		text, _ = charmap.Windows1252.NewEncoder().String(text) // face gave it only such text
 	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), text)
@@ -1175,29 +1186,6 @@ func winAnsiByte(r rune) byte {
 		return b
 	}
 	return 0
-}
-
-// winAnsi is text of the 8-bit faces' characters as their codes, as fpdf takes it.
-func winAnsi(s string) string {
-	b := make([]byte, 0, len(s))
-	for _, r := range s {
-		b = append(b, winAnsiByte(r))
-	}
-	return string(b)
-}
-
-// width is a glyph's advance at size, the 8-bit faces' from their widths: fpdf measures
-// only in the font selected, and writes each selection into the page.
-func (l *pdfLayout) width(g glyph, size float64) float64 {
-	r := g.r
-	if r == softHyphen {
-		r = '-' // its width where it prints
-	}
-	if pdfFonts[g.font] != nil {
-		return float64(l.drawnFrom[g.font].winAnsiWidths[winAnsiByte(r)]) * size / 1000
-	}
-	l.setFont(g.font, size)
-	return l.pdf.GetStringWidth(string(r))
 }
 
 // face is the face of font that draws r: for a Go font, its 8-bit face where r is there,

@@ -204,6 +204,7 @@ func TestExportPDFTextLayer(t *testing.T) {
 		"Thanks 🙂 a lot",
 		"भारत एक विशाल देश है, ठीक।",
 		"ไปเที่ยว ปั้น",
+		"Œuvre “naïve” – 5 € ‰ ™ … Ÿ š, Gdańsk Ωmega", // the Go fonts' 8-bit and UTF-8 faces
 	}
 	form := FormDetail{Form: Form{ID: 1, Title: "Text layer"}, Categories: []Category{{ID: 1}}}
 	vals := map[int64]*string{}
@@ -246,11 +247,11 @@ func TestExportPDFTextLayer(t *testing.T) {
 		// pdftotext orders a right-to-left paragraph with numbers or brackets by its
 		// own rules (it starts "שלום (עולם) 12" with the 12): lines without those.
 		checkReaderText(t, "pdftotext", popplerTool(t, buf.Bytes(), "pdftotext"),
-			values[0], values[4], values[5], values[6], "بالعالم", "عليكم", "مرحبا")
+			values[0], values[4], values[5], values[6], values[7], "بالعالم", "عليكم", "مرحبا")
 	})
 	t.Run("mutool", func(t *testing.T) {
 		// MuPDF reads the order shown; it does not read /ActualText (the emoji's name).
-		checkReaderText(t, "MuPDF", mutoolText(t, buf.Bytes()), values[0], values[1], values[2], values[3], values[5], values[6])
+		checkReaderText(t, "MuPDF", mutoolText(t, buf.Bytes()), values[0], values[1], values[2], values[3], values[5], values[6], values[7])
 	})
 	t.Run("pdf.js", func(t *testing.T) {
 		// pdf.js reads the order shown, but not /ActualText (the emoji's name), and writes
@@ -258,7 +259,7 @@ func TestExportPDFTextLayer(t *testing.T) {
 		// words): the words, and the lines without right-to-left spaces.
 		checkReaderText(t, "pdf.js", pdfjsText(t, buf.Bytes()), "(ID 42) signed דוד", "כהן",
 			"שלום", "(עולם)", "12", "מחיר", "50%", "[הנחה]", "السلام", "عليكم،", "مرحبا", "بالعالم",
-			"Thanks ", " a lot", values[5], values[6])
+			"Thanks ", " a lot", values[5], values[6], values[7])
 	})
 }
 
