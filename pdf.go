@@ -707,8 +707,8 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 type markBox struct{ minX, maxX, bottom, top float64 }
 
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
-	if f := l.drawnFrom[g.font]; f != nil && unicode.In(g.r, unicode.Mn, unicode.Me) {
-		return f.mark(g.r)
+	if unicode.In(g.r, unicode.Mn, unicode.Me) && l.drawnFrom[g.font] != nil {
+		return l.drawnFrom[g.font].mark(g.r)
 	}
 	return markBox{}, false
 }
@@ -1275,12 +1275,15 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 
 // bidiLevels resolves the embedding levels of one paragraph, as one line.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
-	classes := make([]bidi.Class, len(rs))
+	classes, rtl := make([]bidi.Class, len(rs)), false
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
 		classes[i] = p.Class()
+		rtl = rtl || classes[i] == bidi.R || classes[i] == bidi.AL || classes[i] == bidi.AN
 	}
-	paraLevel = paragraphLevel(classes, fallback)
+	if paraLevel = paragraphLevel(classes, fallback); paraLevel == 0 && !rtl {
+		return make([]int8, len(rs)), 0 // nothing right to left: every level is 0
+	}
 	return resolveLevels(rs, classes, paraLevel), paraLevel
 }
 
