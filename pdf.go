@@ -764,13 +764,13 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
+	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b):
+		return false
 	case unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
 		return false
 	case a == ' ' || a == softHyphen:
 		return true
 	case b == ' ' || noBreakBefore(b) || unicode.In(a, unicode.Ps, unicode.Pi) || a >= 0x0E40 && a <= 0x0E44:
-		return false
-	case !breaksAnywhere(a) && !breaksAnywhere(b):
 		return false
 	case b >= 0x0E01 && b <= 0x0E2E: // a Thai consonant
 		k := n - 1
