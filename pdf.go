@@ -177,6 +177,7 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetLineWidth(1)
 	return &pdfLayout{
 		pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{},
+		unicode: map[string]string{},
 	}
 }
 
@@ -266,6 +267,7 @@ type pdfLayout struct {
 	fonts     *fontIndex
 	files     map[string][]byte    // the font files added to the document, by family
 	drawnFrom map[string]*fontFile // a family's font (a variant's too; nil if it failed)
+	unicode   map[string]string    // a Go font's UTF-8 face, once added (face)
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
@@ -319,7 +321,7 @@ func (l *pdfLayout) keepTogether(height float64) {
 // one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
 // lines when empty.
 func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
-	l.addFont(l.fonts.byName[font])
+	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
 		width -= 2 * pdfPadding
@@ -431,7 +433,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
-		gs[i].font = l.face(gs[i].font, gs[i].r)
+		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
 		r := gs[i].r
 		if r == softHyphen {
 			r = '-' // its width where it prints
@@ -483,7 +485,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			}
 			font := l.fonts.fallbackFor(r, run)
 			face := l.fonts.styled(font, family, r)
-			if face == nil || !l.addFont(face) {
+			if face == nil || !l.addFont(face, "") {
 				// The name's first letter stands for the character, so that a name broken
 				// over two lines gives it to the first.
 				for _, c := range l.missing(r) {
@@ -1130,7 +1132,9 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 }
 
 // addFont adds a font to the document once; one that can no longer be read reports false.
-func (l *pdfLayout) addFont(f *fontFile) bool {
+// A Go font is added as its 8-bit face, or as its UTF-8 face alone (face) where the first
+// text it draws has characters beyond the 8-bit face's that it has (another script).
+func (l *pdfLayout) addFont(f *fontFile, text string) bool {
 	if l.files[f.family] != nil {
 		return true
 	}
@@ -1138,13 +1142,16 @@ func (l *pdfLayout) addFont(f *fontFile) bool {
 	if err != nil {
 		return false
 	}
-	if f.ttf != nil {
+	l.files[f.family], l.drawnFrom[f.family] = ttf, f
+	switch {
+	case f.ttf == nil:
+		l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	case strings.ContainsFunc(text, func(r rune) bool { return winAnsiByte(r) == 0 && f.covers(r) }):
+		l.face(f.family, true)
+	default:
 		def, z := f.winAnsiFace()
 		l.pdf.AddFontFromBytes(f.family, "", def, z)
-	} else {
-		l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
 	}
-	l.files[f.family], l.drawnFrom[f.family] = ttf, f
 	return true
 }
 
@@ -1188,17 +1195,18 @@ func winAnsiByte(r rune) byte {
 	return 0
 }
 
-// face is the face of font that draws r: for a Go font, its 8-bit face where r is there,
-// else its UTF-8 face, added once.
-func (l *pdfLayout) face(font string, r rune) string {
-	ttf := pdfFonts[font]
-	if ttf == nil || winAnsiByte(r) != 0 {
+// face is the face of font that draws a character: for a Go font, its 8-bit face, unless
+// the character is beyond it (wide) or the document has the font's UTF-8 face already (one
+// face for the rest: fewer text operations); that face is added once.
+func (l *pdfLayout) face(font string, wide bool) string {
+	ttf, name := pdfFonts[font], l.unicode[font]
+	if ttf == nil || !wide && name == "" {
 		return font
 	}
-	name := font + "Unicode"
-	if l.files[name] == nil {
+	if name == "" {
+		name = font + "Unicode"
 		l.pdf.AddUTF8FontFromBytes(name, "", ttf)
-		l.files[name], l.drawnFrom[name] = ttf, l.drawnFrom[font]
+		l.files[name], l.drawnFrom[name], l.unicode[font] = ttf, l.drawnFrom[font], name
 	}
 	return name
 }
