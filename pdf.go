@@ -1132,9 +1132,9 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 }
 
 // addFont adds a font to the document once; one that can no longer be read reports false.
-// A Go font is added as its 8-bit face, or as its UTF-8 face alone (face) where the first
-// text it draws has characters beyond the 8-bit face's that it has (another script).
-func (l *pdfLayout) addFont(f *fontFile, text string) bool {
+// A Go font is added as its 8-bit face, or as its UTF-8 face alone (face) where s, the first
+// text it draws, has characters beyond the 8-bit face's that it has (another script).
+func (l *pdfLayout) addFont(f *fontFile, s string) bool {
 	if l.files[f.family] != nil {
 		return true
 	}
@@ -1146,7 +1146,7 @@ func (l *pdfLayout) addFont(f *fontFile, text string) bool {
 	switch {
 	case f.ttf == nil:
 		l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
-	case strings.ContainsFunc(text, func(r rune) bool { return winAnsiByte(r) == 0 && f.covers(r) }):
+	case strings.ContainsFunc(s, func(r rune) bool { return winAnsiByte(r) == 0 && f.covers(r) }):
 		l.face(f.family, true)
 	default:
 		def, z := f.winAnsiFace()
@@ -1178,8 +1178,8 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 		_ = zw.Close()
 		desc := pdf.GetFontDesc(f.family, "")
 		desc.Flags = desc.Flags&^4 | 32 // not symbolic: readers map codes by WinAnsiEncoding
-		f.winAnsiDef, _ = json.Marshal(map[string]any{"Tp": "TrueType", "Name": strings.ToLower(f.family),
-			"Desc": desc, "Cw": widths, "File": f.family + ".z", "OriginalSize": len(ttf)})
+		f.winAnsiDef, _ = json.Marshal(map[string]any{"Tp": "TrueType", "Desc": desc, "Cw": widths,
+			"Name": strings.ToLower(f.family), "File": f.family + ".z", "OriginalSize": len(ttf)})
 		f.winAnsiZ, f.winAnsiWidths = buf.Bytes(), widths
 	})
 	return f.winAnsiDef, f.winAnsiZ

@@ -224,7 +224,8 @@ func TestExportPDFTextLayer(t *testing.T) {
 		}
 		// The digits, Latin and brackets are the Go fonts' (spaces may be the fallback
 		// font's before them), also after a bracket drawn from the mirrored variant.
-		if g.text != " " && g.text < "\u0080" && !strings.HasPrefix(strings.TrimPrefix(g.font, "utf8"), "go") {
+		goFont := strings.HasPrefix(strings.TrimPrefix(g.font, "utf8"), "go")
+		if g.text != " " && g.text < "\u0080" && !goFont {
 			t.Errorf("%q shown in %s, not in a Go font", g.text, g.font)
 		}
 	}
@@ -251,7 +252,8 @@ func TestExportPDFTextLayer(t *testing.T) {
 	})
 	t.Run("mutool", func(t *testing.T) {
 		// MuPDF reads the order shown; it does not read /ActualText (the emoji's name).
-		checkReaderText(t, "MuPDF", mutoolText(t, buf.Bytes()), values[0], values[1], values[2], values[3], values[5], values[6], values[7])
+		checkReaderText(t, "MuPDF", mutoolText(t, buf.Bytes()),
+			values[0], values[1], values[2], values[3], values[5], values[6], values[7])
 	})
 	t.Run("pdf.js", func(t *testing.T) {
 		// pdf.js reads the order shown, but not /ActualText (the emoji's name), and writes
