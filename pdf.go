@@ -1187,7 +1187,7 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 
 // winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, which is PDF's
 // WinAnsiEncoding for its printable characters), or 0 where r is not there: a control, or
-// the no-break space, which readers copy as a space. (A soft hyphen prints as a hyphen.)
+// the no-break space, which readers copy as a space (a soft hyphen only prints as "-").
 func winAnsiByte(r rune) byte {
 	if b, ok := charmap.Windows1252.EncodeRune(r); ok && !unicode.IsControl(r) && r != '\u00A0' {
 		return b

@@ -134,7 +134,7 @@ type pdfTextLine struct {
 	Typed   string // the text they stand for (/ActualText), in the order they are shown
 	X, EndX float64
 	Y       float64 // the baseline, in points from the bottom edge
-	Font    string  // BaseFont without its subset prefix, e.g. GoBold
+	Font    string  // BaseFont without its subset prefix, e.g. gobold
 	Size    float64
 }
 
