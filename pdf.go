@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"compress/zlib"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,6 +31,7 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/image/math/fixed"
+	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
@@ -167,13 +170,14 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
-	// garbage, a quarter of a five-page document's cost; the fonts stay compressed.
+	// garbage, more than the rest of a document costs; the fonts come compressed.
 	pdf.SetCompression(false)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
 	return &pdfLayout{
 		pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{},
+		unicode: map[string]string{},
 	}
 }
 
@@ -263,6 +267,7 @@ type pdfLayout struct {
 	fonts     *fontIndex
 	files     map[string][]byte    // the font files added to the document, by family
 	drawnFrom map[string]*fontFile // a family's font (a variant's too; nil if it failed)
+	unicode   map[string]string    // a Go font's UTF-8 face, once added (face)
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
@@ -314,9 +319,9 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, at least a line
 // for each of its lines; text without letters is right to left where rtl is set. A framed
 // one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
-// lines when empty. fpdf embeds each font afresh in every document, most of its cost.
+// lines when empty.
 func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
-	l.addFont(l.fonts.byName[font])
+	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
 		width -= 2 * pdfPadding
@@ -428,11 +433,18 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	levels, paraLevel := bidiLevels(rs, fallback)
 	for i := range gs {
 		gs[i].level = levels[i]
-		l.setFont(gs[i].font, size)
-		if gs[i].r == softHyphen {
-			gs[i].w = l.pdf.GetStringWidth("-") // its width where it prints
+		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
+		r := gs[i].r
+		if r == softHyphen {
+			r = '-' // its width where it prints
+		}
+		// fpdf measures only in the font selected, and writes each selection into the
+		// page: an 8-bit face's glyphs are measured by its own widths.
+		if f := l.drawnFrom[gs[i].font]; pdfFonts[gs[i].font] != nil {
+			gs[i].w = float64(f.winAnsiWidths[winAnsiByte(r)]) * size / 1000
 		} else {
-			gs[i].w = l.pdf.GetStringWidth(string(gs[i].r))
+			l.setFont(gs[i].font, size)
+			gs[i].w = l.pdf.GetStringWidth(string(r))
 		}
 	}
 	l.placeMarks(gs, size)
@@ -473,7 +485,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 			}
 			font := l.fonts.fallbackFor(r, run)
 			face := l.fonts.styled(font, family, r)
-			if face == nil || !l.addFont(face) {
+			if face == nil || !l.addFont(face, "") {
 				// The name's first letter stands for the character, so that a name broken
 				// over two lines gives it to the first.
 				for _, c := range l.missing(r) {
@@ -697,8 +709,8 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 type markBox struct{ minX, maxX, bottom, top float64 }
 
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
-	if f := l.drawnFrom[g.font]; f != nil && unicode.In(g.r, unicode.Mn, unicode.Me) {
-		return f.mark(g.r)
+	if unicode.In(g.r, unicode.Mn, unicode.Me) && l.drawnFrom[g.font] != nil {
+		return l.drawnFrom[g.font].mark(g.r)
 	}
 	return markBox{}, false
 }
@@ -754,13 +766,13 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
+	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b):
+		return false
 	case unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
 		return false
 	case a == ' ' || a == softHyphen:
 		return true
 	case b == ' ' || noBreakBefore(b) || unicode.In(a, unicode.Ps, unicode.Pi) || a >= 0x0E40 && a <= 0x0E44:
-		return false
-	case !breaksAnywhere(a) && !breaksAnywhere(b):
 		return false
 	case b >= 0x0E01 && b <= 0x0E2E: // a Thai consonant
 		k := n - 1
@@ -839,8 +851,12 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 			defer l.pdf.RawWriteStr("EMC")
 		}
 	}
+	text := run.String()
+	if pdfFonts[font] != nil {
+		text, _ = charmap.Windows1252.NewEncoder().String(text) // face gave it only such text
+	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
-	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), run.String())
+	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), text)
 }
 
 // asTyped reports glyphs that are, one for one, the characters typed.
@@ -864,7 +880,7 @@ type fontIndex struct {
 
 // fontFile is one TrueType font: a Go font (ttf), or a fallback font's file (path), read
 // when a character is first looked up in it and then by each document that embeds it, as
-// fpdf parses it afresh for each anyway. Its character map is kept as a bitmap (8 KiB).
+// fpdf parses a UTF-8 font afresh for each anyway. Its character map is a bitmap (8 KiB).
 type fontFile struct {
 	family string // the fpdf family name, unique in the index
 	path   string
@@ -877,6 +893,10 @@ type fontFile struct {
 	measureOnce sync.Once
 	marks       map[rune]markBox // its combining marks without an advance, for placeMarks
 	depth       float64          // how far its letters and marks reach below the baseline, in em
+
+	winAnsiOnce          sync.Once
+	winAnsiDef, winAnsiZ []byte // a Go font's 8-bit face (winAnsiFace)
+	winAnsiWidths        []int  // its advances by code, in 1/1000 em
 }
 
 // fontDirs is the folders to search: PDF_FONT_DIR's (":"-separated), then the usual ones.
@@ -1112,7 +1132,9 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 }
 
 // addFont adds a font to the document once; one that can no longer be read reports false.
-func (l *pdfLayout) addFont(f *fontFile) bool {
+// A Go font is added as its 8-bit face, or as its UTF-8 face alone (face) where s, the first
+// text it draws, has characters beyond the 8-bit face's that it has (another script).
+func (l *pdfLayout) addFont(f *fontFile, s string) bool {
 	if l.files[f.family] != nil {
 		return true
 	}
@@ -1120,9 +1142,73 @@ func (l *pdfLayout) addFont(f *fontFile) bool {
 	if err != nil {
 		return false
 	}
-	l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
 	l.files[f.family], l.drawnFrom[f.family] = ttf, f
+	switch {
+	case f.ttf == nil:
+		l.pdf.AddUTF8FontFromBytes(f.family, "", ttf)
+	case strings.ContainsFunc(s, func(r rune) bool { return winAnsiByte(r) == 0 && f.covers(r) }):
+		l.face(f.family, true)
+	default:
+		def, z := f.winAnsiFace()
+		l.pdf.AddFontFromBytes(f.family, "", def, z)
+	}
 	return true
+}
+
+// winAnsiFace returns a Go font's 8-bit face, made once: the font cut to the characters
+// of WinAnsiEncoding, zlib-compressed, and fpdf's definition of it, with the widths and
+// descriptor fpdf reads from the whole font. A document adds it for the cost of reading
+// that definition; a UTF-8 font costs fpdf a parse and a compressed subset per document.
+func (f *fontFile) winAnsiFace() (def, z []byte) {
+	f.winAnsiOnce.Do(func() {
+		pdf := fpdf.New("P", "pt", "A4", "")
+		pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
+		pdf.SetFont(f.family, "", 10)
+		var cutset []rune
+		widths := make([]int, 256)
+		for b := range 256 {
+			if r := charmap.Windows1252.DecodeByte(byte(b)); winAnsiByte(r) != 0 {
+				cutset, widths[b] = append(cutset, r), pdf.GetStringSymbolWidth(string(r))
+			}
+		}
+		ttf := fpdf.UTF8CutFont(f.ttf, string(cutset))
+		var buf bytes.Buffer
+		zw := zlib.NewWriter(&buf)
+		_, _ = zw.Write(ttf)
+		_ = zw.Close()
+		desc := pdf.GetFontDesc(f.family, "")
+		desc.Flags = desc.Flags&^4 | 32 // not symbolic: readers map codes by WinAnsiEncoding
+		f.winAnsiDef, _ = json.Marshal(map[string]any{"Tp": "TrueType", "Desc": desc, "Cw": widths,
+			"Name": strings.ToLower(f.family), "File": f.family + ".z", "OriginalSize": len(ttf)})
+		f.winAnsiZ, f.winAnsiWidths = buf.Bytes(), widths
+	})
+	return f.winAnsiDef, f.winAnsiZ
+}
+
+// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, which is PDF's
+// WinAnsiEncoding for its printable characters), or 0 where r is not there: a control, or
+// the no-break space, which readers copy as a space (a soft hyphen only prints as "-").
+func winAnsiByte(r rune) byte {
+	if b, ok := charmap.Windows1252.EncodeRune(r); ok && !unicode.IsControl(r) && r != '\u00A0' {
+		return b
+	}
+	return 0
+}
+
+// face is the face of font that draws a character: for a Go font, its 8-bit face, unless
+// the character is beyond it (wide) or the document has the font's UTF-8 face already (one
+// face for the rest: fewer text operations); that face is added once.
+func (l *pdfLayout) face(font string, wide bool) string {
+	ttf, name := pdfFonts[font], l.unicode[font]
+	if ttf == nil || !wide && name == "" {
+		return font
+	}
+	if name == "" {
+		name = font + "Unicode"
+		l.pdf.AddUTF8FontFromBytes(name, "", ttf)
+		l.files[name], l.drawnFrom[name], l.unicode[font] = ttf, l.drawnFrom[font], name
+	}
+	return name
 }
 
 // addVariant adds to the document, once, the font name: family's font with a character
@@ -1197,12 +1283,15 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 
 // bidiLevels resolves the embedding levels of one paragraph, as one line.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
-	classes := make([]bidi.Class, len(rs))
+	classes, rtl := make([]bidi.Class, len(rs)), false
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
 		classes[i] = p.Class()
+		rtl = rtl || classes[i] == bidi.R || classes[i] == bidi.AL || classes[i] == bidi.AN
 	}
-	paraLevel = paragraphLevel(classes, fallback)
+	if paraLevel = paragraphLevel(classes, fallback); paraLevel == 0 && !rtl {
+		return make([]int8, len(rs)), 0 // nothing right to left: every level is 0
+	}
 	return resolveLevels(rs, classes, paraLevel), paraLevel
 }
 

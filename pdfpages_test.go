@@ -188,9 +188,9 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	t.Helper()
 	var sf *sfnt.Font
 	for _, f := range fonts.byName {
-		name := "utf8" + strings.ToLower(f.family)
-		if strings.HasSuffix(g.font, name) || strings.HasSuffix(g.font, name+"init") ||
-			strings.HasSuffix(g.font, name+"medi") || strings.HasSuffix(g.font, name+"fina") {
+		name, font := strings.ToLower(f.family), strings.TrimPrefix(g.font, "utf8")
+		if font == name || font == name+"unicode" || font == name+"init" ||
+			font == name+"medi" || font == name+"fina" {
 			ttf, err := f.file()
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"golang.org/x/text/encoding/charmap"
 )
 
 // popplerTool runs one of poppler-utils' programs on a PDF and returns its output. The
@@ -93,8 +95,10 @@ func checkPopplerAgrees(t *testing.T, pdf []byte) {
 // A reader of the PDFs this service writes, so that the core checks need nothing but Go.
 // It knows what fpdf writes: objects one after another (no object streams, no
 // encryption), zlib FlateDecode streams, Type0 fonts with Identity-H, a ToUnicode CMap and
-// a /W widths array, and text shown with Tj/TJ strings placed by Td/Tm inside BT/ET. It
-// is not a general PDF reader and fails the test on anything it does not know.
+// a /W widths array, TrueType fonts in WinAnsiEncoding (ISO 32000-1 Annex D, which
+// Windows-1252 is for its printable characters) with /FirstChar and /Widths, and text
+// shown with Tj/TJ strings placed by Td/Tm inside BT/ET. It is not a general PDF reader
+// and fails the test on anything it does not know.
 
 // pdfDoc is what readPDF finds in a document.
 type pdfDoc struct {
@@ -130,7 +134,7 @@ type pdfTextLine struct {
 	Typed   string // the text they stand for (/ActualText), in the order they are shown
 	X, EndX float64
 	Y       float64 // the baseline, in points from the bottom edge
-	Font    string  // BaseFont without its subset prefix, e.g. utf8gobold
+	Font    string  // BaseFont without its subset prefix, e.g. gobold
 	Size    float64
 }
 
@@ -313,8 +317,11 @@ func (f *pdfFont) text(code int) string {
 			return string(rs)
 		}
 	}
-	if f.codeBytes == 1 {
-		return string(rune(code))
+	switch {
+	case f.codeBytes == 1 && (code == 0xA0 || code == 0xAD):
+		return map[int]string{0xA0: " ", 0xAD: "-"}[code] // WinAnsi's duplicates (Annex D)
+	case f.codeBytes == 1:
+		return string(charmap.Windows1252.DecodeByte(byte(code)))
 	}
 	return "\uFFFD"
 }
@@ -375,6 +382,9 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 			i += 3
 		}
 	} else {
+		if d["Encoding"] != pdfName("WinAnsiEncoding") {
+			return nil, fmt.Errorf("font %s: encoding %v", name, d["Encoding"])
+		}
 		first, _ := r.resolve(d["FirstChar"]).(float64)
 		ws, _ := r.resolve(d["Widths"]).([]any)
 		for i, v := range ws {
