@@ -706,18 +706,15 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int
 
 // Response is one listed response with its values in form order.
 type Response struct {
-	ID          int64          `json:"id"`
-	SubmittedAt string         `json:"submittedAt"`
-	Values      ResponseValues `json:"values"`
+	ID          int64
+	SubmittedAt string
+	Values      []ResponseValue
 }
 
-// ResponseValues are a response's values in form order; see MarshalJSON.
-type ResponseValues []ResponseValue
-
-// ResponseValue is one value of a listed response.
+// ResponseValue is one value of a listed response: not Valid for SQL NULL.
 type ResponseValue struct {
 	Field *ListedField
-	Value *string
+	Value sql.NullString
 }
 
 // ListedField is what the response list shows of a field, and its index in form order.
@@ -768,11 +765,11 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	list := []Response{}
 	size := 0    // bytes of the values read
 	cut := false // the page stopped at listPageBytes
+	var id int64
+	var submittedAt sql.RawBytes // copied once per response, not once per value
+	var fieldID sql.NullInt64
+	var value sql.NullString // the driver's string, kept without a copy
 	for rows.Next() {
-		var id int64
-		var submittedAt sql.RawBytes // copied once per response, not once per value
-		var fieldID sql.NullInt64
-		var value *string
 		if err := rows.Scan(&id, &submittedAt, &fieldID, &value); err != nil {
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
@@ -781,14 +778,13 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 				cut = true
 				break
 			}
-			list = append(list, Response{ID: id, SubmittedAt: string(submittedAt), Values: ResponseValues{}})
+			values := make([]ResponseValue, 0, len(fields))
+			list = append(list, Response{ID: id, SubmittedAt: string(submittedAt), Values: values})
 		}
 		if f, ok := byID[fieldID.Int64]; fieldID.Valid && ok {
 			r := &list[len(list)-1]
-			r.Values = append(r.Values, ResponseValue{Field: f, Value: value})
-			if value != nil {
-				size += len(*value)
-			}
+			r.Values = append(r.Values, ResponseValue{f, value})
+			size += len(value.String)
 		}
 	}
 	if err := rows.Err(); err != nil {
