@@ -79,7 +79,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		keys[i] = fmt.Appendf(nil, `"%d":{"label":%s,"type":%s,"value":`, f.ID, label, typ)
 	}
 	enc := json.NewEncoder(&out.buf)
-	var text string // encoded by pointer: a string put in an interface would be copied each time
+	var text string // passed by pointer: a string put in an interface is allocated each time
 	writeString := func(s string) {
 		text = s
 		enc.Encode(&text)                   // strings never fail to encode

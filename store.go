@@ -749,8 +749,8 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // since its fields were read) is left out. A form that does not exist has no responses.
 //
 // SQLite packs the values of a response into one text, "<field id> <bytes> <value>" each,
-// joined by spaces, NULL a length of -1: a row a response, where a row a value cost the
-// list twice the time (a cgo call and the driver's allocations for every row).
+// NULL a length of -1: a row a response, where a row a value cost the list twice the
+// time (a cgo call and the driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
@@ -759,7 +759,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	rows, err := s.read.QueryContext(ctx,
 		`SELECT id, submittedAt,
 		        (SELECT group_concat(fieldId || ' ' || ifnull(octet_length(value), -1) || ' ' ||
-		                             ifnull(value, ''), ' ')
+		                             ifnull(value, ''), '')
 		           FROM response_values WHERE responseId = r.id)
 		   FROM responses r
 		  WHERE formId = ? AND (submittedAt, id) < (?, ?)
@@ -776,19 +776,21 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 			cut = true
 			break
 		}
+		var r Response
 		var packed sql.NullString // NULL for a response without values
-		r := Response{Values: make([]ResponseValue, 0, len(fields))}
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
+		// A packed value takes 4 bytes at least.
+		r.Values = make([]ResponseValue, 0, min(len(fields), len(packed.String)/4))
 		for rest := packed.String; rest != ""; {
-			id, length, value := "", "", sql.NullString{}
+			var id, length string
 			id, rest, _ = strings.Cut(rest, " ")
 			length, rest, _ = strings.Cut(rest, " ")
 			fieldID, _ := strconv.ParseInt(id, 10, 64)
 			n, _ := strconv.Atoi(length)
-			value.String, value.Valid = rest[:max(n, 0)], n >= 0
-			rest = strings.TrimPrefix(rest[len(value.String):], " ")
+			value := sql.NullString{String: rest[:max(n, 0)], Valid: n >= 0}
+			rest = rest[len(value.String):]
 			if f, ok := byID[fieldID]; ok {
 				r.Values = append(r.Values, ResponseValue{f, value})
 				size += len(value.String)
