@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -235,13 +236,16 @@ func TestListResponses(t *testing.T) {
 func TestListResponsesBytes(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	values := []*string{ptr(""), nil, ptr(" "), ptr("1 2 -1 3"), ptr("<b>&amp;</b>"), ptr("\u2028\u2029"),
-		ptr("a\x00b"), ptr("\"\\\b\f\n\r\t\x01\x1f\x7f"), ptr("é€𝄞"), ptr("\xff\xfe"), ptr("\xed\xa0\x80z")}
+	values := []*string{ptr(""), nil, ptr(" "), ptr("1 2 -1 3"), ptr("<b>&amp;</b>"),
+		ptr("\u2028\u2029"), ptr("a\x00b"), ptr("\"\\\b\f\n\r\t\x01\x1f\x7f"), ptr("é€𝄞"),
+		ptr("\xff\xfe"), ptr("\xed\xa0\x80z")}
 	var fields []any
 	for i := range values {
-		fields = append(fields, map[string]any{"label": fmt.Sprintf("<%d> & \u2028", i), "type": "text"})
+		label := fmt.Sprintf("<%d> & \u2028", i)
+		fields = append(fields, map[string]any{"label": label, "type": "text"})
 	}
-	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": fields}}})
+	category := map[string]any{"fields": fields}
+	f := e.createForm(map[string]any{"title": "T", "categories": []any{category}})
 	stored := map[int64]*string{}
 	for i, fd := range f.Categories[0].Fields {
 		stored[fd.ID] = values[i]
@@ -266,17 +270,20 @@ func TestListResponsesBytes(t *testing.T) {
 	var want strings.Builder
 	fmt.Fprintf(&want, `[{"id":%d,"submittedAt":%s,"values":{`, id, quote(list[0].SubmittedAt))
 	for i, fd := range f.Categories[0].Fields {
-		got := list[0].Values[i]
-		if got.Field.ID != fd.ID || got.Value.Valid != (values[i] != nil) || got.Value.String != text(values[i]) {
-			t.Errorf("value %d read back as %d %+v, want %d %q", i, got.Field.ID, got.Value, fd.ID, text(values[i]))
+		read := sql.NullString{String: text(values[i]), Valid: values[i] != nil}
+		if got := list[0].Values[i]; got.Field.ID != fd.ID || got.Value != read {
+			t.Errorf("value %d read back as %d %+v, want %d %+v",
+				i, got.Field.ID, got.Value, fd.ID, read)
 		}
 		if i > 0 {
 			want.WriteByte(',')
 		}
-		fmt.Fprintf(&want, `"%d":{"label":%s,"type":"text","value":%s}`, fd.ID, quote(fd.Label), quote(values[i]))
+		fmt.Fprintf(&want, `"%d":{"label":%s,"type":"text","value":%s}`,
+			fd.ID, quote(fd.Label), quote(values[i]))
 	}
 	want.WriteString("}}]\n")
-	if status, raw := e.do("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil); status != 200 || string(raw) != want.String() {
+	status, raw := e.do("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil)
+	if status != 200 || string(raw) != want.String() {
 		t.Errorf("list = %d\n%s\nwant\n%s", status, raw, want.String())
 	}
 }

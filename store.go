@@ -796,7 +796,9 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 				size += len(value.String)
 			}
 		}
-		slices.SortFunc(r.Values, func(a, b ResponseValue) int { return a.Field.position - b.Field.position })
+		slices.SortFunc(r.Values, func(a, b ResponseValue) int {
+			return a.Field.position - b.Field.position
+		})
 		list = append(list, r)
 	}
 	if err := rows.Err(); err != nil {

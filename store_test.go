@@ -724,6 +724,7 @@ func TestListResponsesReadError(t *testing.T) {
 	conn.Close()
 	page, next, err := e.store.ListResponses(ctx, f.ID, fields, listStart())
 	if err == nil || !strings.Contains(err.Error(), "too big") {
-		t.Errorf("ListResponses = %d responses, next %v, error %v; want the second row's error", len(page), next, err)
+		t.Errorf("ListResponses = %d responses, next %v, error %v; want the second row's error",
+			len(page), next, err)
 	}
 }
