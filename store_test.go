@@ -728,3 +728,26 @@ func TestListResponsesReadError(t *testing.T) {
 			len(page), next, err)
 	}
 }
+
+// TestListResponsesOtherFields: a value of a field not among those given (the form was
+// replaced after they were read) is left out of the list.
+func TestListResponsesOtherFields(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	ctx := context.Background()
+	f := e.createForm(fullForm())
+	_, fields, err := e.store.ResponseFields(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), fullForm(), nil); status != 200 {
+		t.Fatalf("update = %d", status)
+	}
+	var replaced FormDetail
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &replaced)
+	e.submit(f.ID, map[string]any{itoa(replaced.Categories[0].Fields[0].ID): "new"})
+	page, _, err := e.store.ListResponses(ctx, f.ID, fields, listStart())
+	if err != nil || len(page) != 1 || len(page[0].Values) != 0 {
+		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values", page, err)
+	}
+}
