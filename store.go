@@ -748,9 +748,9 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // page; nil when this is the last. A value of another field (the form was replaced
 // since its fields were read) is left out. A form that does not exist has no responses.
 //
-// SQLite packs the values of a response into one text, "<field id> <bytes> <value>" each,
-// NULL a length of -1: a row a response, where a row a value cost the list twice the
-// time (a cgo call and the driver's allocations for every row).
+// SQLite packs the values of a response into one text (see unpackValues): a row a
+// response, where a row a value cost the list twice the time (a cgo call and the
+// driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
@@ -781,24 +781,9 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
-		// A packed value takes 4 bytes at least.
-		r.Values = make([]ResponseValue, 0, min(len(fields), len(packed.String)/4))
-		for rest := packed.String; rest != ""; {
-			var id, length string
-			id, rest, _ = strings.Cut(rest, " ")
-			length, rest, _ = strings.Cut(rest, " ")
-			fieldID, _ := strconv.ParseInt(id, 10, 64)
-			n, _ := strconv.Atoi(length)
-			value := sql.NullString{String: rest[:max(n, 0)], Valid: n >= 0}
-			rest = rest[len(value.String):]
-			if f, ok := byID[fieldID]; ok {
-				r.Values = append(r.Values, ResponseValue{f, value})
-				size += len(value.String)
-			}
-		}
-		slices.SortFunc(r.Values, func(a, b ResponseValue) int {
-			return a.Field.position - b.Field.position
-		})
+		var n int
+		r.Values, n = unpackValues(packed.String, byID)
+		size += n
 		list = append(list, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -809,6 +794,32 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	last := list[len(list)-1]
 	return list, &Cursor{last.SubmittedAt, last.ID}, nil
+}
+
+// unpackValues reads a response's values as ListResponses' query packs them, "<field id>
+// <bytes> <value>" each, NULL a length of -1, and returns those of the fields in byID in
+// form order, substrings of packed, and the bytes they hold.
+func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, int) {
+	// A packed value takes 4 bytes at least.
+	values := make([]ResponseValue, 0, min(len(byID), len(packed)/4))
+	size := 0
+	for rest := packed; rest != ""; {
+		var id, length string
+		id, rest, _ = strings.Cut(rest, " ")
+		length, rest, _ = strings.Cut(rest, " ")
+		fieldID, _ := strconv.ParseInt(id, 10, 64)
+		n, _ := strconv.Atoi(length)
+		value := sql.NullString{String: rest[:max(n, 0)], Valid: n >= 0}
+		rest = rest[len(value.String):]
+		if f, ok := byID[fieldID]; ok {
+			values = append(values, ResponseValue{f, value})
+			size += len(value.String)
+		}
+	}
+	slices.SortFunc(values, func(a, b ResponseValue) int {
+		return a.Field.position - b.Field.position
+	})
+	return values, size
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's

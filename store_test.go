@@ -748,6 +748,7 @@ func TestListResponsesOtherFields(t *testing.T) {
 	e.submit(f.ID, map[string]any{itoa(replaced.Categories[0].Fields[0].ID): "new"})
 	page, _, err := e.store.ListResponses(ctx, f.ID, fields, listStart())
 	if err != nil || len(page) != 1 || len(page[0].Values) != 0 {
-		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values", page, err)
+		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values",
+			page, err)
 	}
 }
