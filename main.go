@@ -847,14 +847,19 @@ func (p *pagedWriter) arrayItem(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode list item %d: %w", p.items, err)
 	}
+	p.nextItem()
+	p.buf.Write(b)
+	return nil
+}
+
+// nextItem begins the next item of the array, which the caller then writes into buf.
+func (p *pagedWriter) nextItem() {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
 	} else {
 		p.buf.WriteByte(',')
 	}
 	p.items++
-	p.buf.Write(b)
-	return nil
 }
 
 func (p *pagedWriter) endArray() error {

@@ -62,18 +62,50 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 }
 
 // handleListResponses writes a form's responses, newest first, as a JSON array a page at
-// a time (see pagedWriter): a list of any length costs the memory of a page.
+// a time (see pagedWriter): a list of any length costs the memory of a page. Each value
+// is written once, straight into the page: {"id": …, "submittedAt": …, "values":
+// {"<field id>": {"label": …, "type": …, "value": …}, …}}, the values in form order,
+// which a Go map could not keep.
 func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
 	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
 		return err
 	}
 	out := s.newPagedWriter(w, r)
+	keys := make([][]byte, len(fields)) // `"<id>":{"label":…,"type":…,"value":` by position
+	for i, f := range fields {
+		label, _ := json.Marshal(f.Label) // strings never fail to encode
+		typ, _ := json.Marshal(f.Type)
+		keys[i] = fmt.Appendf(nil, `"%d":{"label":%s,"type":%s,"value":`, f.ID, label, typ)
+	}
+	enc := json.NewEncoder(&out.buf)
+	var text string // passed by pointer: a string put in an interface is allocated each time
+	writeString := func(s string) {
+		text = s
+		enc.Encode(&text)                   // strings never fail to encode
+		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
+	}
 	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
 		for _, resp := range page {
-			if err := out.arrayItem(resp); err != nil {
-				return err
+			out.nextItem()
+			out.buf.WriteString(`{"id":`)
+			out.buf.Write(strconv.AppendInt(out.buf.AvailableBuffer(), resp.ID, 10))
+			out.buf.WriteString(`,"submittedAt":`)
+			writeString(resp.SubmittedAt)
+			out.buf.WriteString(`,"values":{`)
+			for i, v := range resp.Values {
+				if i > 0 {
+					out.buf.WriteByte(',')
+				}
+				out.buf.Write(keys[v.Field.position])
+				if v.Value.Valid {
+					writeString(v.Value.String)
+				} else {
+					out.buf.WriteString("null")
+				}
+				out.buf.WriteByte('}')
 			}
+			out.buf.WriteString("}}")
 		}
 		return nil
 	})
@@ -146,8 +178,8 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
 			for _, v := range resp.Values {
-				if v.Value != nil {
-					row[2+v.Field.position] = csvCell(*v.Value)
+				if v.Value.Valid {
+					row[2+v.Field.position] = csvCell(v.Value.String)
 				}
 			}
 			cw.Write(row)
@@ -214,31 +246,6 @@ func dispositionHeader(disposition, name string) string {
 		}
 	}
 	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc.String()
-}
-
-// MarshalJSON writes the values as an object keyed by field id, in form order, which a
-// Go map could not keep: {"12": {"label": …, "type": …, "value": …}, …}. One Encoder
-// writes every value into one buffer (json.Marshal drops the newline it ends each with).
-func (vs ResponseValues) MarshalJSON() ([]byte, error) {
-	type value struct {
-		Label string  `json:"label"`
-		Type  string  `json:"type"`
-		Value *string `json:"value"`
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	buf.WriteByte('{')
-	for i, v := range vs {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteByte('"')
-		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), v.Field.ID, 10))
-		buf.WriteString(`":`)
-		enc.Encode(value{v.Field.Label, v.Field.Type, v.Value}) // strings never fail to encode
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
 }
 
 // The original service stored every submitted value with JavaScript's String(value); the

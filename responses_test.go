@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -224,6 +226,65 @@ func TestListResponses(t *testing.T) {
 	other := e.createForm(map[string]any{"title": "none"})
 	if status := e.doJSON("GET", "/api/forms/"+itoa(other.ID)+"/responses", nil, &none); status != 200 || none == nil || len(none) != 0 {
 		t.Errorf("list of a form without responses = %d %v, want 200 []", status, none)
+	}
+}
+
+// TestListResponsesBytes: the list writes every value byte for byte as encoding/json
+// does (HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD), and the store
+// reads back every value as stored: NUL, spaces and digits inside a value, "" apart
+// from null.
+func TestListResponsesBytes(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	values := []*string{ptr(""), nil, ptr(" "), ptr("1 2 -1 3"), ptr("<b>&amp;</b>"),
+		ptr("\u2028\u2029"), ptr("a\x00b"), ptr("\"\\\b\f\n\r\t\x01\x1f\x7f"), ptr("é€𝄞"),
+		ptr("\xff\xfe"), ptr("\xed\xa0\x80z")}
+	var fields []any
+	for i := range values {
+		label := fmt.Sprintf("<%d> & \u2028", i)
+		fields = append(fields, map[string]any{"label": label, "type": "text"})
+	}
+	category := map[string]any{"fields": fields}
+	f := e.createForm(map[string]any{"title": "T", "categories": []any{category}})
+	stored := map[int64]*string{}
+	for i, fd := range f.Categories[0].Fields {
+		stored[fd.ID] = values[i]
+	}
+	id, err := e.store.CreateResponse(context.Background(), f.ID, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fieldID, v := range stored { // CreateResponse's JSON would make invalid UTF-8 U+FFFD
+		var raw any // NULL for nil
+		if v != nil {
+			raw = []byte(*v)
+		}
+		if _, err := e.store.write.Exec(`UPDATE response_values SET value = CAST(? AS TEXT)
+			WHERE responseId = ? AND fieldId = ?`, raw, id, fieldID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(v *string) string { return *cmp.Or(v, new("")) }
+	list := allResponses(t, e.store, f.ID)
+	quote := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	var want strings.Builder
+	fmt.Fprintf(&want, `[{"id":%d,"submittedAt":%s,"values":{`, id, quote(list[0].SubmittedAt))
+	for i, fd := range f.Categories[0].Fields {
+		read := sql.NullString{String: text(values[i]), Valid: values[i] != nil}
+		if got := list[0].Values[i]; got.Field.ID != fd.ID || got.Value != read {
+			t.Errorf("value %d read back as %d %+v, want %d %+v",
+				i, got.Field.ID, got.Value, fd.ID, read)
+		}
+		if i > 0 {
+			want.WriteByte(',')
+		}
+		fmt.Fprintf(&want, `"%d":{"label":%s,"type":"text","value":%s}`,
+			fd.ID, quote(fd.Label), quote(values[i]))
+	}
+	want.WriteString("}}]\n")
+	status, raw := e.do("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil)
+	if status != 200 || string(raw) != want.String() {
+		t.Errorf("list = %d\n%s\nwant\n%s", status, raw, want.String())
 	}
 }
 

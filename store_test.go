@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // TestMigrateKeepsExistingDatabase opens a forms.db written by the service before its
@@ -690,5 +692,63 @@ func TestCheckCopyFindsCorruption(t *testing.T) {
 	}
 	if err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "integrity_check says") {
 		t.Errorf("checkCopy of a corrupt index = %v, want integrity_check's finding", err)
+	}
+}
+
+// TestListResponsesReadError: a row of a page that fails to read (here past SQLite's
+// length limit, lowered on the one read connection) fails the page: it is not its end.
+func TestListResponsesReadError(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	ctx := context.Background()
+	f := e.createForm(fullForm())
+	field := itoa(f.Categories[0].Fields[0].ID)
+	e.submit(f.ID, map[string]any{field: strings.Repeat("v", 2000)})
+	e.submit(f.ID, map[string]any{field: "short"}) // newer: the page's first row reads well
+	_, fields, err := e.store.ResponseFields(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store.read.SetMaxOpenConns(1)
+	conn, err := e.store.read.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.Raw(func(c any) error {
+		c.(*sqlite3.SQLiteConn).SetLimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	page, next, err := e.store.ListResponses(ctx, f.ID, fields, listStart())
+	if err == nil || !strings.Contains(err.Error(), "too big") {
+		t.Errorf("ListResponses = %d responses, next %v, error %v; want the second row's error",
+			len(page), next, err)
+	}
+}
+
+// TestListResponsesOtherFields: a value of a field not among those given (the form was
+// replaced after they were read) is left out of the list.
+func TestListResponsesOtherFields(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	ctx := context.Background()
+	f := e.createForm(fullForm())
+	_, fields, err := e.store.ResponseFields(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status := e.doJSON("PUT", "/api/forms/"+itoa(f.ID), fullForm(), nil); status != 200 {
+		t.Fatalf("update = %d", status)
+	}
+	var replaced FormDetail
+	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &replaced)
+	e.submit(f.ID, map[string]any{itoa(replaced.Categories[0].Fields[0].ID): "new"})
+	page, _, err := e.store.ListResponses(ctx, f.ID, fields, listStart())
+	if err != nil || len(page) != 1 || len(page[0].Values) != 0 {
+		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values",
+			page, err)
 	}
 }
