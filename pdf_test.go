@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"mime"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -385,6 +386,12 @@ func TestExportPDFHeaders(t *testing.T) {
 		if _, _, err := mime.ParseMediaType(got[0]); err != nil {
 			t.Errorf("title %q: header does not parse: %v", tc.title, err)
 		}
+	}
+	// The type is the handler's: net/http would guess it from %PDF-, a recorder does not.
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, apiRequest("GET", "/api/responses/1/export/pdf", nil))
+	if h := w.Result().Header; !slices.Equal(h.Values("Content-Type"), []string{"application/pdf"}) {
+		t.Errorf("the handler's headers %q, want Content-Type application/pdf", h)
 	}
 }
 

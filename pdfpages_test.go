@@ -227,7 +227,8 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 
 // TestExportPDFValueDirection: a value without letters (a number, a date, Yes) takes
 // its label's direction: right-aligned under a Hebrew label, in a frame too; at the
-// margin under a Latin one.
+// margin under a Latin one, and under one without letters (a question's number), which
+// is left to right.
 func TestExportPDFValueDirection(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -240,6 +241,7 @@ func TestExportPDFValueDirection(t *testing.T) {
 		{"تم", "boolean", "true", "Yes", 550},
 		{"הערות", "textarea", "12", "12", 545},
 		{"Number", "number", "12", "12", 0},
+		{"7.", "number", "12", "12", 0},
 	} {
 		form, values := oneFieldForm("T", tc.fieldType, tc.value)
 		form.Categories[0].Fields[0].Label = tc.label
@@ -278,6 +280,37 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	}
 	if third := page.TextLines[1]; third.Text != "third" || page.TextLines[0].Y-third.Y < 2*13.2-0.01 {
 		t.Errorf("the blank line inside page 2 is lost: %v", page.TextLines)
+	}
+}
+
+// TestExportPDFLinesFillTheWidth: prose fills each line from the margin to the right
+// edge less a word at most, 500 pt in a text value, 490 pt inside a textarea's frame.
+func TestExportPDFLinesFillTheWidth(t *testing.T) {
+	t.Parallel()
+	// Article 1 of the Universal Declaration of Human Rights, three times.
+	prose := strings.Repeat("All human beings are born free and equal in dignity and rights. They are "+
+		"endowed with reason and conscience and should act towards one another in a spirit of "+
+		"brotherhood. ", 3)
+	for _, tc := range []struct {
+		fieldType   string
+		left, right float64
+	}{{"text", 50, 550}, {"textarea", 55, 545}} {
+		form, values := oneFieldForm("T", tc.fieldType, prose)
+		var lines []pdfTextLine
+		for _, l := range exportDoc(t, form, values, newFontIndex(nil)).textLines() {
+			if l.Size == 11 {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) < 4 {
+			t.Fatalf("%s: %d lines of the value, want the prose over 4 at least", tc.fieldType, len(lines))
+		}
+		for _, l := range lines[:len(lines)-1] {
+			if math.Abs(l.X-tc.left) > 0.01 || l.EndX > tc.right+0.01 || l.EndX < tc.right-60 {
+				t.Errorf("%s: line %q spans x %.2f to %.2f, want %v to within a word of %v",
+					tc.fieldType, l.Text, l.X, l.EndX, tc.left, tc.right)
+			}
+		}
 	}
 }
 
