@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"os"
 	"os/exec"
@@ -418,6 +419,33 @@ func fontWithChars(t *testing.T, dir, name string, chars ...rune) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name), ttf, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFontNeedsUnicodeMap: a font draws only through a format 4 Unicode character map,
+// the one fpdf reads: one whose map is a symbol font's (Windows encoding 0, Wingdings')
+// or a Macintosh one draws nothing. The fonts are Go Regular with one map, relabelled.
+func TestFontNeedsUnicodeMap(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		platform, encoding uint16
+		draws              bool
+	}{{3, 1, true}, {0, 3, true}, {3, 0, false}, {1, 0, false}} {
+		ttf, err := withCmap(goregular.TTF, map[rune]rune{'क': 'A'})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
+			if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
+				at := binary.BigEndian.Uint32(rec[8:]) + 4 // its one subtable's record
+				binary.BigEndian.PutUint16(ttf[at:], tc.platform)
+				binary.BigEndian.PutUint16(ttf[at+2:], tc.encoding)
+			}
+		}
+		if got := (&fontFile{family: "T", ttf: ttf}).covers('क'); got != tc.draws {
+			t.Errorf("a format 4 map of platform %d, encoding %d: draws क %v, want %v",
+				tc.platform, tc.encoding, got, tc.draws)
+		}
 	}
 }
 

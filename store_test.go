@@ -149,9 +149,13 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The error says why, for the operator whose service will not start.
+		why := fmt.Sprintf("database schema version %d is newer than this program's %d", version, len(migrations))
 		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
 			s.Close()
 			t.Errorf("OpenStore of a schema version %d database succeeded (this program knows %d)", version, len(migrations))
+		} else if err.Error() != why {
+			t.Errorf("OpenStore of a schema version %d database: %v, want %q", version, err, why)
 		}
 		// Refused without a write: the file is as the newer program left it, and no
 		// commit waits in a WAL to be checkpointed into it.
