@@ -191,7 +191,8 @@ func checkContentPoppler(t *testing.T, pdf []byte, want []string) {
 }
 
 // TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
-// without fields only the bold of its title, and Latin text no UTF-8 font.
+// without fields only the bold of its title, and Latin text no UTF-8 font; its 8-bit
+// faces are flagged nonsymbolic, so that readers map their codes by WinAnsiEncoding.
 func TestExportPDFOnlyUsedFonts(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
@@ -210,6 +211,18 @@ func TestExportPDFOnlyUsedFonts(t *testing.T) {
 		pdf, _ := e.exportPDF(rid)
 		if fonts := readPDF(t, pdf).Fonts; !slices.Equal(fonts, tc.want) {
 			t.Errorf("%s: fonts embedded %q, want %q", tc.form["title"], fonts, tc.want)
+		}
+		objs, _, err := pdfObjects(pdf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if d, ok := o.(pdfDict); ok && d["Type"] == pdfName("FontDescriptor") {
+				if flags, _ := d["Flags"].(float64); int(flags)&(4|32) != 32 {
+					t.Errorf("%s: %s flags %v, want nonsymbolic (32), not symbolic (4)",
+						tc.form["title"], d["FontName"], d["Flags"])
+				}
+			}
 		}
 		t.Run("poppler", func(t *testing.T) {
 			fonts := popplerTool(t, pdf, "pdffonts")
