@@ -350,7 +350,8 @@ func TestExportPDFLineSpacing(t *testing.T) {
 }
 
 // TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
-// whatever the rounding of their heights, in a frame (5 pt of padding) or not.
+// whatever the rounding of their heights, in a frame (5 pt of padding, 30 pt high at
+// least) or not; one line too.
 func TestPDFFlowExactFit(t *testing.T) {
 	t.Parallel()
 	form, _ := oneFieldForm("T", "text", "")
@@ -358,12 +359,12 @@ func TestPDFFlowExactFit(t *testing.T) {
 	l.newPage()
 	line := l.paragraph("GoRegular", 11, "x", false, false).lines[0]
 	for _, framed := range []bool{false, true} {
-		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
-			padding := 0.0
+		for n := 1; n <= 55; n++ {
+			padding, least := 0.0, 0.0
 			if framed {
-				padding = pdfPadding
+				padding, least = pdfPadding, pdfMinBoxHeight
 			}
-			l.pdf.SetY(pdfBottom - float64(n)*lineHeight(11) - 2*padding)
+			l.pdf.SetY(pdfBottom - max(least, float64(n)*lineHeight(11)+2*padding))
 			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
 				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",

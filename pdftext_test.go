@@ -471,6 +471,26 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 	}
 }
 
+// TestExportPDFFontGone: a fallback font removed while the service runs (its package
+// uninstalled) after the index found the character in it prints the character's name.
+func TestExportPDFFontGone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", 'क')
+	fonts := newFontIndex([]string{dir})
+	if fonts.fallbackFor('क', nil) == nil {
+		t.Fatal("the font made has no क")
+	}
+	if err := os.Remove(filepath.Join(dir, "Zza.ttf")); err != nil {
+		t.Fatal(err)
+	}
+	form, values := oneFieldForm("T", "text", "क")
+	want := []string{"T", "Value:", "[DEVANAGARI LETTER KA]"}
+	if got := exportDoc(t, form, values, fonts).lines(); !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+}
+
 // TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
 // that font, so that a run of its words is one text operation; a space after a Go
 // font's glyph stays in the Go font.
