@@ -118,6 +118,45 @@ func TestBreakLines(t *testing.T) {
 	}
 }
 
+// TestBreaksAnywhere: a line may break between any two characters of the Han, Hiragana
+// and Katakana scripts, and of the blocks of Thai and of Chinese and Japanese punctuation
+// as Unicode's Blocks.txt bounds them, but not of the blocks around them.
+func TestBreaksAnywhere(t *testing.T) {
+	t.Parallel()
+	for _, script := range []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana} {
+		for _, rg := range script.R16 {
+			for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+				if !breaksAnywhere(r) {
+					t.Errorf("%U %q: no break beside it", r, r)
+				}
+			}
+		}
+	}
+	blocks := map[string]bool{"Thai": true, "CJK Symbols and Punctuation": true,
+		"Halfwidth and Fullwidth Forms": true}
+	seen := 0
+	sc := openTestData(t, "/usr/share/unicode/Blocks.txt")
+	for sc.Scan() {
+		var lo, hi rune
+		if _, err := fmt.Sscanf(sc.Text(), "%X..%X;", &lo, &hi); err != nil {
+			continue // a comment
+		}
+		_, name, _ := strings.Cut(sc.Text(), "; ")
+		for r := lo; r <= hi; r++ {
+			switch want := blocks[name]; {
+			case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
+			case want && !unicode.IsGraphic(r): // not assigned: either
+			case breaksAnywhere(r) != want:
+				t.Errorf("%U in %s: breaks anywhere %v, want %v", r, name, !want, want)
+			}
+		}
+		seen += int(hi - lo + 1)
+	}
+	if seen < 0x10000 {
+		t.Fatalf("Blocks.txt: %d characters in blocks, not every block", seen)
+	}
+}
+
 // TestRuneNames: a character without a name of its own prints as its code point; a
 // named one as its name.
 func TestRuneNames(t *testing.T) {
@@ -155,6 +194,54 @@ func TestShapeArabic(t *testing.T) {
 		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
 		}
+	}
+}
+
+// TestArabicFormsAsUnicodeData: the presentation forms shapeArabic gives each letter
+// (arabicForms, lamAlef), and whose glyphs its joined variants take (joinedForms), are
+// those UnicodeData.txt decomposes to it: isolated, final, initial and medial, in a row
+// from the first, as many as the row has.
+func TestArabicFormsAsUnicodeData(t *testing.T) {
+	t.Parallel()
+	forms := map[string][]rune{} // by decomposition: "<final> 0628" is U+FE90
+	sc := openTestData(t, "/usr/share/unicode/UnicodeData.txt")
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ";")
+		if code, err := strconv.ParseUint(f[0], 16, 32); err == nil && strings.HasPrefix(f[5], "<") {
+			forms[f[5]] = append(forms[f[5]], rune(code))
+		}
+	}
+	kinds := []string{"isolated", "final", "initial", "medial"}
+	isForm := func(kind int, letters string, r rune) bool {
+		return kind < len(kinds) && slices.Contains(forms["<"+kinds[kind]+"> "+letters], r)
+	}
+	for letter, f := range arabicForms {
+		n := 0
+		for isForm(n, fmt.Sprintf("%04X", letter), f.first+rune(n)) {
+			n++
+		}
+		if n != f.n || n == 3 {
+			t.Errorf("%U: forms from %U, %d of them; UnicodeData.txt has %d in a row", letter, f.first, f.n, n)
+		}
+		for kind := 1; kind < 4; kind++ { // the joined variants' glyphs
+			if got, ok := joinedForms[kind][letter]; ok != (kind < n) || ok && got != f.first+rune(kind) {
+				t.Errorf("%U: %s form %U (%v), want one where it has it", letter, kinds[kind], got, ok)
+			}
+		}
+	}
+	for alef, lig := range lamAlef {
+		pair := fmt.Sprintf("0644 %04X", alef)
+		if !isForm(0, pair, lig) || !isForm(1, pair, lig+1) {
+			t.Errorf("lam with %U: ligature %U, not its isolated form followed by its final", alef, lig)
+		}
+	}
+	for r := rune(0x0621); r <= 0x064A; r++ {
+		if _, ok := arabicForms[r]; !ok && forms[fmt.Sprintf("<isolated> %04X", r)] != nil {
+			t.Errorf("%U has presentation forms but is not joined", r)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"mime"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -190,7 +191,8 @@ func checkContentPoppler(t *testing.T, pdf []byte, want []string) {
 }
 
 // TestExportPDFOnlyUsedFonts: a form without descriptions embeds no italic, a form
-// without fields only the bold of its title, and Latin text no UTF-8 font.
+// without fields only the bold of its title, and Latin text no UTF-8 font; its 8-bit
+// faces are flagged nonsymbolic, so that readers map their codes by WinAnsiEncoding.
 func TestExportPDFOnlyUsedFonts(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
@@ -209,6 +211,18 @@ func TestExportPDFOnlyUsedFonts(t *testing.T) {
 		pdf, _ := e.exportPDF(rid)
 		if fonts := readPDF(t, pdf).Fonts; !slices.Equal(fonts, tc.want) {
 			t.Errorf("%s: fonts embedded %q, want %q", tc.form["title"], fonts, tc.want)
+		}
+		objs, _, err := pdfObjects(pdf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if d, ok := o.(pdfDict); ok && d["Type"] == pdfName("FontDescriptor") {
+				if flags, _ := d["Flags"].(float64); int(flags)&(4|32) != 32 {
+					t.Errorf("%s: %s flags %v, want nonsymbolic (32), not symbolic (4)",
+						tc.form["title"], d["FontName"], d["Flags"])
+				}
+			}
 		}
 		t.Run("poppler", func(t *testing.T) {
 			fonts := popplerTool(t, pdf, "pdffonts")
@@ -385,6 +399,12 @@ func TestExportPDFHeaders(t *testing.T) {
 		if _, _, err := mime.ParseMediaType(got[0]); err != nil {
 			t.Errorf("title %q: header does not parse: %v", tc.title, err)
 		}
+	}
+	// The type is the handler's: net/http would guess it from %PDF-, a recorder does not.
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, apiRequest("GET", "/api/responses/1/export/pdf", nil))
+	if h := w.Result().Header; !slices.Equal(h.Values("Content-Type"), []string{"application/pdf"}) {
+		t.Errorf("the handler's headers %q, want Content-Type application/pdf", h)
 	}
 }
 

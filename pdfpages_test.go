@@ -150,13 +150,15 @@ func frameUnder(p pdfPage, y float64) bool {
 }
 
 // TestExportPDFRuleBelowDescenders: the rule under a value passes below the deepest
-// point of every character on the value's line (Hebrew final nun, Arabic meem, a
-// Devanagari vowel sign below), its 1 pt thickness included; under Latin it stays
+// point of every character on the value's line (Hebrew final nun, Arabic meem and jeem,
+// a Devanagari vowel sign below), its 1 pt thickness included; under Latin it stays
 // where it was, 3.3 pt below the baseline.
 func TestExportPDFRuleBelowDescenders(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
-	for _, value := range []string{"gjpqy", "אמן", "محمد", "कुमार", "ปฎิฏุ"} {
+	// ج alone (an answer: option c), first: its font's only character, not measured
+	// for another value before, as the index is shared.
+	for _, value := range []string{"ج", "gjpqy", "אמן", "محمد", "कुमार", "ปฎิฏุ"} {
 		form, values := oneFieldForm("T", "text", value)
 		doc := exportDoc(t, form, values, fonts)
 		page := doc.Pages[0]
@@ -227,7 +229,8 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 
 // TestExportPDFValueDirection: a value without letters (a number, a date, Yes) takes
 // its label's direction: right-aligned under a Hebrew label, in a frame too; at the
-// margin under a Latin one.
+// margin under a Latin one, and under one without letters (a question's number), which
+// is left to right.
 func TestExportPDFValueDirection(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -240,6 +243,7 @@ func TestExportPDFValueDirection(t *testing.T) {
 		{"تم", "boolean", "true", "Yes", 550},
 		{"הערות", "textarea", "12", "12", 545},
 		{"Number", "number", "12", "12", 0},
+		{"7.", "number", "12", "12", 0},
 	} {
 		form, values := oneFieldForm("T", tc.fieldType, tc.value)
 		form.Categories[0].Fields[0].Label = tc.label
@@ -281,6 +285,37 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	}
 }
 
+// TestExportPDFLinesFillTheWidth: prose fills each line from the margin to the right
+// edge less a word at most, 500 pt in a text value, 490 pt inside a textarea's frame.
+func TestExportPDFLinesFillTheWidth(t *testing.T) {
+	t.Parallel()
+	// Article 1 of the Universal Declaration of Human Rights, three times.
+	prose := strings.Repeat("All human beings are born free and equal in dignity and rights. They are "+
+		"endowed with reason and conscience and should act towards one another in a spirit of "+
+		"brotherhood. ", 3)
+	for _, tc := range []struct {
+		fieldType   string
+		left, right float64
+	}{{"text", 50, 550}, {"textarea", 55, 545}} {
+		form, values := oneFieldForm("T", tc.fieldType, prose)
+		var lines []pdfTextLine
+		for _, l := range exportDoc(t, form, values, newFontIndex(nil)).textLines() {
+			if l.Size == 11 {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) < 4 {
+			t.Fatalf("%s: %d lines of the value, want the prose over 4 at least", tc.fieldType, len(lines))
+		}
+		for _, l := range lines[:len(lines)-1] {
+			if math.Abs(l.X-tc.left) > 0.01 || l.EndX > tc.right+0.01 || l.EndX < tc.right-60 {
+				t.Errorf("%s: line %q spans x %.2f to %.2f, want %v to within a word of %v",
+					tc.fieldType, l.Text, l.X, l.EndX, tc.left, tc.right)
+			}
+		}
+	}
+}
+
 // TestExportPDFLineSpacing: the baselines down a page, in points from its top edge: a
 // line of size s is 1.2 s high with its baseline 0.9 s down; the title is followed by a
 // blank line of its size, a heading by half a line, a value's rule by a line of 11 pt.
@@ -315,7 +350,8 @@ func TestExportPDFLineSpacing(t *testing.T) {
 }
 
 // TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
-// whatever the rounding of their heights, in a frame (5 pt of padding) or not.
+// whatever the rounding of their heights, in a frame (5 pt of padding, 30 pt high at
+// least) or not; one line too.
 func TestPDFFlowExactFit(t *testing.T) {
 	t.Parallel()
 	form, _ := oneFieldForm("T", "text", "")
@@ -323,12 +359,12 @@ func TestPDFFlowExactFit(t *testing.T) {
 	l.newPage()
 	line := l.paragraph("GoRegular", 11, "x", false, false).lines[0]
 	for _, framed := range []bool{false, true} {
-		for n := 2; n <= 55; n++ { // two lines at least: a frame is 30 pt high at least
-			padding := 0.0
+		for n := 1; n <= 55; n++ {
+			padding, least := 0.0, 0.0
 			if framed {
-				padding = pdfPadding
+				padding, least = pdfPadding, pdfMinBoxHeight
 			}
-			l.pdf.SetY(pdfBottom - float64(n)*lineHeight(11) - 2*padding)
+			l.pdf.SetY(pdfBottom - max(least, float64(n)*lineHeight(11)+2*padding))
 			l.print(paragraph{lines: slices.Repeat([]textLine{line}, n), size: 11, framed: framed})
 			if l.pdf.PageNo() != 1 {
 				t.Fatalf("%d lines of 11 pt, framed %v, exactly filling the page: page %d, want 1",

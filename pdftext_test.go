@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"os"
 	"os/exec"
@@ -421,6 +422,33 @@ func fontWithChars(t *testing.T, dir, name string, chars ...rune) {
 	}
 }
 
+// TestFontNeedsUnicodeMap: a font draws only through a format 4 Unicode character map,
+// the one fpdf reads: one whose map is a symbol font's (Windows encoding 0, Wingdings')
+// or a Macintosh one draws nothing. The fonts are Go Regular with one map, relabelled.
+func TestFontNeedsUnicodeMap(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		platform, encoding uint16
+		draws              bool
+	}{{3, 1, true}, {0, 3, true}, {3, 0, false}, {1, 0, false}} {
+		ttf, err := withCmap(goregular.TTF, map[rune]rune{'क': 'A'})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
+			if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
+				at := binary.BigEndian.Uint32(rec[8:]) + 4 // its one subtable's record
+				binary.BigEndian.PutUint16(ttf[at:], tc.platform)
+				binary.BigEndian.PutUint16(ttf[at+2:], tc.encoding)
+			}
+		}
+		if got := (&fontFile{family: "T", ttf: ttf}).covers('क'); got != tc.draws {
+			t.Errorf("a format 4 map of platform %d, encoding %d: draws क %v, want %v",
+				tc.platform, tc.encoding, got, tc.draws)
+		}
+	}
+}
+
 // TestExportPDFFallbackChoice: a character a fallback font has is drawn from it, but a
 // private-use or unassigned one is printed as its code point even so; a run of
 // characters stays in the fallback font of the one before where that font has the next
@@ -440,6 +468,26 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 		if (g.text == "क" || g.text == "ख") && !strings.HasSuffix(g.font, "utf8zzb") {
 			t.Errorf("%s drawn in %s, want utf8zzb", g.text, g.font)
 		}
+	}
+}
+
+// TestExportPDFFontGone: a fallback font removed while the service runs (its package
+// uninstalled) after the index found the character in it prints the character's name.
+func TestExportPDFFontGone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", 'क')
+	fonts := newFontIndex([]string{dir})
+	if fonts.fallbackFor('क', nil) == nil {
+		t.Fatal("the font made has no क")
+	}
+	if err := os.Remove(filepath.Join(dir, "Zza.ttf")); err != nil {
+		t.Fatal(err)
+	}
+	form, values := oneFieldForm("T", "text", "क")
+	want := []string{"T", "Value:", "[DEVANAGARI LETTER KA]"}
+	if got := exportDoc(t, form, values, fonts).lines(); !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }
 

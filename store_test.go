@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -148,9 +149,13 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The error says why, for the operator whose service will not start.
+		why := fmt.Sprintf("database schema version %d is newer than this program's %d", version, len(migrations))
 		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
 			s.Close()
 			t.Errorf("OpenStore of a schema version %d database succeeded (this program knows %d)", version, len(migrations))
+		} else if err.Error() != why {
+			t.Errorf("OpenStore of a schema version %d database: %v, want %q", version, err, why)
 		}
 		// Refused without a write: the file is as the newer program left it, and no
 		// commit waits in a WAL to be checkpointed into it.
@@ -750,5 +755,52 @@ func TestListResponsesOtherFields(t *testing.T) {
 	if err != nil || len(page) != 1 || len(page[0].Values) != 0 {
 		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values",
 			page, err)
+	}
+}
+
+// TestStoreErrorsReachTheCaller: every method whose database fails returns the failure,
+// which main.go maps to a 500; a closed store stands for a database that fails (an I/O
+// error, a full disk) on reads and writes alike.
+func TestStoreErrorsReachTheCaller(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(fullForm())
+	_, fields, err := e.store.ResponseFields(context.Background(), f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ctx, day := e.store, context.Background(), startOfDay(time.Now())
+	s.Close()
+	for name, call := range map[string]func() error{
+		"Ping":       func() error { return s.Ping(ctx) },
+		"ProbeWrite": func() error { return s.ProbeWrite(ctx) },
+		"ListForms":  func() error { _, _, err := s.ListForms(ctx, listStart()); return err },
+		"GetForm":    func() error { _, err := s.GetForm(ctx, 999); return err }, // not cached
+		"CreateForm": func() error { _, err := s.CreateForm(ctx, FormInput{Title: "t"}); return err },
+		"UpdateForm": func() error { _, err := s.UpdateForm(ctx, f.ID, FormInput{Title: "t"}); return err },
+		"DeleteForm": func() error { return s.DeleteForm(ctx, f.ID) },
+		"CreateResponse": func() error {
+			_, err := s.CreateResponse(ctx, f.ID, map[int64]*string{fields[0].ID: ptr("x")})
+			return err
+		},
+		"ResponseFields": func() error { _, _, err := s.ResponseFields(ctx, 999); return err },
+		"ListResponses": func() error {
+			_, _, err := s.ListResponses(ctx, f.ID, fields, listStart())
+			return err
+		},
+		"ResponseExport":     func() error { _, _, err := s.ResponseExport(ctx, 1); return err },
+		"Setting":            func() error { _, err := s.Setting(ctx, "k"); return err },
+		"PutSetting":         func() error { return s.PutSetting(ctx, "k", "v") },
+		"SaveTrackerSummary": func() error { return s.SaveTrackerSummary(ctx, day, "t") },
+		"AddEmailSummary":    func() error { return s.AddEmailSummary(ctx, day, "t") },
+		"TrackerSummary":     func() error { _, err := s.TrackerSummary(ctx, day); return err },
+		"ListSummaries": func() error {
+			_, _, err := s.ListSummaries(ctx, emailSummaries, 10, 0)
+			return err
+		},
+	} {
+		if err := call(); err == nil || errors.Is(err, errNotFound) {
+			t.Errorf("%s of a failing database = %v, want its error", name, err)
+		}
 	}
 }
