@@ -207,7 +207,8 @@ func TestArabicFormsAsUnicodeData(t *testing.T) {
 	sc := openTestData(t, "/usr/share/unicode/UnicodeData.txt")
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), ";")
-		if code, err := strconv.ParseUint(f[0], 16, 32); err == nil && strings.HasPrefix(f[5], "<") {
+		code, err := strconv.ParseUint(f[0], 16, 32)
+		if err == nil && strings.HasPrefix(f[5], "<") {
 			forms[f[5]] = append(forms[f[5]], rune(code))
 		}
 	}
@@ -221,18 +222,20 @@ func TestArabicFormsAsUnicodeData(t *testing.T) {
 			n++
 		}
 		if n != f.n || n == 3 {
-			t.Errorf("%U: forms from %U, %d of them; UnicodeData.txt has %d in a row", letter, f.first, f.n, n)
+			t.Errorf("%U: forms from %U, %d of them; UnicodeData.txt has %d in a row",
+				letter, f.first, f.n, n)
 		}
 		for kind := 1; kind < 4; kind++ { // the joined variants' glyphs
-			if got, ok := joinedForms[kind][letter]; ok != (kind < n) || ok && got != f.first+rune(kind) {
-				t.Errorf("%U: %s form %U (%v), want one where it has it", letter, kinds[kind], got, ok)
+			got, ok := joinedForms[kind][letter]
+			if ok != (kind < n) || ok && got != f.first+rune(kind) {
+				t.Errorf("%U: %s form %U (%v), want its own", letter, kinds[kind], got, ok)
 			}
 		}
 	}
 	for alef, lig := range lamAlef {
 		pair := fmt.Sprintf("0644 %04X", alef)
 		if !isForm(0, pair, lig) || !isForm(1, pair, lig+1) {
-			t.Errorf("lam with %U: ligature %U, not its isolated form followed by its final", alef, lig)
+			t.Errorf("lam with %U: ligature %U, not its isolated form before its final", alef, lig)
 		}
 	}
 	for r := rune(0x0621); r <= 0x064A; r++ {

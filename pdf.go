@@ -510,7 +510,7 @@ func (l *pdfLayout) spaceFace(gs []glyph, g glyph) *fontFile {
 	}
 	before := gs[len(gs)-1]
 	face := l.drawnFrom[before.font]
-	if before.font == g.font || before.src+int32(before.chars) != g.src || face == nil || !face.covers(' ') {
+	if before.font == g.font || before.src+int32(before.chars) != g.src || !face.covers(' ') {
 		return nil
 	}
 	return face

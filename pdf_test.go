@@ -403,7 +403,7 @@ func TestExportPDFHeaders(t *testing.T) {
 	// The type is the handler's: net/http would guess it from %PDF-, a recorder does not.
 	w := httptest.NewRecorder()
 	e.srv.ServeHTTP(w, apiRequest("GET", "/api/responses/1/export/pdf", nil))
-	if h := w.Result().Header; !slices.Equal(h.Values("Content-Type"), []string{"application/pdf"}) {
+	if h := w.Result().Header; !slices.Equal(h["Content-Type"], []string{"application/pdf"}) {
 		t.Errorf("the handler's headers %q, want Content-Type application/pdf", h)
 	}
 }

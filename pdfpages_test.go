@@ -290,9 +290,9 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 func TestExportPDFLinesFillTheWidth(t *testing.T) {
 	t.Parallel()
 	// Article 1 of the Universal Declaration of Human Rights, three times.
-	prose := strings.Repeat("All human beings are born free and equal in dignity and rights. They are "+
-		"endowed with reason and conscience and should act towards one another in a spirit of "+
-		"brotherhood. ", 3)
+	prose := strings.Repeat("All human beings are born free and equal in dignity and rights. "+
+		"They are endowed with reason and conscience and should act towards one another in a "+
+		"spirit of brotherhood. ", 3)
 	for _, tc := range []struct {
 		fieldType   string
 		left, right float64
@@ -305,7 +305,7 @@ func TestExportPDFLinesFillTheWidth(t *testing.T) {
 			}
 		}
 		if len(lines) < 4 {
-			t.Fatalf("%s: %d lines of the value, want the prose over 4 at least", tc.fieldType, len(lines))
+			t.Fatalf("%s: %d lines of the value, want 4 at least", tc.fieldType, len(lines))
 		}
 		for _, l := range lines[:len(lines)-1] {
 			if math.Abs(l.X-tc.left) > 0.01 || l.EndX > tc.right+0.01 || l.EndX < tc.right-60 {
