@@ -491,6 +491,45 @@ func TestExportPDFFontGone(t *testing.T) {
 	}
 }
 
+// TestExportPDFMarkWithoutInk: a mark whose glyph in the font of the letter before has no
+// ink (as a font may map a mark it lacks to an empty glyph) is drawn from a font that has
+// it. The fonts are Noto Sans with character maps made here: Zza has the acute accent; Zzb
+// has क and, for the accent, the empty glyph of U+200B.
+func TestExportPDFMarkWithoutInk(t *testing.T) {
+	t.Parallel()
+	noto := needFallbackFonts(t).byName["NotoSansRegular"]
+	if noto == nil {
+		notInstalled(t, "Noto Sans not installed (install fonts-noto-core)")
+	}
+	ttf, err := noto.file()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, glyphOf := range map[string]map[rune]rune{
+		"Zza.ttf": {'\u0301': '\u0301'},
+		"Zzb.ttf": {'क': 'a', '\u0301': '\u200B'},
+	} {
+		font, err := withCmap(ttf, glyphOf)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), font, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	form, values := oneFieldForm("T", "text", "क\u0301")
+	var fonts []string
+	for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
+		if g.text == "\u0301" {
+			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
+		}
+	}
+	if !slices.Equal(fonts, []string{"utf8zza"}) {
+		t.Errorf("the accent drawn in %q, want utf8zza, which has it", fonts)
+	}
+}
+
 // TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
 // that font, so that a run of its words is one text operation; a space after a Go
 // font's glyph stays in the Go font.
