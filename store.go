@@ -749,7 +749,7 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // since its fields were read) is left out. A form that does not exist has no responses.
 //
 // SQLite packs the values of a response into one text (see unpackValues): a row a
-// response, where a row a value cost the list twice the time (a cgo call and the
+// response, where a row a value cost the list 1.7 times the time (a cgo call and the
 // driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
