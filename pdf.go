@@ -1313,30 +1313,29 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 // characters X9 removes take the level of the one before them (the paragraph's at the
 // start); the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	kept, orig := make([]int, 0, len(classes)), make([]bidi.Class, 0, len(classes))
+	var kept []int
+	var types []bidi.Class
 	var keptRunes []rune
 	for i, c := range classes {
 		switch c {
 		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
 		default:
-			kept, orig = append(kept, i), append(orig, c)
+			kept, types = append(kept, i), append(types, c)
 			if rs != nil {
 				keptRunes = append(keptRunes, rs[i])
 			}
 		}
 	}
 	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
-	types := slices.Clone(orig)
+	orig := slices.Clone(types)
 	resolveWeak(types, e)
 	resolveBrackets(keptRunes, types, orig, e)
 	resolveNeutrals(types, e)
 	keptLevels := implicitLevels(types, orig, paraLevel)
-	levels := make([]int8, len(classes))
-	level, j := paraLevel, 0
+	levels, level := make([]int8, len(classes)), paraLevel
 	for i := range levels {
-		if j < len(kept) && kept[j] == i {
-			level = keptLevels[j]
-			j++
+		if len(kept) > 0 && kept[0] == i {
+			level, kept, keptLevels = keptLevels[0], kept[1:], keptLevels[1:]
 		}
 		levels[i] = level
 	}
@@ -1366,22 +1365,23 @@ func implicitLevels(types, orig []bidi.Class, paraLevel int8) []int8 {
 
 // resolveWeak applies W1–W7; sos is the type before the start.
 func resolveWeak(types []bidi.Class, sos bidi.Class) {
-	lastStrong := sos
-	for i := range types {
-		if types[i] == bidi.NSM { // W1: a mark takes the type of the character before it
-			types[i] = sos
-			if i > 0 {
-				types[i] = types[i-1]
-			}
+	prev, lastStrong := sos, sos
+	for i, t := range types {
+		if t == bidi.NSM { // W1: a mark takes the type of the character before it
+			t = prev
 		}
-		switch types[i] {
-		case bidi.L, bidi.R, bidi.AL:
-			lastStrong = types[i]
+		prev = t
+		switch t {
+		case bidi.L, bidi.R:
+			lastStrong = t
+		case bidi.AL: // W3: Arabic letters are R, once W2 has read them
+			lastStrong, t = t, bidi.R
 		case bidi.EN: // W2: European numbers after Arabic letters are Arabic numbers
 			if lastStrong == bidi.AL {
-				types[i] = bidi.AN
+				t = bidi.AN
 			}
 		}
+		types[i] = t
 	}
 	// W4: one separator between two numbers of the same kind joins them.
 	for i := 1; i+1 < len(types); i++ {
@@ -1390,27 +1390,24 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			types[i] = prev
 		}
 	}
-	// W5: terminators (%, $, °) next to European numbers are numbers.
-	for i := range types {
-		if types[i] != bidi.EN {
-			continue
-		}
-		for k := i - 1; k >= 0 && types[k] == bidi.ET; k-- {
-			types[k] = bidi.EN
-		}
-		for k := i + 1; k < len(types) && types[k] == bidi.ET; k++ {
-			types[k] = bidi.EN
+	// W5: terminators (%, $, °) next to European numbers are numbers, after them and before.
+	for i := 1; i < len(types); i++ {
+		if types[i] == bidi.ET && types[i-1] == bidi.EN {
+			types[i] = bidi.EN
 		}
 	}
-	// W3 (no rule between reads AL from R); W6: other separators and terminators are
-	// neutral; W7: European numbers after left-to-right text are left to right.
+	for i := len(types) - 2; i >= 0; i-- {
+		if types[i] == bidi.ET && types[i+1] == bidi.EN {
+			types[i] = bidi.EN
+		}
+	}
+	// W6: other separators and terminators are neutral; W7: European numbers after
+	// left-to-right text are left to right.
 	lastStrong = sos
 	for i, t := range types {
 		switch t {
 		case bidi.ES, bidi.ET, bidi.CS:
 			types[i] = bidi.ON
-		case bidi.AL:
-			types[i], lastStrong = bidi.R, bidi.R
 		case bidi.L, bidi.R:
 			lastStrong = t
 		case bidi.EN:
@@ -1421,57 +1418,53 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	}
 }
 
-// strongDir is a type's direction for N0–N2 (numbers are R); ok is false for a neutral.
-func strongDir(t bidi.Class) (dir bidi.Class, ok bool) {
+// strongDir is a type's direction for N0–N2 (numbers are R), ON for a neutral.
+func strongDir(t bidi.Class) bidi.Class {
 	switch t {
 	case bidi.L:
-		return bidi.L, true
+		return bidi.L
 	case bidi.R, bidi.AL, bidi.EN, bidi.AN:
-		return bidi.R, true
+		return bidi.R
 	}
-	return bidi.ON, false
+	return bidi.ON
 }
 
-// bracketPairs lists the paired brackets of Unicode 15.0 (BidiBrackets.txt), in pairs.
-const bracketPairs = "()[]{}༺༻༼༽᚛᚜⁅⁆⁽⁾₍₎⌈⌉⌊⌋\u2329\u232A❨❩❪❫❬❭❮❯❰❱❲❳❴❵⟅⟆⟦⟧⟨⟩" +
-	"⟪⟫⟬⟭⟮⟯⦃⦄⦅⦆⦇⦈⦉⦊⦋⦌⦍⦐⦏⦎⦑⦒⦓⦔⦕⦖⦗⦘⧘⧙⧚⧛⧼⧽⸢⸣⸤⸥⸦⸧⸨⸩⹕⹖" +
-	"⹗⹘⹙⹚⹛⹜〈〉《》「」『』【】〔〕〖〗〘〙〚〛﹙﹚﹛﹜﹝﹞（）［］｛｝｟｠｢｣"
+// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it).
+func bracketPartner(r rune) rune { return []rune(bidi.ReverseString(string(r)))[0] }
 
-// closingBracket and openingBracket map each bracket to its partner; mirrorOf maps each
-// character drawn mirrored in right-to-left text (L4) to the one whose glyph it takes.
-var closingBracket, openingBracket, mirrorOf = func() (closing, opening, mirror map[rune]rune) {
-	closing, opening = map[rune]rune{}, map[rune]rune{}
-	mirror = map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
-	rs := []rune(bracketPairs)
-	for i := 0; i+1 < len(rs); i += 2 {
-		closing[rs[i]], opening[rs[i+1]] = rs[i+1], rs[i]
-		mirror[rs[i]], mirror[rs[i+1]] = rs[i+1], rs[i]
+// mirrorOf maps each character drawn mirrored in right-to-left text (L4), the paired
+// brackets and the angle quotation marks, to the one whose glyph it takes.
+var mirrorOf = func() map[rune]rune {
+	mirror := map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
+	for r := range rune(0x10000) {
+		if p, _ := bidi.LookupRune(r); p.IsBracket() {
+			mirror[r] = bracketPartner(r)
+		}
 	}
-	return closing, opening, mirror
+	return mirror
 }()
 
-// canonicalBracket maps the brackets with a canonical decomposition to it (BD16).
-var canonicalBracket = map[rune]rune{'\u2329': '\u3008', '\u232A': '\u3009'}
-
 // bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), in the order of
-// their opening brackets; at most 63 may be open at once.
+// their opening brackets; at most 63 may be open at once. Canonical equivalents pair
+// (U+2329 with U+3009).
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 	var stack []int // the opening brackets still open
 	var pairs [][2]int
 	for i, r := range rs {
-		if types[i] != bidi.ON {
+		p, _ := bidi.LookupRune(r)
+		if types[i] != bidi.ON || !p.IsBracket() {
 			continue
 		}
-		if _, ok := closingBracket[r]; ok {
+		if p.IsOpeningBracket() {
 			if len(stack) == 63 {
 				break
 			}
 			stack = append(stack, i)
 			continue
 		}
-		closer := cmp.Or(canonicalBracket[r], r)
-		for k := len(stack) - 1; k >= 0 && openingBracket[r] != 0; k-- {
-			if c := closingBracket[rs[stack[k]]]; cmp.Or(canonicalBracket[c], c) == closer {
+		opener := norm.NFC.String(string(bracketPartner(r)))
+		for k := len(stack) - 1; k >= 0; k-- {
+			if norm.NFC.String(string(rs[stack[k]])) == opener {
 				pairs, stack = append(pairs, [2]int{stack[k], i}), stack[:k]
 				break
 			}
@@ -1488,26 +1481,19 @@ func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 	for _, p := range bracketPairsOf(rs, types) {
 		dir := bidi.ON
 		for _, t := range types[p[0]+1 : p[1]] {
-			if d, ok := strongDir(t); ok {
-				if dir = d; d == e {
-					break
-				}
+			if d := strongDir(t); d != bidi.ON && dir != e {
+				dir = d
 			}
 		}
 		if dir == bidi.ON {
 			continue
 		}
-		if dir != e {
-			before := e // sos, without embeddings
-			for k := p[0] - 1; k >= 0; k-- {
-				if d, ok := strongDir(types[k]); ok {
-					before = d
-					break
-				}
-			}
-			if before != dir {
-				dir = e
-			}
+		before := p[0] - 1 // the strong type before the pair, if any (else sos: e)
+		for before >= 0 && strongDir(types[before]) == bidi.ON {
+			before--
+		}
+		if dir != e && (before < 0 || strongDir(types[before]) != dir) {
+			dir = e
 		}
 		for _, at := range p {
 			types[at] = dir
@@ -1523,17 +1509,15 @@ func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 	for i := 0; i < len(types); i++ {
 		j := i
-		for ; j < len(types); j++ {
-			if _, strong := strongDir(types[j]); strong {
-				break
-			}
+		for j < len(types) && strongDir(types[j]) == bidi.ON {
+			j++
 		}
 		before, after := e, e
 		if i > 0 {
-			before, _ = strongDir(types[i-1])
+			before = strongDir(types[i-1])
 		}
 		if j < len(types) {
-			after, _ = strongDir(types[j])
+			after = strongDir(types[j])
 		}
 		dir := e
 		if before == after {
