@@ -122,21 +122,17 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	}()
 	l := newPDFLayout(form, now, fonts)
 	l.newPage()
-	title := l.paragraph("GoBold", 18, form.Title, false, false)
+	title := l.paragraph("GoBold", 18, form.Title, 0, false)
 	title.centred = true
 	l.print(title)
 	l.moveDown(18)
 	for _, c := range form.Categories {
 		fields := make([]fieldBlock, len(c.Fields))
 		for i, fd := range c.Fields {
-			value := ""
-			if v := values[fd.ID]; v != nil {
-				value = *v
-			}
-			fields[i] = l.layoutField(fd, value)
+			fields[i] = l.layoutField(fd, *cmp.Or(values[fd.ID], new("")))
 		}
 		if c.Name != "" {
-			heading := l.paragraph("GoBold", 14, c.Name, false, false)
+			heading := l.paragraph("GoBold", 14, c.Name, 0, false)
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
@@ -206,14 +202,14 @@ type fieldBlock struct{ label, description, value paragraph }
 // layoutField lays out a field; a value or description without letters ("12", a date,
 // "Yes") follows its label's direction.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
-	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", false, false)}
-	rtl := b.label.lines[0].rtl
+	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", 0, false)}
+	level := b.label.lines[0].level
 	if fd.Description != nil && *fd.Description != "" {
-		b.description = l.paragraph("GoItalic", 9, *fd.Description, rtl, false)
+		b.description = l.paragraph("GoItalic", 9, *fd.Description, level, false)
 	}
-	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), rtl, fd.Type == "textarea")
-	if fd.Type == "boolean" && rtl {
-		b.value.lines[0].rtl = true // Yes and No stand where the label's direction puts a value
+	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), level, fd.Type == "textarea")
+	if fd.Type == "boolean" {
+		b.value.lines[0].level = level // Yes and No stand where the label's direction puts a value
 	}
 	return b
 }
@@ -254,7 +250,7 @@ func (l *pdfLayout) field(b fieldBlock) {
 	// font of that line reaches further down.
 	y, size, depth := l.pdf.GetY(), b.value.size, 0.0
 	for _, g := range b.value.lines[len(b.value.lines)-1].glyphs {
-		depth = max(depth, l.drawnFrom[g.font].letterDepth())
+		depth = max(depth, l.drawnFrom[g.font].measured().depth)
 	}
 	y = max(y, baselineBelow(y-lineHeight(size), size)+depth*size+1)
 	l.pdf.Line(pdfMargin, y, pdfMargin+pdfContentWidth, y)
@@ -271,8 +267,6 @@ type pdfLayout struct {
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
-	at        []float64 // drawLine's, kept for the next line
-	pos       []int
 	err       error // errPDFTooLong, wrapped, once a page past the bound was asked for
 }
 
@@ -317,10 +311,10 @@ func (l *pdfLayout) keepTogether(height float64) {
 }
 
 // paragraph lays out text of one font and size over the content width, at least a line
-// for each of its lines; text without letters is right to left where rtl is set. A framed
+// for each of its lines; text without letters is at level (1: right to left). A framed
 // one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
 // lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64, s string, level int8, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
@@ -331,8 +325,8 @@ func (l *pdfLayout) paragraph(font string, size float64, s string, rtl, framed b
 			break // past pdfMaxLines, drawing fails with errPDFTooLong
 		}
 		n := len(p.lines)
-		if p.lines = l.layout(p.lines, font, para, size, width, rtl); len(p.lines) == n {
-			p.lines = append(p.lines, textLine{rtl: rtl})
+		if p.lines = l.layout(p.lines, font, para, size, width, level); len(p.lines) == n {
+			p.lines = append(p.lines, textLine{level: level})
 		}
 	}
 	return p
@@ -369,7 +363,7 @@ func (l *pdfLayout) print(p paragraph) {
 			switch {
 			case p.centred:
 				x += (width - line.width) / 2
-			case line.rtl:
+			case line.level == 1:
 				x += width - line.width
 			}
 			l.drawLine(line, x, y+pad+float64(i)*lh, p.size)
@@ -412,25 +406,21 @@ type textLine struct {
 	glyphs []glyph
 	order  []int // the indices of glyphs in visual (left-to-right) order
 	width  float64
-	rtl    bool   // of a right-to-left paragraph: aligned to the right
+	level  int8   // the paragraph's: 1 (right to left) is aligned to the right
 	typed  []rune // the paragraph as typed, which glyphs' src index
 }
 
 // layout appends to lines one paragraph (through pdfText, without newlines) broken into
-// lines at most width wide; a paragraph without letters is right to left where rtl is set.
+// lines at most width wide; a paragraph without letters is at level (1: right to left).
 func (l *pdfLayout) layout(lines []textLine, family, para string, size, width float64,
-	rtl bool) []textLine {
+	level int8) []textLine {
 	typed := []rune(para)
 	gs := l.glyphs(family, typed)
 	rs := make([]rune, len(gs))
 	for i, g := range gs {
 		rs[i] = g.r
 	}
-	fallback := int8(0)
-	if rtl {
-		fallback = 1
-	}
-	levels, paraLevel := bidiLevels(rs, fallback)
+	levels, paraLevel := bidiLevels(rs, level)
 	for i := range gs {
 		gs[i].level = levels[i]
 		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
@@ -449,7 +439,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	}
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
-		tl := textLine{glyphs: line, rtl: paraLevel == 1, typed: typed}
+		tl := textLine{glyphs: line, level: paraLevel, typed: typed}
 		lineLevels := make([]int8, len(line))
 		for i, g := range line {
 			tl.width += g.w
@@ -553,7 +543,7 @@ func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 		return g
 	}
 	letter, kind := typed[g.src], g.r-form.first
-	variant := f.family + joinedKinds[kind]
+	variant := f.family + [4]string{"", "fina", "init", "medi"}[kind]
 	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
 		g.r = letter
 	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
@@ -589,10 +579,8 @@ var arabicForms = map[rune]arabicForm{
 	0x06D2: {0xFBAE, 2},
 }
 
-// joinedKinds name a font's variants for the final, initial and medial forms;
-// joinedForms give, for each, the form whose glyph each letter takes.
-var joinedKinds = [4]string{"", "fina", "init", "medi"}
-
+// joinedForms give, for the final, initial and medial forms, the form whose glyph each
+// letter takes in a font's variant for that form.
 var joinedForms = func() (forms [4]map[rune]rune) {
 	for kind := range rune(4) {
 		forms[kind] = map[rune]rune{}
@@ -710,7 +698,8 @@ type markBox struct{ minX, maxX, bottom, top float64 }
 
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
 	if unicode.In(g.r, unicode.Mn, unicode.Me) && l.drawnFrom[g.font] != nil {
-		return l.drawnFrom[g.font].mark(g.r)
+		box, ok := l.drawnFrom[g.font].measured().marks[g.r]
+		return box, ok
 	}
 	return markBox{}, false
 }
@@ -803,17 +792,17 @@ func noBreakBefore(r rune) bool {
 // font share a cell; a right-to-left glyph, a placed mark and a widened base have their own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	gs := line.glyphs
-	l.at, l.pos = slices.Grow(l.at[:0], len(gs))[:len(gs)], slices.Grow(l.pos[:0], len(gs))[:len(gs)]
+	at, pos := make([]float64, len(gs)), make([]int, len(gs))
 	for v, i := range line.order {
-		l.at[i], l.pos[i] = x, v
+		at[i], pos[i] = x, v
 		x += gs[i].w
 	}
 	for i := 0; i < len(gs); {
 		n := 1
-		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font && l.pos[i+n] == l.pos[i]+n {
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
 			n++
 		}
-		l.drawCell(gs[i:i+n], line.typed, l.at[i], y, size)
+		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
 		i += n
 	}
 }
@@ -839,7 +828,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.setFont(font, size)
 	// A right-to-left lam-alef ligature keeps its two letters: poppler spreads an
 	// /ActualText over the glyph's width and reorders it as if drawn, reversing the pair.
-	if !asTyped(typed, gs) && (gs[0].level%2 == 0 || gs[0].chars < 2) {
+	if gs[0].level%2 == 0 || gs[0].chars < 2 {
 		first, last := int32(len(typed)), int32(-1)
 		for _, g := range gs {
 			if g.chars > 0 {
@@ -857,16 +846,6 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	}
 	// Text is fpdf's plainest way to show a string: a cell costs five times as much.
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), text)
-}
-
-// asTyped reports glyphs that are, one for one, the characters typed.
-func asTyped(typed []rune, gs []glyph) bool {
-	for k, g := range gs {
-		if g.chars != 1 || g.src != gs[0].src+int32(k) || typed[g.src] != g.r {
-			return false
-		}
-	}
-	return true
 }
 
 // fontIndex knows the Go fonts and the fallback TrueType fonts of the font folders. Built
@@ -1017,7 +996,7 @@ func (ix *fontIndex) fallbackFor(r rune, prefer *fontFile) *fontFile {
 		return nil
 	}
 	if prefer != nil && prefer.covers(r) {
-		if _, mark := prefer.mark(r); mark || !unicode.In(r, unicode.Mn, unicode.Me) {
+		if _, mark := prefer.measured().marks[r]; mark || !unicode.In(r, unicode.Mn, unicode.Me) {
 			return prefer
 		}
 	}
@@ -1054,10 +1033,10 @@ func (f *fontFile) covers(r rune) bool {
 	return f.cover != nil && r >= 0 && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
 }
 
-// measure takes the font's depth and marks. Of the blocks whose glyphs all sit in one
+// measured takes the font's depth and marks, once. Of the blocks whose glyphs all sit in one
 // square (CJK ideographs, Hangul), one character in 64 is measured: all of Droid Sans
 // Fallback's take a second.
-func (f *fontFile) measure() {
+func (f *fontFile) measured() *fontFile {
 	f.measureOnce.Do(func() {
 		f.marks = map[rune]markBox{}
 		sf, err := f.parse()
@@ -1083,17 +1062,7 @@ func (f *fontFile) measure() {
 			}
 		}
 	})
-}
-
-func (f *fontFile) mark(r rune) (markBox, bool) {
-	f.measure()
-	box, ok := f.marks[r]
-	return box, ok
-}
-
-func (f *fontFile) letterDepth() float64 {
-	f.measure()
-	return f.depth
+	return f
 }
 
 // parse reads and parses the font, which fpdf must be able to embed: a single TrueType

@@ -357,7 +357,7 @@ func TestPDFFlowExactFit(t *testing.T) {
 	form, _ := oneFieldForm("T", "text", "")
 	l := newPDFLayout(form, time.Now(), newFontIndex(nil))
 	l.newPage()
-	line := l.paragraph("GoRegular", 11, "x", false, false).lines[0]
+	line := l.paragraph("GoRegular", 11, "x", 0, false).lines[0]
 	for _, framed := range []bool{false, true} {
 		for n := 1; n <= 55; n++ {
 			padding, least := 0.0, 0.0

@@ -138,7 +138,7 @@ func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	t.Helper()
 	for _, f := range fonts.fallbacks {
 		if strings.HasSuffix(font, "utf8"+strings.ToLower(f.family)) {
-			if box, ok := f.mark(m); ok {
+			if box, ok := f.measured().marks[m]; ok {
 				return box
 			}
 		}
