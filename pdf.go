@@ -163,7 +163,7 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
 	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
 	pdf.SetCellMargin(0)
-	pdf.SetTitle(string(utf16BE(dropBidiControls(pdfText(form.Title, false)))), false)
+	pdf.SetTitle(string(utf16BE(pdfText(form.Title, false))), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
 	// garbage, more than the rest of a document costs; the fonts come compressed.
@@ -171,10 +171,8 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
-	return &pdfLayout{
-		pdf: pdf, fonts: fonts, files: map[string][]byte{}, drawnFrom: map[string]*fontFile{},
-		unicode: map[string]string{},
-	}
+	files, drawnFrom := map[string][]byte{}, map[string]*fontFile{}
+	return &pdfLayout{pdf: pdf, fonts: fonts, files: files, drawnFrom: drawnFrom}
 }
 
 // utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
@@ -186,44 +184,29 @@ func utf16BE(s string) []byte {
 	return b
 }
 
-// dropBidiControls removes the bidi controls, which the layout drops, from text that
-// stands for what was drawn (the metadata title, /ActualText).
-func dropBidiControls(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Bidi_Control, r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
 type fieldBlock struct{ label, description, value paragraph }
 
-// layoutField lays out a field; a value or description without letters ("12", a date,
-// "Yes") follows its label's direction.
+// layoutField lays out a field, its value as docs/SPEC.md shows it; a value or description
+// without letters ("12", a date, "Yes") follows its label's direction.
 func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
 	b := fieldBlock{label: l.paragraph("GoMedium", 12, fd.Label+":", 0, false)}
 	level := b.label.lines[0].level
 	if fd.Description != nil && *fd.Description != "" {
 		b.description = l.paragraph("GoItalic", 9, *fd.Description, level, false)
 	}
-	b.value = l.paragraph("GoRegular", 11, formatValue(fd.Type, value), level, fd.Type == "textarea")
+	switch fd.Type {
+	case "date":
+		if t, err := time.Parse("2006-01-02", value); err == nil {
+			value = t.Format("02/01/2006")
+		}
+	case "boolean":
+		value = map[string]string{"true": "Yes", "false": "No"}[value]
+	}
+	b.value = l.paragraph("GoRegular", 11, value, level, fd.Type == "textarea")
 	if fd.Type == "boolean" {
 		b.value.lines[0].level = level // Yes and No stand where the label's direction puts a value
 	}
 	return b
-}
-
-func formatValue(fieldType, value string) string {
-	switch fieldType {
-	case "date":
-		if t, err := time.Parse("2006-01-02", value); err == nil {
-			return t.Format("02/01/2006")
-		}
-	case "boolean":
-		return map[string]string{"true": "Yes", "false": "No"}[value]
-	}
-	return value
 }
 
 // keepHeight is the height of what must share a page: the label, the description, and
@@ -263,7 +246,6 @@ type pdfLayout struct {
 	fonts     *fontIndex
 	files     map[string][]byte    // the font files added to the document, by family
 	drawnFrom map[string]*fontFile // a family's font (a variant's too; nil if it failed)
-	unicode   map[string]string    // a Go font's UTF-8 face, once added (face)
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
@@ -375,7 +357,8 @@ func (l *pdfLayout) print(p paragraph) {
 
 // pdfText cleans text for layout: composed (NFC: a letter and its accent one glyph where
 // the font has it), invalid UTF-8 as U+FFFD, control characters and line breaks as a
-// space, the line breaks as LF where keepNewlines is set.
+// space, the line breaks as LF where keepNewlines is set, without the bidi controls (the
+// layout applies no explicit embedding: what is typed is what is drawn).
 func pdfText(s string, keepNewlines bool) string {
 	s = norm.NFC.String(strings.ReplaceAll(s, "\r\n", "\n"))
 	return strings.Map(func(r rune) rune {
@@ -384,6 +367,8 @@ func pdfText(s string, keepNewlines bool) string {
 			return '\n'
 		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			return ' '
+		case unicode.Is(unicode.Bidi_Control, r):
+			return -1
 		}
 		return r
 	}, s)
@@ -510,7 +495,7 @@ func (l *pdfLayout) spaceFace(gs []glyph, g glyph) *fontFile {
 // Among them is the combining grapheme joiner (U+034F), which NFC inserts after every 30
 // marks on a base (UAX #15's stream-safe format) and fonts draw as a dashed box.
 func invisible(r rune) bool {
-	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control, unicode.Bidi_Control) ||
+	return unicode.In(r, unicode.Variation_Selector, unicode.Join_Control) ||
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
 }
 
@@ -835,7 +820,7 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 				first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
 			}
 		}
-		if text := dropBidiControls(string(typed[first:max(first, last+1)])); text != run.String() {
+		if text := string(typed[first:max(first, last+1)]); text != run.String() {
 			l.pdf.RawWriteStr(fmt.Sprintf("/Span <</ActualText <%X>>> BDC", utf16BE(text)))
 			defer l.pdf.RawWriteStr("EMC")
 		}
@@ -1168,14 +1153,13 @@ func winAnsiByte(r rune) byte {
 // the character is beyond it (wide) or the document has the font's UTF-8 face already (one
 // face for the rest: fewer text operations); that face is added once.
 func (l *pdfLayout) face(font string, wide bool) string {
-	ttf, name := pdfFonts[font], l.unicode[font]
-	if ttf == nil || !wide && name == "" {
+	ttf, name := pdfFonts[font], font+"Unicode"
+	if ttf == nil || !wide && l.files[name] == nil {
 		return font
 	}
-	if name == "" {
-		name = font + "Unicode"
+	if l.files[name] == nil {
 		l.pdf.AddUTF8FontFromBytes(name, "", ttf)
-		l.files[name], l.drawnFrom[name], l.unicode[font] = ttf, l.drawnFrom[font], name
+		l.files[name], l.drawnFrom[name] = ttf, l.drawnFrom[font]
 	}
 	return name
 }
