@@ -102,7 +102,6 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/pdf")
 	w.Header().Set("Content-Disposition", contentDisposition(responseID, form.Title))
 	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
-	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(buf.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
 	return writeFailed(err)
 }
@@ -324,12 +323,6 @@ func (l *pdfLayout) print(p paragraph) {
 	}
 	lines := p.lines
 	for first := true; first || len(lines) > 0; first = false {
-		for !first && len(lines) > 0 && len(lines[0].glyphs) == 0 {
-			lines = lines[1:]
-		}
-		if !first && len(lines) == 0 {
-			return
-		}
 		least := max(minHeight, float64(min(len(lines), 1))*lh+2*pad)
 		if (!first || l.pdf.GetY()+least > pdfBottom) && !l.newPage() {
 			return
@@ -350,7 +343,9 @@ func (l *pdfLayout) print(p paragraph) {
 			}
 			l.drawLine(line, x, y+pad+float64(i)*lh, p.size)
 		}
-		lines = lines[n:]
+		for lines = lines[n:]; len(lines) > 0 && len(lines[0].glyphs) == 0; {
+			lines = lines[1:]
+		}
 		l.pdf.SetXY(pdfMargin, y+height)
 	}
 }
@@ -898,9 +893,11 @@ func newFontIndex(dirs []string) *fontIndex {
 				continue
 			}
 			seen[real] = true
-			family := fontFamilyName(p)
+			// The family is the file name's ASCII letters and digits, made unique.
+			name := notInFamily.ReplaceAllString(filepath.Base(p), "")
+			family := name
 			for i := 2; ix.byName[family] != nil; i++ {
-				family = fmt.Sprintf("%s%d", fontFamilyName(p), i)
+				family = fmt.Sprintf("%s%d", name, i)
 			}
 			stem, style := fontStyle(p)
 			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), stem)}
@@ -965,13 +962,8 @@ func fallbackRank(path string) int {
 
 var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
 
-// fontFamilyName is a file name's ASCII letters and digits.
-func fontFamilyName(path string) string {
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return notAlphanumeric.ReplaceAllString(name, "")
-}
-
-var notAlphanumeric = regexp.MustCompile("[^A-Za-z0-9]")
+// notInFamily matches a file name's extension and every character but ASCII letters and digits.
+var notInFamily = regexp.MustCompile(`\.[^.]*$|[^A-Za-z0-9]`)
 
 // fallbackFor returns the fallback font that draws r: prefer where it has r (as a mark
 // without an advance, for a mark: the keycap U+20E3 is one in Noto Sans Symbols, a symbol
@@ -1191,34 +1183,23 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 		return nil, err
 	}
 	var sb sfnt.Buffer
-	var chars []rune
-	glyphs := map[rune]int{0xFFFF: 0} // the closing segment, to glyph 0
+	u16 := binary.BigEndian.AppendUint16
+	var codes, deltas []byte // a segment per character: its code, its glyph less its code
 	for _, c := range slices.Sorted(maps.Keys(glyphOf)) {
 		if g, err := sf.GlyphIndex(&sb, glyphOf[c]); err == nil && g != 0 && c < 0xFFFF {
-			chars, glyphs[c] = append(chars, c), int(g)
+			codes, deltas = u16(codes, uint16(c)), u16(deltas, uint16(g)-uint16(c)) // modulo 65536
 		}
 	}
-	chars = append(chars, 0xFFFF)
-	n := len(chars)
-	search := 1 << (bits.Len(uint(n)) - 1) // the largest power of two not above n
-	u16 := binary.BigEndian.AppendUint16
+	codes, deltas = u16(codes, 0xFFFF), u16(deltas, 1) // the closing segment, to glyph 0
+	n := len(codes) / 2
+	search := 1 << (bits.Len(uint(n)) - 1)               // the largest power of two not above n
 	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
 	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 * search, bits.Len(uint(search)) - 1, 2*n - 2*search} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
-	for _, c := range chars {
-		table = u16(table, uint16(c)) // end codes
-	}
-	table = u16(table, 0) // reserved
-	for _, c := range chars {
-		table = u16(table, uint16(c)) // start codes
-	}
-	for _, c := range chars {
-		table = u16(table, uint16(glyphs[c]-int(c))) // deltas: glyph less character, modulo 65536
-	}
-	table = append(table, make([]byte, 2*n)...) // no range offsets
-	out := slices.Clone(ttf)
-	out = append(out, make([]byte, (4-len(out)%4)%4)...)
+	// End codes, a reserved 0, start codes (the same), deltas, no range offsets.
+	table = slices.Concat(table, codes, []byte{0, 0}, codes, deltas, make([]byte, 2*n))
+	out := slices.Concat(ttf, make([]byte, (4-len(ttf)%4)%4)) // the new table 4-byte aligned
 	for i := range int(binary.BigEndian.Uint16(out[4:])) {
 		if rec := out[12+16*i:]; string(rec[:4]) == "cmap" {
 			binary.BigEndian.PutUint32(rec[8:], uint32(len(out)))
@@ -1262,7 +1243,7 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 }
 
 // resolveLevels resolves the levels of a paragraph at paraLevel, as one line, of
-// characters rs (nil for classes alone: no brackets then) of the given classes. The
+// characters rs of the given classes (rs for the brackets: runes of none will do). The
 // characters X9 removes take the level of the one before them (the paragraph's at the
 // start); the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
@@ -1273,10 +1254,7 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 		switch c {
 		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
 		default:
-			kept, types = append(kept, i), append(types, c)
-			if rs != nil {
-				keptRunes = append(keptRunes, rs[i])
-			}
+			kept, types, keptRunes = append(kept, i), append(types, c), append(keptRunes, rs[i])
 		}
 	}
 	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
