@@ -150,10 +150,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			return l.err // past pdfMaxPages: the rest would not be drawn
 		}
 	}
-	if err := l.pdf.Output(buf); err != nil {
-		return fmt.Errorf("pdf output: %w", err)
-	}
-	return nil
+	return l.pdf.Output(buf)
 }
 
 // newPDFLayout starts the document of a form: A4 in points, margins, metadata.
@@ -274,13 +271,12 @@ func (l *pdfLayout) setFont(family string, size float64) {
 
 // newPage starts a page, or past pdfMaxPages records errPDFTooLong and reports false.
 func (l *pdfLayout) newPage() bool {
-	if l.err == nil && l.pdf.PageNo() >= pdfMaxPages {
+	if l.pdf.PageNo() >= pdfMaxPages {
 		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
+		return false
 	}
-	if l.err == nil {
-		l.pdf.AddPage()
-	}
-	return l.err == nil
+	l.pdf.AddPage()
+	return true
 }
 
 // keepTogether starts a new page when height no longer fits on this one, unless the page
@@ -1165,13 +1161,12 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 		return f != nil
 	}
 	variant, err := withCmap(l.files[family], glyphOf)
-	if err != nil {
-		l.drawnFrom[name] = nil
-		return false
+	l.drawnFrom[name] = nil // tried
+	if err == nil {
+		l.pdf.AddUTF8FontFromBytes(name, "", variant)
+		l.drawnFrom[name] = l.drawnFrom[family]
 	}
-	l.pdf.AddUTF8FontFromBytes(name, "", variant)
-	l.drawnFrom[name] = l.drawnFrom[family]
-	return true
+	return err == nil
 }
 
 // withCmap returns ttf with a character map of glyphOf's characters only, as the
@@ -1463,17 +1458,13 @@ func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 
 // visualOrder returns the indices of a line's characters, given their levels, in visual
 // order (L2): from the highest level down to the lowest odd one, every run at that level
-// or higher is reversed.
+// or higher is reversed. Without embeddings the levels are 0, 1 and 2: down to 1 will do.
 func visualOrder(levels []int8) []int {
-	order := make([]int, len(levels))
-	var highest, lowestOdd int8 = 0, 127
+	order, highest := make([]int, len(levels)), int8(0)
 	for i, l := range levels {
 		order[i], highest = i, max(highest, l)
-		if l%2 == 1 {
-			lowestOdd = min(lowestOdd, l)
-		}
 	}
-	for level := highest; level >= lowestOdd && level > 0; level-- {
+	for level := highest; level > 0; level-- {
 		for i := 0; i < len(order); i++ {
 			j := i
 			for j < len(order) && levels[order[j]] >= level {
