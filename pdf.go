@@ -291,7 +291,8 @@ func (l *pdfLayout) keepTogether(height float64) {
 // for each of its lines; text without letters is at level (1: right to left). A framed
 // one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
 // lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, level int8, framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
+	framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
@@ -661,12 +662,10 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 			widest = max(widest, (box.maxX-box.minX)*size)
 		}
 	}
-	if widest == gs[b].w {
-		return false
-	}
+	widened := widest > gs[b].w
 	gs[b].dx += float32((widest - gs[b].w) / 2)
 	gs[b].w = widest
-	return true
+	return widened
 }
 
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
@@ -840,7 +839,7 @@ type fontFile struct {
 	family string // the fpdf family name, unique in the index
 	path   string
 	ttf    []byte
-	stem   string // its folder and family's stem (fontStyle)
+	stem   string // its folder and family's stem (newFontIndex)
 
 	coverOnce sync.Once
 	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
@@ -895,7 +894,12 @@ func newFontIndex(dirs []string) *fontIndex {
 			for i := 2; ix.byName[family] != nil; i++ {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
-			stem, style := fontStyle(p)
+			// The stem and style, in lower case: NotoSansThai-Bold.ttf is notosansthai, bold;
+			// NanumGothic.ttf is nanumgothic, "".
+			stem := strings.ToLower(name)
+			style := fontStyleName.FindString(stem)
+			stem = strings.TrimSuffix(stem, style)
+			style = strings.TrimSuffix(style, "regular")
 			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), stem)}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
 			if ix.faces[[2]string{f.stem, style}] == nil {
@@ -904,18 +908,6 @@ func newFontIndex(dirs []string) *fontIndex {
 		}
 	}
 	return ix
-}
-
-// fontStyle splits a font file's name into its family's stem and its style, in lower
-// case: NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
-func fontStyle(path string) (stem, style string) {
-	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	for _, s := range []string{"semibolditalic", "bolditalic", "semibold", "bold", "italic", "regular"} {
-		if rest, ok := strings.CutSuffix(name, s); ok {
-			return strings.TrimRight(rest, "-_ "), strings.TrimSuffix(s, "regular")
-		}
-	}
-	return name, ""
 }
 
 // fontStyles are the styles a Go family asks of a fallback font, in the order tried (as
@@ -957,6 +949,8 @@ func fallbackRank(path string) int {
 }
 
 var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
+
+var fontStyleName = regexp.MustCompile("(semibolditalic|bolditalic|semibold|bold|italic|regular)$")
 
 // notInFamily matches a file name's extension and every character but ASCII letters and digits.
 var notInFamily = regexp.MustCompile(`\.[^.]*$|[^A-Za-z0-9]`)
