@@ -64,8 +64,7 @@ const (
 // The Go fonts (docs/DESIGN.md): title and categories bold, labels medium, descriptions
 // italic, values regular.
 var pdfFonts = map[string][]byte{
-	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
-	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
+	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF, "GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
 }
 
 var errPDFTooLong = errors.New("PDF too long")
@@ -434,7 +433,6 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 // other is drawn from a fallback font, the run's first, in the family's style, or named.
 func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 	rs, src := shapeArabic(typed)
-	src = append(src, int32(len(typed)))
 	gs := make([]glyph, 0, len(rs))
 	var run *fontFile // the fallback font of the characters before
 	for i, r := range rs {
@@ -577,9 +575,10 @@ const tatweel = 0x0640 // joins on both sides and has no forms of its own
 
 // shapeArabic replaces the Arabic letters of a paragraph by the form their neighbours
 // call for, marks skipped over, and lam followed by alef by their ligature. src gives
-// the index in rs of the character each out stands for (the lam's, for a ligature).
+// the index in rs of the character each out stands for (the lam's, for a ligature), then
+// len(rs).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
-	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs)+1) // glyphs appends to src
+	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs)+1)
 	neighbour := func(i, step int) rune {
 		for i += step; i >= 0 && i < len(rs); i += step {
 			if !unicode.Is(unicode.Mn, rs[i]) {
@@ -606,7 +605,7 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 		}
 		out[len(out)-1] = form
 	}
-	return out, src
+	return out, append(src, int32(len(rs)))
 }
 
 // Stacked marks, in em: the gap between two, and how high above the baseline they stack
@@ -671,12 +670,11 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
-func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
-	if unicode.In(g.r, unicode.Mn, unicode.Me) && l.drawnFrom[g.font] != nil {
-		box, ok := l.drawnFrom[g.font].measured().marks[g.r]
-		return box, ok
+func (l *pdfLayout) markBox(g glyph) (box markBox, ok bool) {
+	if unicode.In(g.r, unicode.Mn, unicode.Me) {
+		box, ok = l.drawnFrom[g.font].measured().marks[g.r]
 	}
-	return markBox{}, false
+	return box, ok
 }
 
 // softHyphen prints only at the end of a line that breaks there, as a hyphen.
@@ -772,13 +770,11 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 		at[i], pos[i] = x, v
 		x += gs[i].w
 	}
-	for i := 0; i < len(gs); {
-		n := 1
+	for i, n := 0, 1; i < len(gs); i, n = i+n, 1 {
 		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
 			n++
 		}
 		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
-		i += n
 	}
 }
 
@@ -1236,9 +1232,7 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 // characters X9 removes take the level of the one before them (the paragraph's at the
 // start); the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	var kept []int
-	var types []bidi.Class
-	var keptRunes []rune
+	kept, types, keptRunes := []int{}, []bidi.Class{}, []rune{}
 	for i, c := range classes {
 		switch c {
 		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
