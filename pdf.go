@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-pdf/fpdf"
@@ -32,15 +31,15 @@ import (
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/image/math/fixed"
 	"golang.org/x/text/encoding/charmap"
+	xunicode "golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
 )
 
-// pdf.go writes a response as the PDF of docs/SPEC.md §4 (docs/DESIGN.md, "PDF"): the
-// layout, text shaping, the fonts, the Unicode bidirectional algorithm. fpdf draws code
-// point by code point, one font to a text operation, and cannot shape text, so pdf.go
-// does that itself, and keeps the text layer what was typed for the PDF readers.
+// pdf.go writes a response as the PDF of docs/SPEC.md §4 (docs/PDF.md). fpdf draws code
+// point by code point, one font to a text operation, so pdf.go lays out, shapes and orders
+// (bidi) the text itself, and keeps the text layer what was typed for the PDF readers.
 
 // Page geometry of docs/SPEC.md, in points.
 const (
@@ -54,17 +53,15 @@ const (
 
 // Bounds of a document, so that its cost follows its input (docs/DESIGN.md, PDF).
 const (
-	pdfMaxPages = 1000 // far beyond any real form: hundreds of fields fill tens of pages
-	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
-	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
-	pdfNameBudget = 2000
+	pdfMaxPages   = 1000             // far beyond any real form (hundreds of fields: tens of pages)
+	pdfNameBudget = 2000             // letters of the names printed per document (about 80 emoji)
 	pdfMaxLines   = pdfMaxPages * 60 // more than pdfMaxPages pages hold
 )
 
-// The Go fonts (docs/DESIGN.md): title and categories bold, labels medium, descriptions
-// italic, values regular.
+// The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
 var pdfFonts = map[string][]byte{
-	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF, "GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
+	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
+	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
 }
 
 var errPDFTooLong = errors.New("PDF too long")
@@ -152,13 +149,12 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	return l.pdf.Output(buf)
 }
 
-// newPDFLayout starts the document of a form: A4 in points, margins, metadata.
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
 	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
 	pdf.SetCellMargin(0)
-	pdf.SetTitle(string(utf16BE(pdfText(form.Title, false))), false)
+	pdf.SetTitle(utf16BE(pdfText(form.Title, false)), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
 	// garbage, more than the rest of a document costs; the fonts come compressed.
@@ -171,12 +167,9 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 }
 
 // utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
-func utf16BE(s string) []byte {
-	b := []byte{0xFE, 0xFF}
-	for _, c := range utf16.Encode([]rune(s)) {
-		b = binary.BigEndian.AppendUint16(b, c)
-	}
-	return b
+func utf16BE(s string) string {
+	t, _ := xunicode.UTF16(xunicode.BigEndian, xunicode.UseBOM).NewEncoder().String(s)
+	return t // s is valid UTF-8 (pdfText's): no error
 }
 
 type fieldBlock struct{ label, description, value paragraph }
@@ -204,8 +197,7 @@ func (l *pdfLayout) layoutField(fd Field, value string) fieldBlock {
 	return b
 }
 
-// keepHeight is the height of what must share a page: the label, the description, and
-// the first line of the value, or the least height of a textarea's frame.
+// keepHeight is what must share a page: label, description, the value's first line or frame.
 func (b fieldBlock) keepHeight() float64 {
 	h := b.label.height() + b.description.height()
 	if b.value.framed {
@@ -224,8 +216,7 @@ func (l *pdfLayout) field(b fieldBlock) {
 	if b.value.framed {
 		return
 	}
-	// The rule (1 pt thick) goes at the foot of the value's last line, or lower where a
-	// font of that line reaches further down.
+	// The 1 pt rule goes at the foot of the value's last line, or below its fonts' descenders.
 	y, size, depth := l.pdf.GetY(), b.value.size, 0.0
 	for _, g := range b.value.lines[len(b.value.lines)-1].glyphs {
 		depth = max(depth, l.drawnFrom[g.font].measured().depth)
@@ -286,10 +277,9 @@ func (l *pdfLayout) keepTogether(height float64) {
 	}
 }
 
-// paragraph lays out text of one font and size over the content width, at least a line
-// for each of its lines; text without letters is at level (1: right to left). A framed
-// one (a textarea's value) keeps its newlines, lies inside the frame's padding, and has no
-// lines when empty.
+// paragraph lays out text of one font and size over the content width, a line at least for
+// each of its lines, text without letters at level (1: right to left). A framed one (a
+// textarea's value) keeps its newlines, lies inside the padding, has no lines when empty.
 func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
 	framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
@@ -347,9 +337,8 @@ func (l *pdfLayout) print(p paragraph) {
 }
 
 // pdfText cleans text for layout: composed (NFC: a letter and its accent one glyph where
-// the font has it), invalid UTF-8 as U+FFFD, control characters and line breaks as a
-// space, the line breaks as LF where keepNewlines is set, without the bidi controls (the
-// layout applies no explicit embedding: what is typed is what is drawn).
+// the font has it), invalid UTF-8 as U+FFFD, controls and line breaks as a space (breaks as
+// LF where keepNewlines is set), without the bidi controls, which the layout does not apply.
 func pdfText(s string, keepNewlines bool) string {
 	s = norm.NFC.String(strings.ReplaceAll(s, "\r\n", "\n"))
 	return strings.Map(func(r rune) rune {
@@ -386,8 +375,7 @@ type textLine struct {
 	typed  []rune // the paragraph as typed, which glyphs' src index
 }
 
-// layout appends to lines one paragraph (through pdfText, without newlines) broken into
-// lines at most width wide; a paragraph without letters is at level (1: right to left).
+// layout appends to lines one paragraph (pdfText's, without newlines), broken to width.
 func (l *pdfLayout) layout(lines []textLine, family, para string, size, width float64,
 	level int8) []textLine {
 	typed := []rune(para)
@@ -444,8 +432,7 @@ func (l *pdfLayout) glyphs(family string, typed []rune) []glyph {
 				continue
 			}
 			if unicode.In(r, unicode.Mn, unicode.Me) && (len(gs) == 0 || gs[len(gs)-1].r == ' ') {
-				// A mark without a base is drawn over a no-break space, its base's place,
-				// not over the margin or the space before.
+				// A lone mark is drawn over a no-break space, not the margin or the space before.
 				gs = append(gs, glyph{r: '\u00A0', font: family, src: g.src})
 			}
 			font := l.fonts.fallbackFor(r, run)
@@ -489,8 +476,7 @@ func invisible(r rune) bool {
 		r == '\u200B' || r == '\u2060' || r == '\uFEFF' || r == '\u034F'
 }
 
-// missing is the text printed for a character no font draws: its name within
-// pdfNameBudget, U+FFFD past it.
+// missing is what prints for a character no font draws: its name, U+FFFD past pdfNameBudget.
 func (l *pdfLayout) missing(r rune) string {
 	name := runeName(r)
 	if l.names+len(name) > pdfNameBudget {
@@ -508,10 +494,9 @@ func runeName(r rune) string {
 	return fmt.Sprintf("[U+%04X]", r)
 }
 
-// joinedForm makes g, a presentation form drawn from face f, the letter typed drawn from
-// the variant of f whose character map gives each letter that form's glyph, so that the
-// text layer holds the letter. g stays where it is no such form (a lam-alef ligature
-// stays the ligature) or f has no such variant.
+// joinedForm makes g, a presentation form from face f, the letter typed, drawn from the
+// variant of f that maps each letter to that form's glyph, so that the text layer holds the
+// letter; g stays where there is no such form (a lam-alef ligature) or variant.
 func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 	form, ok := arabicForms[typed[g.src]]
 	if !ok || g.chars != 1 || g.r < form.first || g.r > form.first+3 {
@@ -573,10 +558,9 @@ var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x06
 
 const tatweel = 0x0640 // joins on both sides and has no forms of its own
 
-// shapeArabic replaces the Arabic letters of a paragraph by the form their neighbours
-// call for, marks skipped over, and lam followed by alef by their ligature. src gives
-// the index in rs of the character each out stands for (the lam's, for a ligature), then
-// len(rs).
+// shapeArabic replaces the Arabic letters of a paragraph by the form their neighbours call
+// for, marks skipped over, and lam followed by alef by their ligature. src gives the index in
+// rs of the character each out stands for (the lam's, for a ligature), then len(rs).
 func shapeArabic(rs []rune) (out []rune, src []int32) {
 	out, src = make([]rune, 0, len(rs)), make([]int32, 0, len(rs)+1)
 	neighbour := func(i, step int) rune {
@@ -615,11 +599,10 @@ const (
 	markStack = 1.5
 )
 
-// placeMarks puts each mark without an advance over its base (fpdf cannot read a font's
-// positioning tables): where its font draws it when that is over the base (its ink's
-// middle over the base and not starting before it, as in Noto's Latin, Thai and Hebrew),
-// else centred over the base, or a widened base. A mark that would overprint the one
-// below it (a Thai tone mark over an upper vowel) is raised clear of it, up to markStack.
+// placeMarks puts each mark without an advance over its base, as fpdf cannot read a font's
+// positioning tables: where its font draws it if its ink's middle is over the base, not
+// starting before it (Noto's Latin, Thai, Hebrew), else centred (on a widened base always);
+// one that would overprint the mark below (a Thai tone over an upper vowel) is raised.
 func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	base, widened, stackTop := -1, false, 0.0 // stackTop: the top of the base's marks so far, in em
 	for i := range gs {
@@ -720,11 +703,10 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 	return lines
 }
 
-// canBreakAt reports whether a line may break before gs[n]: after a space or a soft
-// hyphen, and between two characters where one is of a script written without spaces;
-// never before a mark, closing punctuation or a Thai following vowel, after opening
-// punctuation or a Thai leading vowel (UAX #14, without a dictionary), nor before the
-// Thai consonant that closes a syllable whose vowel calls for one (ปั้|น).
+// canBreakAt reports whether a line may break before gs[n]: after a space or soft hyphen,
+// and beside a character of a script written without spaces, but never before a mark,
+// closing punctuation or a Thai following vowel, after opening punctuation or a Thai leading
+// vowel (UAX #14 without a dictionary), nor before a Thai consonant after ั or ็ (ปั้|น).
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
@@ -819,9 +801,8 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	l.pdf.Text(x+float64(gs[0].dx), baselineBelow(y, size)-float64(gs[0].rise), text)
 }
 
-// fontIndex knows the Go fonts and the fallback TrueType fonts of the font folders. Built
-// once per server and shared by its exports; what it learns of a font later is kept under
-// a sync.Once.
+// fontIndex knows the Go fonts and the font folders' TrueType fonts, once per server; what
+// it learns of a font later, for all the server's exports, is kept under a sync.Once.
 type fontIndex struct {
 	fallbacks []*fontFile             // in the order they are tried
 	byName    map[string]*fontFile    // the Go fonts and the fallbacks, by family
@@ -884,14 +865,12 @@ func newFontIndex(dirs []string) *fontIndex {
 				continue
 			}
 			seen[real] = true
-			// The family is the file name's ASCII letters and digits, made unique.
 			name := notInFamily.ReplaceAllString(filepath.Base(p), "")
 			family := name
 			for i := 2; ix.byName[family] != nil; i++ {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
-			// The stem and style, in lower case: NotoSansThai-Bold.ttf is notosansthai, bold;
-			// NanumGothic.ttf is nanumgothic, "".
+			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
 			stem := strings.ToLower(name)
 			style := fontStyleName.FindString(stem)
 			stem = strings.TrimSuffix(stem, style)
@@ -910,8 +889,7 @@ func newFontIndex(dirs []string) *fontIndex {
 // CSS matches a weight above 500, the labels take bold where there is no semi-bold).
 var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
 
-// styled returns the face of fallback font f in the Go family's style, where one beside
-// f draws r; else f.
+// styled is fallback font f's face in the Go family's style, where one beside f draws r.
 func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 	if f == nil {
 		return nil
@@ -996,9 +974,8 @@ func (f *fontFile) covers(r rune) bool {
 	return f.cover != nil && r >= 0 && r <= 0xFFFF && f.cover[r/64]&(1<<(r%64)) != 0
 }
 
-// measured takes the font's depth and marks, once. Of the blocks whose glyphs all sit in one
-// square (CJK ideographs, Hangul), one character in 64 is measured: all of Droid Sans
-// Fallback's take a second.
+// measured takes the font's depth and marks, once; of blocks whose glyphs fill one square
+// (CJK ideographs, Hangul) one character in 64: all of Droid Sans Fallback's take a second.
 func (f *fontFile) measured() *fontFile {
 	f.measureOnce.Do(func() {
 		f.marks = map[rune]markBox{}
@@ -1142,10 +1119,9 @@ func (l *pdfLayout) face(font string, wide bool) string {
 	return name
 }
 
-// addVariant adds to the document, once, the font name: family's font with a character
-// map (withCmap) that gives each character of glyphOf the glyph of the one it maps to, so
-// that the text layer is the characters drawn, whatever glyph they take: a bracket
-// mirrored, an Arabic letter's joined form. It reports whether the variant is there.
+// addVariant adds, once, the font name: family's font with a character map (withCmap) giving
+// each character of glyphOf the glyph of the one it maps to, so that the text layer holds the
+// characters drawn (a bracket mirrored, an Arabic joined form); it reports if it is there.
 func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool {
 	if f, seen := l.drawnFrom[name]; seen {
 		return f != nil
@@ -1195,10 +1171,9 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 }
 
 // The Unicode bidirectional algorithm (UAX #9), pdf.go's own for text without explicit
-// embeddings, overrides or isolates (the layout drops their controls): x/text's bidi
-// supplies the classes, but its Ordering reports runs without their levels, pairs
-// brackets wrongly and panics on an empty paragraph (v0.44.0). bidi_test.go runs
-// Unicode's own test files through it.
+// embeddings, overrides or isolates (pdfText drops their controls): x/text's bidi supplies the
+// classes and brackets, but its Ordering reports runs without their levels, pairs brackets
+// wrongly and panics on an empty paragraph (v0.44.0). bidi_test.go runs Unicode's tests on it.
 
 // bidiLevels resolves the embedding levels of one paragraph, as one line.
 func bidiLevels(rs []rune, fallback int8) (levels []int8, paraLevel int8) {
@@ -1227,10 +1202,9 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 	return fallback
 }
 
-// resolveLevels resolves the levels of a paragraph at paraLevel, as one line, of
-// characters rs of the given classes (rs for the brackets: runes of none will do). The
-// characters X9 removes take the level of the one before them (the paragraph's at the
-// start); the others go through W1–W7, N0–N2, I1, I2 and L1.
+// resolveLevels resolves, as one line, the levels at paraLevel of characters rs (runes of no
+// bracket will do) of the given classes: those X9 removes take the level before them (at the
+// start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	kept, types, keptRunes := []int{}, []bidi.Class{}, []rune{}
 	for i, c := range classes {
@@ -1315,8 +1289,7 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			types[i] = bidi.EN
 		}
 	}
-	// W6: other separators and terminators are neutral; W7: European numbers after
-	// left-to-right text are left to right.
+	// W6: other separators and terminators are neutral; W7: European numbers after L are L.
 	lastStrong = sos
 	for i, t := range types {
 		switch t {
@@ -1358,9 +1331,9 @@ var mirrorOf = func() map[rune]rune {
 	return mirror
 }()
 
-// bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), in the order of
-// their opening brackets; at most 63 may be open at once. Canonical equivalents pair
-// (U+2329 with U+3009).
+// bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), canonical
+// equivalents paired (U+2329 with U+3009), in the order of their opening brackets; at most
+// 63 may be open at once.
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 	var stack []int // the opening brackets still open
 	var pairs [][2]int
