@@ -813,10 +813,11 @@ type fontIndex struct {
 // when a character is first looked up in it and then by each document that embeds it, as
 // fpdf parses a UTF-8 font afresh for each anyway. Its character map is a bitmap (8 KiB).
 type fontFile struct {
-	family string // the fpdf family name, unique in the index
-	path   string
-	ttf    []byte
-	stem   string // its folder and family's stem (newFontIndex)
+	family  string // the fpdf family name, unique in the index
+	path    string
+	ttf     []byte
+	stem    string // its folder and family's stem (newFontIndex)
+	unicode string // a Go font's UTF-8 face's family (face)
 
 	coverOnce sync.Once
 	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
@@ -844,7 +845,7 @@ func fontDirs(pdfFontDir string) []string {
 func newFontIndex(dirs []string) *fontIndex {
 	ix := &fontIndex{byName: map[string]*fontFile{}, faces: map[[2]string]*fontFile{}}
 	for family, ttf := range pdfFonts {
-		ix.byName[family] = &fontFile{family: family, ttf: ttf}
+		ix.byName[family] = &fontFile{family: family, ttf: ttf, unicode: family + "Unicode"}
 	}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
@@ -1108,15 +1109,15 @@ func winAnsiByte(r rune) byte {
 // the character is beyond it (wide) or the document has the font's UTF-8 face already (one
 // face for the rest: fewer text operations); that face is added once.
 func (l *pdfLayout) face(font string, wide bool) string {
-	ttf, name := pdfFonts[font], font+"Unicode"
-	if ttf == nil || !wide && l.files[name] == nil {
+	f := l.drawnFrom[font]
+	if f.ttf == nil || !wide && l.files[f.unicode] == nil {
 		return font
 	}
-	if l.files[name] == nil {
-		l.pdf.AddUTF8FontFromBytes(name, "", ttf)
-		l.files[name], l.drawnFrom[name] = ttf, l.drawnFrom[font]
+	if l.files[f.unicode] == nil {
+		l.pdf.AddUTF8FontFromBytes(f.unicode, "", f.ttf)
+		l.files[f.unicode], l.drawnFrom[f.unicode] = f.ttf, f
 	}
-	return name
+	return f.unicode
 }
 
 // addVariant adds, once, the font name: family's font with a character map (withCmap) giving
