@@ -765,10 +765,9 @@ func baselineBelow(y, size float64) float64 { return y + lineHeight(size)/2 + 0.
 
 func ownCell(g glyph) bool { return g.level%2 == 1 || g.dx != 0 || g.rise != 0 }
 
-// drawCell draws glyphs in a row from x as one text operation. A bracket in
-// right-to-left text is drawn with its partner's glyph (L4) from the font's mirrored
-// variant. Where the characters drawn are not those typed (a name, U+FFFD, a soft
-// hyphen's hyphen), a span gives the typed text as /ActualText (poppler, Acrobat).
+// drawCell draws glyphs in a row from x as one text operation, a bracket in right-to-left
+// text with its partner's glyph (L4) from the font's mirrored variant; where the glyphs are
+// not the characters typed (a name, U+FFFD, a hyphen), /ActualText has them (poppler, Acrobat).
 func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	var run strings.Builder
 	for _, g := range gs {
@@ -1065,10 +1064,9 @@ func (l *pdfLayout) addFont(f *fontFile, s string) bool {
 	return true
 }
 
-// winAnsiFace returns a Go font's 8-bit face, made once: the font cut to the characters
-// of WinAnsiEncoding, zlib-compressed, and fpdf's definition of it, with the widths and
-// descriptor fpdf reads from the whole font. A document adds it for the cost of reading
-// that definition; a UTF-8 font costs fpdf a parse and a compressed subset per document.
+// winAnsiFace returns a Go font's 8-bit face, made once: the font cut to WinAnsiEncoding and
+// compressed, with fpdf's definition (the whole font's widths and descriptor). A document adds
+// it for the cost of reading that; a UTF-8 font costs fpdf a parse and a subset per document.
 func (f *fontFile) winAnsiFace() (def, z []byte) {
 	f.winAnsiOnce.Do(func() {
 		pdf := fpdf.New("P", "pt", "A4", "")
