@@ -889,7 +889,7 @@ func newFontIndex(dirs []string) *fontIndex {
 // CSS matches a weight above 500, the labels take bold where there is no semi-bold).
 var fontStyles = map[string][]string{"GoBold": {"bold"}, "GoMedium": {"semibold", "bold"}, "GoItalic": {"italic"}}
 
-// styled is fallback font f's face in the Go family's style, where one beside f draws r.
+// styled is fallback font f's face in the Go family's style where one beside f draws r, else f.
 func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 	if f == nil {
 		return nil
