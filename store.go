@@ -170,9 +170,16 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
 	s.forms.maxBytes = formCacheBytes
-	for v := version; v < len(migrations); v++ {
-		if err := s.migrate(ctx, v+1); err != nil {
-			err = fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+	// Each migration and its version commit together: a crash leaves the one or the other.
+	for v := version + 1; v <= len(migrations); v++ {
+		// PRAGMA takes no parameters; v is this program's own counter, never input.
+		script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, script)
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("migrate to schema version %d: %w", v, err)
 			return nil, errors.Join(err, s.Close())
 		}
 	}
@@ -202,19 +209,7 @@ func checkFolder(path string) error {
 	return os.Remove(f.Name())
 }
 
-// migrate applies migrations[version-1] and records version in the same transaction, so
-// that a crash leaves the database at the version before or after it, never between.
-func (s *Store) migrate(ctx context.Context, version int) error {
-	// PRAGMA takes no parameters; version is this program's own counter, never input.
-	script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[version-1], version)
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, script)
-		return err
-	})
-}
-
-// inTx runs fn in a write transaction, committed when fn returns nil and rolled back
-// otherwise.
+// inTx runs fn in a write transaction, committed if fn returns nil, else rolled back.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -242,6 +237,15 @@ func (s *Store) noteWrite(err error) error {
 		s.refused.Store(&reason)
 	}
 	return err
+}
+
+// exec runs one write statement on its own, its error wrapped with what.
+func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
+	_, err := s.write.ExecContext(ctx, query, args...)
+	if err := s.noteWrite(err); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // ProbeWrite makes a write that needs room and leaves nothing, to learn whether the
@@ -873,13 +877,8 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 
 // PutSetting creates or overwrites the setting key.
 func (s *Store) PutSetting(ctx context.Context, key, value string) error {
-	_, err := s.write.ExecContext(ctx,
-		`INSERT INTO settings (key, value) VALUES (?, ?)
+	return s.exec(ctx, "write setting", `INSERT INTO settings (key, value) VALUES (?, ?)
 		 ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("write setting: %w", err)
-	}
-	return nil
 }
 
 // Summary is a stored tracker or e-mail summary.
@@ -907,25 +906,17 @@ const (
 // SaveTrackerSummary stores the tracker summary of the day starting at date, replacing the
 // text and generatedAt of an existing one and keeping its id.
 func (s *Store) SaveTrackerSummary(ctx context.Context, date time.Time, text string) error {
-	_, err := s.write.ExecContext(ctx,
+	return s.exec(ctx, "save tracker summary",
 		`INSERT INTO tracker_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)
 		 ON CONFLICT (summaryDate) DO UPDATE SET summaryText = excluded.summaryText, generatedAt = excluded.generatedAt`,
 		timestamp(date), text, timestamp(s.now()))
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("save tracker summary: %w", err)
-	}
-	return nil
 }
 
 // AddEmailSummary appends an e-mail summary for the day starting at date.
 func (s *Store) AddEmailSummary(ctx context.Context, date time.Time, text string) error {
-	_, err := s.write.ExecContext(ctx,
+	return s.exec(ctx, "add email summary",
 		`INSERT INTO email_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)`,
 		timestamp(date), text, timestamp(s.now()))
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("add email summary: %w", err)
-	}
-	return nil
 }
 
 // TrackerSummary returns the tracker summary of the day starting at date, or errNotFound.
