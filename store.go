@@ -535,49 +535,30 @@ func formSize(f FormDetail) int {
 	return n
 }
 
-// readForm reads a form and its tree in one statement, so one snapshot: one row per field.
-// A category without fields, or a form without categories, gives a row whose missing
-// parts read as zeros, and ids start at 1.
+// readForm reads a form and its tree in one statement, so from one snapshot, as SQLite
+// writes them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
 func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT f.title, f.description, f.createdAt,
-		        coalesce(c.id, 0), coalesce(c.name, ''), coalesce(c.sortOrder, 0),
-		        coalesce(d.id, 0), coalesce(d.label, ''), coalesce(d.type, ''),
-		        d.description, coalesce(d.sortOrder, 0)
-		   FROM forms f
-		   LEFT JOIN categories c ON c.formId = f.id
-		   LEFT JOIN fields d ON d.categoryId = c.id
-		  WHERE f.id = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, id)
+	var doc []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT json_object('id', id, 'title', title, 'description', description,
+		        'createdAt', createdAt, 'categories', json((
+		   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
+		              'sortOrder', c.sortOrder, 'fields', json((
+		      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
+		                 'label', d.label, 'type', d.type, 'description', d.description,
+		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
+		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
+		     FROM categories c WHERE c.formId = f.id)))
+		   FROM forms f WHERE id = ?`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, errNotFound
+	}
+	var f FormDetail
+	if err == nil {
+		err = json.Unmarshal(doc, &f)
+	}
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
-	}
-	defer rows.Close()
-	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
-	for rows.Next() {
-		c := Category{FormID: id, Fields: []Field{}}
-		var d Field
-		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt, &c.ID, &c.Name, &c.SortOrder,
-			&d.ID, &d.Label, &d.Type, &d.Description, &d.SortOrder); err != nil {
-			return FormDetail{}, fmt.Errorf("get form: %w", err)
-		}
-		if c.ID == 0 {
-			continue
-		}
-		if n := len(f.Categories); n == 0 || f.Categories[n-1].ID != c.ID {
-			f.Categories = append(f.Categories, c)
-		}
-		if d.ID != 0 {
-			d.CategoryID = c.ID
-			last := &f.Categories[len(f.Categories)-1]
-			last.Fields = append(last.Fields, d)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return FormDetail{}, fmt.Errorf("get form: %w", err)
-	}
-	if f.CreatedAt == "" { // no row: createdAt is never empty
-		return FormDetail{}, errNotFound
 	}
 	return f, nil
 }
