@@ -813,31 +813,21 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 // snapshot taken when the form is read holds, where the other order could pair a form
 // with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT r.formId, v.fieldId, v.value
-		   FROM responses r LEFT JOIN response_values v ON v.responseId = r.id
-		  WHERE r.id = ?`, responseID)
+	var formID int64
+	var doc []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT formId, (SELECT json_group_object(fieldId, value)
+		                   FROM response_values WHERE responseId = r.id)
+		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, nil, errNotFound
+	}
+	var values map[int64]*string
+	if err == nil {
+		err = json.Unmarshal(doc, &values)
+	}
 	if err != nil {
 		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-	}
-	defer rows.Close()
-	var formID int64 // 0 while no row is read: ids start at 1
-	values := map[int64]*string{}
-	for rows.Next() {
-		var fieldID *int64
-		var value *string
-		if err := rows.Scan(&formID, &fieldID, &value); err != nil {
-			return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-		}
-		if fieldID != nil {
-			values[*fieldID] = value
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-	}
-	if formID == 0 {
-		return FormDetail{}, nil, errNotFound
 	}
 	form, err := s.GetForm(ctx, formID)
 	return form, values, err
@@ -916,31 +906,23 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 }
 
 // ListSummaries returns one page of summaries of a kind, newest summaryDate first, and
-// the count of all of them.
+// the count of all of them, both from one statement, so from one snapshot.
 func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list summaries: %w", err)
-	}
-	defer tx.Rollback()
 	var total int64
-	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+string(kind)).Scan(&total)
-	if err != nil {
-		return nil, 0, fmt.Errorf("count summaries: %w", err)
+	var page []byte
+	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+string(kind)+`),
+		        (SELECT json_group_array(json_object('id', id, 'summaryDate', summaryDate,
+		                    'summaryText', summaryText, 'generatedAt', generatedAt)
+		                    ORDER BY summaryDate DESC, id DESC)
+		           FROM (SELECT * FROM `+string(kind)+`
+		                  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?))`,
+		limit, offset).Scan(&total, &page)
+	var list []Summary
+	if err == nil {
+		err = json.Unmarshal(page, &list)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, summaryDate, summaryText, generatedAt FROM `+
-		string(kind)+` ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
-	defer rows.Close()
-	list := []Summary{}
-	for rows.Next() {
-		var sum Summary
-		if err := rows.Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt); err != nil {
-			return nil, 0, fmt.Errorf("list summaries: %w", err)
-		}
-		list = append(list, sum)
-	}
-	return list, total, rows.Err()
+	return list, total, nil
 }
