@@ -50,7 +50,11 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
-		text := jsString(object[key])
+		var text *string // null, stored as SQL NULL
+		if raw := object[key]; string(raw) != "null" {
+			s, _ := jsText(raw) // a member of a decoded body: valid JSON
+			text = &s
+		}
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
 			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
 		}
@@ -85,7 +89,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		enc.Encode(&text)                   // strings never fail to encode
 		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
 	}
-	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
 		for _, resp := range page {
 			out.nextItem()
 			out.buf.WriteString(`{"id":`)
@@ -107,7 +111,6 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 			}
 			out.buf.WriteString("}}")
 		}
-		return nil
 	})
 	if err != nil {
 		return err
@@ -131,14 +134,14 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // eachResponsePage reads a form's responses a page at a time, has build write each page
 // into out, and sends it. A page is read and built in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
-func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
+func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response)) error {
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err == nil {
 			var page []Response
 			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 			if err == nil {
-				err = build(page)
+				build(page)
 			}
 			release()
 		}
@@ -173,7 +176,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
 		for _, resp := range page {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
@@ -184,11 +187,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			}
 			cw.Write(row)
 		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return fmt.Errorf("encode CSV: %w", err)
-		}
-		return nil
+		cw.Flush() // into a bytes.Buffer, which never fails
 	}) // every page, the empty first one too, is out
 }
 
@@ -248,20 +247,9 @@ func dispositionHeader(disposition, name string) string {
 	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc.String()
 }
 
-// The original service stored every submitted value with JavaScript's String(value); the
-// js functions reproduce it, so that clients of the original read back the same. Their
-// input was decoded already, so it is valid JSON, which jsText always reads.
-
-// jsString is jsText of a submitted value, and nil for JSON null, stored as SQL NULL.
-func jsString(raw json.RawMessage) *string {
-	if string(raw) == "null" {
-		return nil
-	}
-	s, _ := jsText(raw)
-	return &s
-}
-
-// jsText returns String(value) for a JSON value: null is "null", as settings store it.
+// jsText returns JavaScript's String(value) of a JSON value, as the original service
+// stored every submitted value, so that its clients read back the same; null is "null", as
+// settings store it. It fails only on what is not JSON.
 func jsText(raw json.RawMessage) (string, error) {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -99,10 +100,9 @@ CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
 CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
 CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
 `,
-	// 2: the forms list reads its pages newest first by (createdAt, id), and the response
-	// list by (submittedAt, id): an index on each, so that a page is found without
-	// sorting the table. (SQLite appends the rowid, id, to every index of its own, so the
-	// response index was rebuilt only to name the id it already ordered by.)
+	// 2: the forms list pages newest first by (createdAt, id), the response list by
+	// (submittedAt, id): an index each finds a page without sorting the table. (SQLite ends
+	// every index with the rowid, id: the response index was rebuilt only to name it.)
 	`
 CREATE INDEX forms_created ON forms(createdAt, id);
 DROP INDEX responses_form;
@@ -265,10 +265,7 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 // WriteRefusal is why the database refused the last write that reached it; "" while it
 // takes them.
 func (s *Store) WriteRefusal() string {
-	if reason := s.refused.Load(); reason != nil {
-		return *reason
-	}
-	return ""
+	return *cmp.Or(s.refused.Load(), new(""))
 }
 
 // Close closes both pools.
@@ -452,7 +449,6 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 		}
 		s.forms.put(id, gen, f)
 	}
-	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
@@ -703,11 +699,9 @@ type ResponseValue struct {
 	Value sql.NullString
 }
 
-// ListedField is what the response list shows of a field, and its index in form order.
+// ListedField is a field as the response list shows it, with its index in form order.
 type ListedField struct {
-	ID       int64
-	Label    string
-	Type     string
+	Field
 	position int
 }
 
@@ -721,8 +715,7 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	fields := []*ListedField{}
 	for _, c := range form.Categories {
 		for _, f := range c.Fields {
-			listed := &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)}
-			fields = append(fields, listed)
+			fields = append(fields, &ListedField{f, len(fields)})
 		}
 	}
 	return form.Title, fields, nil
@@ -754,13 +747,8 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	defer rows.Close()
 	list := []Response{}
-	size := 0    // bytes of the values read
-	cut := false // the page stopped at listPageBytes
-	for rows.Next() {
-		if size > listPageBytes {
-			cut = true
-			break
-		}
+	size := 0 // bytes of the values read
+	for size <= listPageBytes && rows.Next() {
 		var r Response
 		var packed sql.NullString // NULL for a response without values
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
@@ -771,6 +759,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		size += n
 		list = append(list, r)
 	}
+	cut := size > listPageBytes && rows.Next() // more follow a page cut short
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
