@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -223,9 +224,10 @@ func fileTitle(title string) string {
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
 // name of HTTP token characters stands bare; any other (quotes, semicolons, non-ASCII)
-// takes RFC 6266's form, an ASCII fallback and the exact name percent-encoded (RFC 8187),
-// so that no title can break or inject a header. "%" is an underscore in a bare name or
-// the fallback, since some programs decode %XX in filename (RFC 6266 appendix D).
+// takes RFC 6266's form, an ASCII fallback and the exact name percent-encoded (RFC 8187:
+// every byte but letters, digits and "-._~", which url.QueryEscape writes but for the
+// space), so that no title can break or inject a header. "%" is an underscore in a bare
+// name or the fallback, since some programs decode %XX in filename (RFC 6266 appendix D).
 func dispositionHeader(disposition, name string) string {
 	fallback := strings.Map(func(r rune) rune {
 		if isTokenChar(r) && r != '%' {
@@ -236,15 +238,8 @@ func dispositionHeader(disposition, name string) string {
 	if fallback == name {
 		return disposition + "; filename=" + name
 	}
-	var enc strings.Builder
-	for _, c := range []byte(name) {
-		if isTokenChar(rune(c)) && !strings.ContainsRune("%'*", rune(c)) { // RFC 8187 attr-char
-			enc.WriteByte(c)
-		} else {
-			fmt.Fprintf(&enc, "%%%02X", c)
-		}
-	}
-	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc.String()
+	enc := strings.ReplaceAll(url.QueryEscape(name), "+", "%20")
+	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc
 }
 
 // jsText returns JavaScript's String(value) of a JSON value, as the original service

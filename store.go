@@ -155,16 +155,17 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if version > len(migrations) {
 		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
 	}
-	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
-	// (kill -9); only a power loss may lose the last ones, the usual trade for not syncing
-	// every commit.
+	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process (kill
+	// -9); a power loss may lose the last ones, the usual trade for not syncing each commit.
 	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=on&_busy_timeout=%d",
 		path, busyTimeout.Milliseconds())
-	s := &Store{write: openSQLite(dsn + "&_txlock=immediate"), now: now}
+	// sql.Open fails only for a driver that is not registered; the first query reports the
+	// rest. database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3: query_only
+	// makes SQLite itself refuse writes on the read pool.
+	write, _ := sql.Open("sqlite3", dsn+"&_txlock=immediate")
+	read, _ := sql.Open("sqlite3", dsn+"&_query_only=on")
+	s := &Store{write: write, read: read, now: now}
 	s.write.SetMaxOpenConns(1)
-	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
-	// SQLite itself refuse writes on the read pool.
-	s.read = openSQLite(dsn + "&_query_only=on")
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
@@ -184,13 +185,6 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 		}
 	}
 	return s, nil
-}
-
-// openSQLite opens a pool on dsn. sql.Open fails only for a driver name that is not
-// registered, and the import registers sqlite3; the first query reports any other error.
-func openSQLite(dsn string) *sql.DB {
-	db, _ := sql.Open("sqlite3", dsn)
-	return db
 }
 
 // checkFolder makes sure that the database's folder exists and can be written, as SQLite
@@ -262,8 +256,7 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 	})
 }
 
-// WriteRefusal is why the database refused the last write that reached it; "" while it
-// takes them.
+// WriteRefusal is why the database refused the last write that reached it; "" if it took it.
 func (s *Store) WriteRefusal() string {
 	return *cmp.Or(s.refused.Load(), new(""))
 }
@@ -329,7 +322,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	return openSQLite((&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String()), nil
+	return sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
 }
 
 // checkCopy runs integrity_check on the copy at path.
@@ -825,10 +818,8 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 // Setting returns the value stored under key, or "" when there is none.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var value string
-	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+	err := s.read.QueryRowContext(ctx,
+		`SELECT ifnull((SELECT value FROM settings WHERE key = ?), '')`, key).Scan(&value)
 	if err != nil {
 		return "", fmt.Errorf("read setting: %w", err)
 	}
@@ -847,7 +838,7 @@ type Summary struct {
 	DatedSummary
 }
 
-// DatedSummary is a summary without its id, as GET /tracker-summary/today answers it.
+// DatedSummary is a summary without its id, as GET /tracker-summary/today sends it.
 type DatedSummary struct {
 	SummaryDate string `json:"summaryDate"`
 	SummaryText string `json:"summaryText"`
