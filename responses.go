@@ -67,10 +67,9 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 }
 
 // handleListResponses writes a form's responses, newest first, as a JSON array a page at
-// a time (see pagedWriter): a list of any length costs the memory of a page. Each value
-// is written once, straight into the page: {"id": …, "submittedAt": …, "values":
-// {"<field id>": {"label": …, "type": …, "value": …}, …}}, the values in form order,
-// which a Go map could not keep.
+// a time (a list of any length costs the memory of a page), each value straight into the
+// page: {"id": …, "submittedAt": …, "values": {"<field id>": {"label": …, "type": …,
+// "value": …}, …}}, the values in form order, which a Go map could not keep.
 func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
 	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
@@ -264,8 +263,7 @@ func jsText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// jsDisplay writes a possibly absent JSON value for an error message as JavaScript's
-// template string would: absent is "undefined".
+// jsDisplay is a possibly absent JSON value as a JavaScript template string shows it.
 func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
@@ -305,9 +303,8 @@ func appendJS(b *strings.Builder, v any) {
 	}
 }
 
-// jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
-// same rules (ECMAScript's Number::toString), once the infinities and -0 are written
-// (JSON has no NaN).
+// jsNumber is JavaScript's String(f): encoding/json writes a float64 by the same rules
+// (ECMAScript's Number::toString) but for the infinities and -0 (JSON has no NaN).
 func jsNumber(f float64) string {
 	switch {
 	case math.IsInf(f, 1):

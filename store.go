@@ -110,11 +110,10 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 `,
 }
 
-// Store is the SQLite database behind the service, as two pools on one file. write has
-// one connection: SQLite allows one writer at a time anyway, and writers queued in
-// database/sql's pool, first come first served, never see "database is locked" nor sleep
-// in SQLite's busy handler. read's connections are query-only: in WAL mode they see the
-// last commit without waiting for the writer, and SQLite refuses any write on them.
+// Store is the SQLite database behind the service, as two pools on one file. write has one
+// connection: SQLite allows one writer at a time, and writers queued in database/sql's pool,
+// first come first served, never see "database is locked" nor sleep in SQLite's busy
+// handler. read's connections are query-only: in WAL mode they never wait for the writer.
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
@@ -143,11 +142,10 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	version := 0 // a database not there yet
 	if _, err := os.Stat(path); err == nil {
 		db, err := openReadOnly(path)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+			db.Close()
 		}
-		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
-		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read schema version: %w", err)
 		}
@@ -227,8 +225,7 @@ func (s *Store) noteWrite(err error) error {
 	case err == nil:
 		s.refused.Store(nil)
 	case errors.As(err, &se) && slices.Contains(refusals, se.Code):
-		reason := se.Code.Error()
-		s.refused.Store(&reason)
+		s.refused.Store(new(se.Code.Error()))
 	}
 	return err
 }
@@ -285,11 +282,10 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
 	defer tmp.Close()
 	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+		db.Close()
 	}
-	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
-	db.Close()
 	if err != nil {
 		return 0, fmt.Errorf("copy database: %w", err)
 	}
@@ -405,23 +401,19 @@ func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: ma
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
 // the next page; nil when this is the last.
 func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, title, description, createdAt FROM forms
-		  WHERE (createdAt, id) < (?, ?)
-		  ORDER BY createdAt DESC, id DESC LIMIT ?`, after.Time, after.ID, listPageRows)
+	var page []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT json_group_array(json_object('id', id, 'title', title,
+		            'description', description, 'createdAt', createdAt)
+		            ORDER BY createdAt DESC, id DESC)
+		   FROM (SELECT * FROM forms WHERE (createdAt, id) < (?, ?)
+		          ORDER BY createdAt DESC, id DESC LIMIT ?)`,
+		after.Time, after.ID, listPageRows).Scan(&page)
+	var forms []Form
+	if err == nil {
+		err = json.Unmarshal(page, &forms)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list forms: %w", err)
-	}
-	defer rows.Close()
-	forms := []Form{}
-	for rows.Next() {
-		var f Form
-		if err := rows.Scan(&f.ID, &f.Title, &f.Description, &f.CreatedAt); err != nil {
-			return nil, nil, fmt.Errorf("list forms: %w", err)
-		}
-		forms = append(forms, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
 	if len(forms) < listPageRows {
@@ -568,8 +560,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 }
 
 // UpdateForm replaces title, description, categories and fields of a form as one unit,
-// keeping its id and createdAt. The old fields go, and with them the response values
-// that refer to them; the responses stay.
+// keeping its id, createdAt and responses; the values of the old fields go with them.
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -597,9 +588,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	return f, err
 }
 
-// insertCategories checks and inserts categories and fields in array order, their
-// sortOrder. It stops at the first that breaks a rule, with checkCategory's or
-// checkField's error, which the caller's rollback turns into "nothing created".
+// insertCategories checks and inserts categories and fields, their sortOrder the array
+// order, up to the first that breaks a rule: its error rolls the caller's transaction back.
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	for ci, c := range cats {
 		if err := checkCategory(c); err != nil {
@@ -718,10 +708,8 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // each with the values of the given fields in form order, and the cursor of the next
 // page; nil when this is the last. A value of another field (the form was replaced
 // since its fields were read) is left out. A form that does not exist has no responses.
-//
-// SQLite packs the values of a response into one text (see unpackValues): a row a
-// response, where a row a value cost the list 1.7 times the time (a cgo call and the
-// driver's allocations for every row).
+// SQLite packs a response's values into one text (see unpackValues): a row a value cost
+// the list 1.7 times the time (a cgo call and the driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
@@ -790,10 +778,9 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
-// values by field id. errNotFound when the response does not exist. The values are read
-// first: they only ever go (with the fields they belong to), so the pair is what one
-// snapshot taken when the form is read holds, where the other order could pair a form
-// with the values its update deleted.
+// values by field id, or errNotFound. The values are read first: they only ever go (with
+// their fields), so the pair is what the snapshot of the form's read holds, where the
+// other order could pair a form with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
 	var formID int64
 	var doc []byte
