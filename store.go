@@ -740,7 +740,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		size += n
 		list = append(list, r)
 	}
-	cut := size > listPageBytes && rows.Next() // more follow a page cut short
+	cut := size > listPageBytes && rows.Next() // stopped at listPageBytes, with more to come
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
