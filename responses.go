@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,7 +51,11 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
-		text := jsString(object[key])
+		var text *string // null, stored as SQL NULL
+		if raw := object[key]; string(raw) != "null" {
+			s, _ := jsText(raw) // a member of a decoded body: valid JSON
+			text = &s
+		}
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
 			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
 		}
@@ -62,10 +67,9 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 }
 
 // handleListResponses writes a form's responses, newest first, as a JSON array a page at
-// a time (see pagedWriter): a list of any length costs the memory of a page. Each value
-// is written once, straight into the page: {"id": …, "submittedAt": …, "values":
-// {"<field id>": {"label": …, "type": …, "value": …}, …}}, the values in form order,
-// which a Go map could not keep.
+// a time (a list of any length costs the memory of a page), each value straight into the
+// page: {"id": …, "submittedAt": …, "values": {"<field id>": {"label": …, "type": …,
+// "value": …}, …}}, the values in form order, which a Go map could not keep.
 func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) error {
 	formID, _, fields, err := s.responseFields(r)
 	if err != nil {
@@ -85,7 +89,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		enc.Encode(&text)                   // strings never fail to encode
 		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
 	}
-	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
 		for _, resp := range page {
 			out.nextItem()
 			out.buf.WriteString(`{"id":`)
@@ -107,7 +111,6 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 			}
 			out.buf.WriteString("}}")
 		}
-		return nil
 	})
 	if err != nil {
 		return err
@@ -131,14 +134,14 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // eachResponsePage reads a form's responses a page at a time, has build write each page
 // into out, and sends it. A page is read and built in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
-func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response) error) error {
+func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response)) error {
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err == nil {
 			var page []Response
 			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 			if err == nil {
-				err = build(page)
+				build(page)
 			}
 			release()
 		}
@@ -173,7 +176,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) error {
+	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
 		for _, resp := range page {
 			clear(row)
 			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
@@ -184,11 +187,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 			}
 			cw.Write(row)
 		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return fmt.Errorf("encode CSV: %w", err)
-		}
-		return nil
+		cw.Flush() // into a bytes.Buffer, which never fails
 	}) // every page, the empty first one too, is out
 }
 
@@ -224,9 +223,10 @@ func fileTitle(title string) string {
 
 // dispositionHeader writes a Content-Disposition header for a download named name. A
 // name of HTTP token characters stands bare; any other (quotes, semicolons, non-ASCII)
-// takes RFC 6266's form, an ASCII fallback and the exact name percent-encoded (RFC 8187),
-// so that no title can break or inject a header. "%" is an underscore in a bare name or
-// the fallback, since some programs decode %XX in filename (RFC 6266 appendix D).
+// takes RFC 6266's form, an ASCII fallback and the exact name percent-encoded (RFC 8187:
+// every byte but letters, digits and "-._~", which url.QueryEscape writes but for the
+// space), so that no title can break or inject a header. "%" is an underscore in a bare
+// name or the fallback, since some programs decode %XX in filename (RFC 6266 appendix D).
 func dispositionHeader(disposition, name string) string {
 	fallback := strings.Map(func(r rune) rune {
 		if isTokenChar(r) && r != '%' {
@@ -237,31 +237,13 @@ func dispositionHeader(disposition, name string) string {
 	if fallback == name {
 		return disposition + "; filename=" + name
 	}
-	var enc strings.Builder
-	for _, c := range []byte(name) {
-		if isTokenChar(rune(c)) && !strings.ContainsRune("%'*", rune(c)) { // RFC 8187 attr-char
-			enc.WriteByte(c)
-		} else {
-			fmt.Fprintf(&enc, "%%%02X", c)
-		}
-	}
-	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc.String()
+	enc := strings.ReplaceAll(url.QueryEscape(name), "+", "%20")
+	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc
 }
 
-// The original service stored every submitted value with JavaScript's String(value); the
-// js functions reproduce it, so that clients of the original read back the same. Their
-// input was decoded already, so it is valid JSON, which jsText always reads.
-
-// jsString is jsText of a submitted value, and nil for JSON null, stored as SQL NULL.
-func jsString(raw json.RawMessage) *string {
-	if string(raw) == "null" {
-		return nil
-	}
-	s, _ := jsText(raw)
-	return &s
-}
-
-// jsText returns String(value) for a JSON value: null is "null", as settings store it.
+// jsText returns JavaScript's String(value) of a JSON value, as the original service
+// stored every submitted value, so that its clients read back the same; null is "null", as
+// settings store it. It fails only on what is not JSON.
 func jsText(raw json.RawMessage) (string, error) {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
@@ -281,8 +263,7 @@ func jsText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// jsDisplay writes a possibly absent JSON value for an error message as JavaScript's
-// template string would: absent is "undefined".
+// jsDisplay is a possibly absent JSON value as a JavaScript template string shows it.
 func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
@@ -322,9 +303,8 @@ func appendJS(b *strings.Builder, v any) {
 	}
 }
 
-// jsNumber formats f as JavaScript's String(f): encoding/json writes a float64 by the
-// same rules (ECMAScript's Number::toString), once the infinities and -0 are written
-// (JSON has no NaN).
+// jsNumber is JavaScript's String(f): encoding/json writes a float64 by the same rules
+// (ECMAScript's Number::toString) but for the infinities and -0 (JSON has no NaN).
 func jsNumber(f float64) string {
 	switch {
 	case math.IsInf(f, 1):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -99,10 +100,9 @@ CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
 CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
 CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
 `,
-	// 2: the forms list reads its pages newest first by (createdAt, id), and the response
-	// list by (submittedAt, id): an index on each, so that a page is found without
-	// sorting the table. (SQLite appends the rowid, id, to every index of its own, so the
-	// response index was rebuilt only to name the id it already ordered by.)
+	// 2: the forms list pages newest first by (createdAt, id), the response list by
+	// (submittedAt, id): an index each finds a page without sorting the table. (SQLite ends
+	// every index with the rowid, id: the response index was rebuilt only to name it.)
 	`
 CREATE INDEX forms_created ON forms(createdAt, id);
 DROP INDEX responses_form;
@@ -110,11 +110,10 @@ CREATE INDEX responses_form ON responses(formId, submittedAt, id);
 `,
 }
 
-// Store is the SQLite database behind the service, as two pools on one file. write has
-// one connection: SQLite allows one writer at a time anyway, and writers queued in
-// database/sql's pool, first come first served, never see "database is locked" nor sleep
-// in SQLite's busy handler. read's connections are query-only: in WAL mode they see the
-// last commit without waiting for the writer, and SQLite refuses any write on them.
+// Store is the SQLite database behind the service, as two pools on one file. write has one
+// connection: SQLite allows one writer at a time, and writers queued in database/sql's pool,
+// first come first served, never see "database is locked" nor sleep in SQLite's busy
+// handler. read's connections are query-only: in WAL mode they never wait for the writer.
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
@@ -143,11 +142,10 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	version := 0 // a database not there yet
 	if _, err := os.Stat(path); err == nil {
 		db, err := openReadOnly(path)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+			db.Close()
 		}
-		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
-		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read schema version: %w", err)
 		}
@@ -155,35 +153,36 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if version > len(migrations) {
 		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
 	}
-	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process
-	// (kill -9); only a power loss may lose the last ones, the usual trade for not syncing
-	// every commit.
+	// synchronous=NORMAL in WAL mode keeps every commit across a crash of the process (kill
+	// -9); a power loss may lose the last ones, the usual trade for not syncing each commit.
 	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=on&_busy_timeout=%d",
 		path, busyTimeout.Milliseconds())
-	s := &Store{write: openSQLite(dsn + "&_txlock=immediate"), now: now}
+	// sql.Open fails only for a driver that is not registered; the first query reports the
+	// rest. database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3: query_only
+	// makes SQLite itself refuse writes on the read pool.
+	write, _ := sql.Open("sqlite3", dsn+"&_txlock=immediate")
+	read, _ := sql.Open("sqlite3", dsn+"&_query_only=on")
+	s := &Store{write: write, read: read, now: now}
 	s.write.SetMaxOpenConns(1)
-	// database/sql's BeginTx(ReadOnly: true) is ignored by go-sqlite3; query_only makes
-	// SQLite itself refuse writes on the read pool.
-	s.read = openSQLite(dsn + "&_query_only=on")
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
 	s.forms.maxBytes = formCacheBytes
-	for v := version; v < len(migrations); v++ {
-		if err := s.migrate(ctx, v+1); err != nil {
-			err = fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+	// Each migration and its version commit together: a crash leaves the one or the other.
+	for v := version + 1; v <= len(migrations); v++ {
+		// PRAGMA takes no parameters; v is this program's own counter, never input.
+		script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, script)
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("migrate to schema version %d: %w", v, err)
 			return nil, errors.Join(err, s.Close())
 		}
 	}
 	return s, nil
-}
-
-// openSQLite opens a pool on dsn. sql.Open fails only for a driver name that is not
-// registered, and the import registers sqlite3; the first query reports any other error.
-func openSQLite(dsn string) *sql.DB {
-	db, _ := sql.Open("sqlite3", dsn)
-	return db
 }
 
 // checkFolder makes sure that the database's folder exists and can be written, as SQLite
@@ -202,19 +201,7 @@ func checkFolder(path string) error {
 	return os.Remove(f.Name())
 }
 
-// migrate applies migrations[version-1] and records version in the same transaction, so
-// that a crash leaves the database at the version before or after it, never between.
-func (s *Store) migrate(ctx context.Context, version int) error {
-	// PRAGMA takes no parameters; version is this program's own counter, never input.
-	script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[version-1], version)
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, script)
-		return err
-	})
-}
-
-// inTx runs fn in a write transaction, committed when fn returns nil and rolled back
-// otherwise.
+// inTx runs fn in a write transaction, committed if fn returns nil, else rolled back.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -238,10 +225,18 @@ func (s *Store) noteWrite(err error) error {
 	case err == nil:
 		s.refused.Store(nil)
 	case errors.As(err, &se) && slices.Contains(refusals, se.Code):
-		reason := se.Code.Error()
-		s.refused.Store(&reason)
+		s.refused.Store(new(se.Code.Error()))
 	}
 	return err
+}
+
+// exec runs one write statement on its own, its error wrapped with what.
+func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
+	_, err := s.write.ExecContext(ctx, query, args...)
+	if err := s.noteWrite(err); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // ProbeWrite makes a write that needs room and leaves nothing, to learn whether the
@@ -258,13 +253,9 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 	})
 }
 
-// WriteRefusal is why the database refused the last write that reached it; "" while it
-// takes them.
+// WriteRefusal is why the database refused the last write that reached it; "" if it took it.
 func (s *Store) WriteRefusal() string {
-	if reason := s.refused.Load(); reason != nil {
-		return *reason
-	}
-	return ""
+	return *cmp.Or(s.refused.Load(), new(""))
 }
 
 // Close closes both pools.
@@ -291,11 +282,10 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
 	defer tmp.Close()
 	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+		db.Close()
 	}
-	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
-	db.Close()
 	if err != nil {
 		return 0, fmt.Errorf("copy database: %w", err)
 	}
@@ -328,7 +318,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	return openSQLite((&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String()), nil
+	return sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
 }
 
 // checkCopy runs integrity_check on the copy at path.
@@ -411,23 +401,19 @@ func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: ma
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
 // the next page; nil when this is the last.
 func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, title, description, createdAt FROM forms
-		  WHERE (createdAt, id) < (?, ?)
-		  ORDER BY createdAt DESC, id DESC LIMIT ?`, after.Time, after.ID, listPageRows)
+	var page []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT json_group_array(json_object('id', id, 'title', title,
+		            'description', description, 'createdAt', createdAt)
+		            ORDER BY createdAt DESC, id DESC)
+		   FROM (SELECT * FROM forms WHERE (createdAt, id) < (?, ?)
+		          ORDER BY createdAt DESC, id DESC LIMIT ?)`,
+		after.Time, after.ID, listPageRows).Scan(&page)
+	var forms []Form
+	if err == nil {
+		err = json.Unmarshal(page, &forms)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list forms: %w", err)
-	}
-	defer rows.Close()
-	forms := []Form{}
-	for rows.Next() {
-		var f Form
-		if err := rows.Scan(&f.ID, &f.Title, &f.Description, &f.CreatedAt); err != nil {
-			return nil, nil, fmt.Errorf("list forms: %w", err)
-		}
-		forms = append(forms, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
 	if len(forms) < listPageRows {
@@ -448,7 +434,6 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 		}
 		s.forms.put(id, gen, f)
 	}
-	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
@@ -531,49 +516,30 @@ func formSize(f FormDetail) int {
 	return n
 }
 
-// readForm reads a form and its tree in one statement, so one snapshot: one row per field.
-// A category without fields, or a form without categories, gives a row whose missing
-// parts read as zeros, and ids start at 1.
+// readForm reads a form and its tree in one statement, so from one snapshot, as SQLite
+// writes them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
 func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT f.title, f.description, f.createdAt,
-		        coalesce(c.id, 0), coalesce(c.name, ''), coalesce(c.sortOrder, 0),
-		        coalesce(d.id, 0), coalesce(d.label, ''), coalesce(d.type, ''),
-		        d.description, coalesce(d.sortOrder, 0)
-		   FROM forms f
-		   LEFT JOIN categories c ON c.formId = f.id
-		   LEFT JOIN fields d ON d.categoryId = c.id
-		  WHERE f.id = ?
-		  ORDER BY c.sortOrder, c.id, d.sortOrder, d.id`, id)
+	var doc []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT json_object('id', id, 'title', title, 'description', description,
+		        'createdAt', createdAt, 'categories', json((
+		   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
+		              'sortOrder', c.sortOrder, 'fields', json((
+		      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
+		                 'label', d.label, 'type', d.type, 'description', d.description,
+		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
+		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
+		     FROM categories c WHERE c.formId = f.id)))
+		   FROM forms f WHERE id = ?`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, errNotFound
+	}
+	var f FormDetail
+	if err == nil {
+		err = json.Unmarshal(doc, &f)
+	}
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
-	}
-	defer rows.Close()
-	f := FormDetail{Form: Form{ID: id}, Categories: []Category{}}
-	for rows.Next() {
-		c := Category{FormID: id, Fields: []Field{}}
-		var d Field
-		if err := rows.Scan(&f.Title, &f.Description, &f.CreatedAt, &c.ID, &c.Name, &c.SortOrder,
-			&d.ID, &d.Label, &d.Type, &d.Description, &d.SortOrder); err != nil {
-			return FormDetail{}, fmt.Errorf("get form: %w", err)
-		}
-		if c.ID == 0 {
-			continue
-		}
-		if n := len(f.Categories); n == 0 || f.Categories[n-1].ID != c.ID {
-			f.Categories = append(f.Categories, c)
-		}
-		if d.ID != 0 {
-			d.CategoryID = c.ID
-			last := &f.Categories[len(f.Categories)-1]
-			last.Fields = append(last.Fields, d)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return FormDetail{}, fmt.Errorf("get form: %w", err)
-	}
-	if f.CreatedAt == "" { // no row: createdAt is never empty
-		return FormDetail{}, errNotFound
 	}
 	return f, nil
 }
@@ -594,8 +560,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 }
 
 // UpdateForm replaces title, description, categories and fields of a form as one unit,
-// keeping its id and createdAt. The old fields go, and with them the response values
-// that refer to them; the responses stay.
+// keeping its id, createdAt and responses; the values of the old fields go with them.
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -623,9 +588,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	return f, err
 }
 
-// insertCategories checks and inserts categories and fields in array order, their
-// sortOrder. It stops at the first that breaks a rule, with checkCategory's or
-// checkField's error, which the caller's rollback turns into "nothing created".
+// insertCategories checks and inserts categories and fields, their sortOrder the array
+// order, up to the first that breaks a rule: its error rolls the caller's transaction back.
 func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []CategoryInput) error {
 	for ci, c := range cats {
 		if err := checkCategory(c); err != nil {
@@ -718,11 +682,9 @@ type ResponseValue struct {
 	Value sql.NullString
 }
 
-// ListedField is what the response list shows of a field, and its index in form order.
+// ListedField is a field as the response list shows it, with its index in form order.
 type ListedField struct {
-	ID       int64
-	Label    string
-	Type     string
+	Field
 	position int
 }
 
@@ -736,8 +698,7 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	fields := []*ListedField{}
 	for _, c := range form.Categories {
 		for _, f := range c.Fields {
-			listed := &ListedField{ID: f.ID, Label: f.Label, Type: f.Type, position: len(fields)}
-			fields = append(fields, listed)
+			fields = append(fields, &ListedField{f, len(fields)})
 		}
 	}
 	return form.Title, fields, nil
@@ -747,10 +708,8 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // each with the values of the given fields in form order, and the cursor of the next
 // page; nil when this is the last. A value of another field (the form was replaced
 // since its fields were read) is left out. A form that does not exist has no responses.
-//
-// SQLite packs the values of a response into one text (see unpackValues): a row a
-// response, where a row a value cost the list 1.7 times the time (a cgo call and the
-// driver's allocations for every row).
+// SQLite packs a response's values into one text (see unpackValues): a row a value cost
+// the list 1.7 times the time (a cgo call and the driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
@@ -769,13 +728,8 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	defer rows.Close()
 	list := []Response{}
-	size := 0    // bytes of the values read
-	cut := false // the page stopped at listPageBytes
-	for rows.Next() {
-		if size > listPageBytes {
-			cut = true
-			break
-		}
+	size := 0 // bytes of the values read
+	for size <= listPageBytes && rows.Next() {
 		var r Response
 		var packed sql.NullString // NULL for a response without values
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
@@ -786,6 +740,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		size += n
 		list = append(list, r)
 	}
+	cut := size > listPageBytes && rows.Next() // stopped at listPageBytes, with more to come
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
@@ -823,36 +778,25 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
-// values by field id. errNotFound when the response does not exist. The values are read
-// first: they only ever go (with the fields they belong to), so the pair is what one
-// snapshot taken when the form is read holds, where the other order could pair a form
-// with the values its update deleted.
+// values by field id, or errNotFound. The values are read first: they only ever go (with
+// their fields), so the pair is what the snapshot of the form's read holds, where the
+// other order could pair a form with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT r.formId, v.fieldId, v.value
-		   FROM responses r LEFT JOIN response_values v ON v.responseId = r.id
-		  WHERE r.id = ?`, responseID)
+	var formID int64
+	var doc []byte
+	err := s.read.QueryRowContext(ctx,
+		`SELECT formId, (SELECT json_group_object(fieldId, value)
+		                   FROM response_values WHERE responseId = r.id)
+		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FormDetail{}, nil, errNotFound
+	}
+	var values map[int64]*string
+	if err == nil {
+		err = json.Unmarshal(doc, &values)
+	}
 	if err != nil {
 		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-	}
-	defer rows.Close()
-	var formID int64 // 0 while no row is read: ids start at 1
-	values := map[int64]*string{}
-	for rows.Next() {
-		var fieldID *int64
-		var value *string
-		if err := rows.Scan(&formID, &fieldID, &value); err != nil {
-			return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-		}
-		if fieldID != nil {
-			values[*fieldID] = value
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
-	}
-	if formID == 0 {
-		return FormDetail{}, nil, errNotFound
 	}
 	form, err := s.GetForm(ctx, formID)
 	return form, values, err
@@ -861,10 +805,8 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 // Setting returns the value stored under key, or "" when there is none.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var value string
-	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+	err := s.read.QueryRowContext(ctx,
+		`SELECT ifnull((SELECT value FROM settings WHERE key = ?), '')`, key).Scan(&value)
 	if err != nil {
 		return "", fmt.Errorf("read setting: %w", err)
 	}
@@ -873,13 +815,8 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 
 // PutSetting creates or overwrites the setting key.
 func (s *Store) PutSetting(ctx context.Context, key, value string) error {
-	_, err := s.write.ExecContext(ctx,
-		`INSERT INTO settings (key, value) VALUES (?, ?)
+	return s.exec(ctx, "write setting", `INSERT INTO settings (key, value) VALUES (?, ?)
 		 ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("write setting: %w", err)
-	}
-	return nil
 }
 
 // Summary is a stored tracker or e-mail summary.
@@ -888,7 +825,7 @@ type Summary struct {
 	DatedSummary
 }
 
-// DatedSummary is a summary without its id, as GET /tracker-summary/today answers it.
+// DatedSummary is a summary without its id, as GET /tracker-summary/today sends it.
 type DatedSummary struct {
 	SummaryDate string `json:"summaryDate"`
 	SummaryText string `json:"summaryText"`
@@ -907,25 +844,17 @@ const (
 // SaveTrackerSummary stores the tracker summary of the day starting at date, replacing the
 // text and generatedAt of an existing one and keeping its id.
 func (s *Store) SaveTrackerSummary(ctx context.Context, date time.Time, text string) error {
-	_, err := s.write.ExecContext(ctx,
+	return s.exec(ctx, "save tracker summary",
 		`INSERT INTO tracker_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)
 		 ON CONFLICT (summaryDate) DO UPDATE SET summaryText = excluded.summaryText, generatedAt = excluded.generatedAt`,
 		timestamp(date), text, timestamp(s.now()))
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("save tracker summary: %w", err)
-	}
-	return nil
 }
 
 // AddEmailSummary appends an e-mail summary for the day starting at date.
 func (s *Store) AddEmailSummary(ctx context.Context, date time.Time, text string) error {
-	_, err := s.write.ExecContext(ctx,
+	return s.exec(ctx, "add email summary",
 		`INSERT INTO email_summaries (summaryDate, summaryText, generatedAt) VALUES (?, ?, ?)`,
 		timestamp(date), text, timestamp(s.now()))
-	if err := s.noteWrite(err); err != nil {
-		return fmt.Errorf("add email summary: %w", err)
-	}
-	return nil
 }
 
 // TrackerSummary returns the tracker summary of the day starting at date, or errNotFound.
@@ -944,31 +873,23 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 }
 
 // ListSummaries returns one page of summaries of a kind, newest summaryDate first, and
-// the count of all of them.
+// the count of all of them, both from one statement, so from one snapshot.
 func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list summaries: %w", err)
-	}
-	defer tx.Rollback()
 	var total int64
-	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+string(kind)).Scan(&total)
-	if err != nil {
-		return nil, 0, fmt.Errorf("count summaries: %w", err)
+	var page []byte
+	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+string(kind)+`),
+		        (SELECT json_group_array(json_object('id', id, 'summaryDate', summaryDate,
+		                    'summaryText', summaryText, 'generatedAt', generatedAt)
+		                    ORDER BY summaryDate DESC, id DESC)
+		           FROM (SELECT * FROM `+string(kind)+`
+		                  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?))`,
+		limit, offset).Scan(&total, &page)
+	var list []Summary
+	if err == nil {
+		err = json.Unmarshal(page, &list)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, summaryDate, summaryText, generatedAt FROM `+
-		string(kind)+` ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
-	defer rows.Close()
-	list := []Summary{}
-	for rows.Next() {
-		var sum Summary
-		if err := rows.Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt); err != nil {
-			return nil, 0, fmt.Errorf("list summaries: %w", err)
-		}
-		list = append(list, sum)
-	}
-	return list, total, rows.Err()
+	return list, total, nil
 }
