@@ -517,7 +517,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 			}
 			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
 			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
-				s.writeError(w, r, &apiError{kind: kindInternal, msg: internalError}) // logged above
+				s.writeError(w, r, &apiError{msg: internalError}) // logged above
 				return
 			}
 			panic(http.ErrAbortHandler)
@@ -569,11 +569,11 @@ func (s *server) guardAPI(next http.Handler) http.Handler {
 			return
 		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
 		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
-			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})
+			s.writeError(w, r, &apiError{status: http.StatusForbidden, msg: "Host not allowed"})
 			return
 		case s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
 			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
+			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, msg: "Unauthorized"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -631,44 +631,38 @@ func isCleanPath(p string) bool {
 // a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
 // large body holds its room in s.uploads until the handler returns.
 func (s *server) readBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 { // -1 is a body of unknown length
-			release, err := s.bufferBody(w, r)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			defer release()
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		size := r.ContentLength
+		if size == 0 {
+			next.ServeHTTP(w, r)
+			return nil
 		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// bufferBody reads and checks r's body and puts it back as r.Body.
-func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
-	if r.ContentLength > maxBodyBytes {
-		return nil, errBodyTooLarge // refused from its announced length, unread
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		return nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
-	}
-	size := r.ContentLength
-	if size < 0 {
-		size = maxBodyBytes // of unknown length: as much as it may be
-	}
-	if release, err = s.uploads.acquire(r.Context(), size); err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-		release()
+		if size > maxBodyBytes {
+			return errBodyTooLarge // refused from its announced length, unread
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			return &apiError{status: http.StatusUnsupportedMediaType,
+				msg: "Content-Type must be application/json"}
+		}
+		if size < 0 { // a body of unknown length: as much as it may be
+			size = maxBodyBytes
+		}
+		release, err := s.uploads.acquire(r.Context(), size)
+		if err != nil {
+			return err
+		}
+		defer release()
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, errBodyTooLarge
+			return errBodyTooLarge
 		}
-		return nil, errInvalidJSON
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return release, nil
+		if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+			return errInvalidJSON
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+		return nil
+	})
 }
 
 // queued runs h, a route that changes data, in a write slot: the requests waiting for
@@ -704,7 +698,7 @@ func (s *server) routeMethods(r *http.Request) []string {
 func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		return &apiError{kind: kindMethodNotAllowed, msg: "Method not allowed"}
+		return &apiError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"}
 	}
 	return errNoRoute
 }
@@ -793,12 +787,13 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
 		if reason := s.store.WriteRefusal(); reason != "" {
-			return &apiError{kind: kindUnavailable, msg: "Database refuses writes: " + reason}
+			return &apiError{status: http.StatusServiceUnavailable,
+				msg: "Database refuses writes: " + reason}
 		}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
-		return &apiError{kind: kindUnavailable, msg: "Database unavailable"}
+		return &apiError{status: http.StatusServiceUnavailable, msg: "Database unavailable"}
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -901,43 +896,14 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// errorKind is what kind of failure an apiError is.
-type errorKind int
-
-const (
-	kindInternal             errorKind = iota // a failure of ours: logged, its details never sent
-	kindInvalid                               // the request breaks a rule: 400
-	kindUnauthorized                          // no valid token: 401
-	kindForbidden                             // a Host the service does not serve: 403
-	kindNotFound                              // no such record or route: 404
-	kindMethodNotAllowed                      // 405, with Allow
-	kindTooLarge                              // 413
-	kindUnsupportedMediaType                  // 415
-	kindRejected                              // 500 with its message: a form rule (SPEC.md §7), a PDF past its pages, missing configuration
-	kindUnavailable                           // busy or down: 503, with Retry-After
-)
-
-// errorStatus is the one table from error kinds to statuses.
-var errorStatus = map[errorKind]int{
-	kindInternal:             http.StatusInternalServerError,
-	kindInvalid:              http.StatusBadRequest,
-	kindUnauthorized:         http.StatusUnauthorized,
-	kindForbidden:            http.StatusForbidden,
-	kindNotFound:             http.StatusNotFound,
-	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
-	kindTooLarge:             http.StatusRequestEntityTooLarge,
-	kindUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	kindRejected:             http.StatusInternalServerError,
-	kindUnavailable:          http.StatusServiceUnavailable,
-}
-
-// apiError is the service's one error type, as wtf's Error: kind chooses the status,
-// msg is what the client reads, err, when set, the cause, for the log only.
+// apiError is the service's one error type, as wtf's Error: status is the reply's (0 for
+// a failure of ours: a 500 whose cause is logged), msg what the client reads, err, when
+// set, the cause, for the log only.
 type apiError struct {
-	kind errorKind
-	msg  string
-	err  error
-	// retryAfter is when a refused request (kindUnavailable) may come again, or a second.
+	status int
+	msg    string
+	err    error
+	// retryAfter is when a refused request (503) may come again, or a second.
 	retryAfter time.Duration
 }
 
@@ -951,22 +917,25 @@ func (e *apiError) Error() string {
 func (e *apiError) Unwrap() error { return e.err }
 
 // invalid is the 400 of a request that breaks one of the API's rules.
-func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
+func invalid(msg string) error { return &apiError{status: http.StatusBadRequest, msg: msg} }
 
 // rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
-func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }
+func rejected(msg string) error {
+	return &apiError{status: http.StatusInternalServerError, msg: msg}
+}
 
 const internalError = "Internal server error"
 
 // The errors the middleware and most handlers return.
 var (
-	errNoRoute      = &apiError{kind: kindNotFound, msg: "Not found"}
-	errInvalidJSON  = invalid("Invalid JSON body")
-	errBodyTooLarge = &apiError{kind: kindTooLarge, msg: "Request body too large"}
-	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
+	errNoRoute     = &apiError{status: http.StatusNotFound, msg: "Not found"}
+	errInvalidJSON = invalid("Invalid JSON body")
+	errBusy        = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
 	// errNotFound is the store's error for a record that does not exist; during gives it
 	// docs/SPEC.md §7's words: "update form 7: Record not found".
-	errNotFound = &apiError{kind: kindNotFound, msg: "Record not found"}
+	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
+	errBodyTooLarge = &apiError{status: http.StatusRequestEntityTooLarge,
+		msg: "Request body too large"}
 )
 
 // during names the operation err happened in, docs/SPEC.md §7's <context>: a failure of
@@ -979,11 +948,11 @@ func during(op string, err error) error {
 	case err == nil:
 		return nil
 	case !errors.As(err, &ae):
-		return &apiError{kind: kindInternal, msg: "Failed to " + op + ": internal error", err: err}
-	case ae.kind == kindInternal || ae.kind == kindRejected:
-		return &apiError{kind: ae.kind, msg: "Failed to " + op + ": " + ae.msg, err: err}
-	case ae.kind == kindNotFound:
-		return &apiError{kind: kindNotFound, msg: op + ": " + ae.msg, err: err}
+		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
+	case ae.status == 0 || ae.status == http.StatusInternalServerError:
+		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
+	case ae.status == http.StatusNotFound:
+		return &apiError{status: http.StatusNotFound, msg: op + ": " + ae.msg, err: err}
 	}
 	return err
 }
@@ -992,7 +961,7 @@ func during(op string, err error) error {
 // for it (msg: "Form not found"); any other error is passed to during.
 func missing(op string, err error, msg string) error {
 	if errors.Is(err, errNotFound) {
-		return &apiError{kind: kindNotFound, msg: msg}
+		return &apiError{status: http.StatusNotFound, msg: msg}
 	}
 	return during(op, err)
 }
@@ -1011,19 +980,19 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = &apiError{kind: kindInternal, msg: internalError, err: err}
+		ae = &apiError{msg: internalError, err: err}
 	}
 	switch {
 	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.kind == kindInternal && ae.err != nil:
+	case ae.status == 0 && ae.err != nil:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if ae.kind == kindUnavailable {
+	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
-	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{"error": ae.msg})
+	status := cmp.Or(ae.status, http.StatusInternalServerError)
+	s.writeJSON(w, r, status, map[string]string{"error": ae.msg})
 }
 
 // jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
