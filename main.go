@@ -419,7 +419,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		s.mux.Handle(pattern, s.handle(h))
 	}
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
-	s.handler = s.logRequests(s.recoverPanics(s.guardAPI(s.refuseUncleanPaths(s.readBody(s.mux)))))
+	s.handler = s.logRequests(s.recoverPanics(s.guardAPI(s.readBody(s.mux))))
 	return s
 }
 
@@ -562,21 +562,24 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 // API_TOKEN set, one without the token (401); without it, one for a Host name the service
 // does not know (403): a page on another site that makes its own name resolve to this
 // service (DNS rebinding) could read the API's replies, and its requests carry its Host.
+// Last it refuses with 404 a path not in its clean form, which the mux would redirect with
+// an HTML body.
 func (s *server) guardAPI(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
 		switch {
 		case s.preflight(w, r): // first: browsers send preflights without credentials
-			return
-		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
-		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
-			s.writeError(w, r, &apiError{status: http.StatusForbidden, msg: "Host not allowed"})
-			return
-		case s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
+			return nil
+		case api && s.cfg.APIToken == "" && !s.knownHost(r.Host):
+			return &apiError{status: http.StatusForbidden, msg: "Host not allowed"}
+		case api && s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
 			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, msg: "Unauthorized"})
-			return
+			return &apiError{status: http.StatusUnauthorized, msg: "Unauthorized"}
+		case !isCleanPath(r.URL.EscapedPath()):
+			return errNoRoute
 		}
 		next.ServeHTTP(w, r)
+		return nil
 	})
 }
 
@@ -603,18 +606,6 @@ func validToken(header, token string) bool {
 	}
 	a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(token))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
-// refuseUncleanPaths refuses with 404 a path not in its clean form, which the mux would
-// redirect with an HTML body.
-func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isCleanPath(r.URL.EscapedPath()) {
-			s.writeError(w, r, errNoRoute)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
@@ -828,26 +819,15 @@ type pagedWriter struct {
 	r      *http.Request
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	items  int // written by arrayItem
+	items  int // begun by nextItem
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
 	return &pagedWriter{s: s, w: w, r: r, header: http.Header{"Content-Type": {jsonType}}}
 }
 
-// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
-// closes the array, an empty one too, and sends the rest.
-func (p *pagedWriter) arrayItem(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode list item %d: %w", p.items, err)
-	}
-	p.nextItem()
-	p.buf.Write(b)
-	return nil
-}
-
-// nextItem begins the next item of the array, which the caller then writes into buf.
+// nextItem begins the next item of the JSON array the body is, which the caller then
+// writes into buf; endArray closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) nextItem() {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
