@@ -38,10 +38,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal ends the process at once, as without the handler
-	}()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once, as without the handler
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -73,27 +70,28 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:               cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
-		DatabasePath:       cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
-		APIToken:           getenv("API_TOKEN"),
-		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:         getenv("TRACKER_API_KEY"),
-		TrackerProjectID:   cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
-		GenAIKey:           getenv("GENAI_API_KEY"),
-		GenAIBaseURL:       cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:         cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
-		TrackerPromptFile:  getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
-		EmailPromptFile:    getenv("EMAIL_PROMPT_FILE"),
-		Maildir:            getenv("MAILDIR"),
-		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:         getenv("PDF_FONT_DIR"),
-		HeaderTimeout:      5 * time.Second,
-		RequestGrace:       10 * time.Second,
-		JobGrace:           5 * time.Second,
-		OutboundTimeout:    60 * time.Second,
-		OutboundRetryDelay: 500 * time.Millisecond,
+		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
+		APIToken:              getenv("API_TOKEN"),
+		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:            getenv("TRACKER_API_KEY"),
+		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
+		GenAIKey:              getenv("GENAI_API_KEY"),
+		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
+		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
+		Maildir:               getenv("MAILDIR"),
+		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:            getenv("PDF_FONT_DIR"),
+		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
+		HeaderTimeout:         5 * time.Second,
+		RequestGrace:          10 * time.Second,
+		JobGrace:              5 * time.Second,
+		OutboundTimeout:       60 * time.Second,
+		OutboundRetryDelay:    500 * time.Millisecond,
 	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
@@ -101,11 +99,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
-	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
-	case "true":
-		cfg.TrackerIncludePrivate = true
-	case "", "false":
-	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
+	// "1" or "TRUE" too are refused: what opens private content to every reader is spelt one way.
+	if v := getenv("TRACKER_INCLUDE_PRIVATE"); v != "" && v != "true" && v != "false" {
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
 	return cfg, nil
@@ -746,15 +741,13 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 	}
 	n = min(n, g.capacity)
 	if !g.sem.TryAcquire(n) {
+		defer g.waiting.Add(-1)
 		if g.waiting.Add(1) > g.maxQueue {
-			g.waiting.Add(-1)
 			return nil, errBusy
 		}
 		wait, cancel := context.WithTimeout(ctx, g.maxWait)
-		err := g.sem.Acquire(wait, n)
-		cancel()
-		g.waiting.Add(-1)
-		if err != nil {
+		defer cancel()
+		if err := g.sem.Acquire(wait, n); err != nil {
 			return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
 		}
 	}
@@ -795,35 +788,30 @@ const jsonType = "application/json; charset=utf-8"
 // writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
 // is still a clean 500, and held in s.replies until the client has it.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	p := s.newPagedWriter(w, r)
+	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
 		return fmt.Errorf("encode reply: %w", err)
 	}
-	release, err := s.replies.acquire(r.Context(), int64(buf.Len()))
-	if err != nil {
-		return err
-	}
-	defer release()
-	w.Header().Set("Content-Type", jsonType)
-	w.WriteHeader(status)
-	_, err = w.Write(buf.Bytes())
-	return writeFailed(err)
+	p.status = status
+	return p.flush()
 }
 
-// pagedWriter sends a list a page at a time, each built in buf and held in s.replies
-// until the client has it. The header goes with the first page: an error before it is
-// still a clean JSON error.
+// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and
+// held in s.replies until the client has it. The header goes with the first page: an
+// error before it is still a clean JSON error.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
 	r      *http.Request
+	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
 	items  int // begun by nextItem
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, header: http.Header{"Content-Type": {jsonType}}}
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
+		header: http.Header{"Content-Type": {jsonType}}}
 }
 
 // nextItem begins the next item of the JSON array the body is, which the caller then
@@ -854,7 +842,7 @@ func (p *pagedWriter) flush() error {
 	if p.header != nil {
 		maps.Copy(p.w.Header(), p.header)
 		p.header = nil
-		p.w.WriteHeader(http.StatusOK)
+		p.w.WriteHeader(p.status)
 	}
 	_, err = p.w.Write(p.buf.Bytes())
 	p.buf.Reset()
