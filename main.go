@@ -202,7 +202,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch {
 	case len(args) == 2 && args[0] == "backup":
 		// DATABASE_PATH alone: a typo in another setting must not stop the nightly copy.
-		return backup(ctx, cfg.DatabasePath, args[1], stdout)
+		size, err := Backup(ctx, cfg.DatabasePath, args[1])
+		if err != nil {
+			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
+		}
+		_, err = fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
+			cfg.DatabasePath, args[1], size)
+		return err
 	case err != nil:
 		return err
 	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
@@ -250,16 +256,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
-
-// backup writes a copy of the database at path to dest (formsvc backup DEST).
-func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
-	size, err := Backup(ctx, path, dest)
-	if err != nil {
-		return fmt.Errorf("backup of %s: %w", path, err)
-	}
-	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", path, dest, size)
-	return nil
-}
 
 // printPrompt writes the prompt the summary job of kind would send the model on the day
 // given (today when none), private content kept back as the job keeps it, and sends
@@ -720,12 +716,10 @@ func (l *connLimit) track(c net.Conn, state http.ConnState) {
 // maxQueue others waiting, or waits past maxWait, is refused with errBusy: a crowd gets
 // a quick 503 instead of an endless queue.
 type gate struct {
-	sem      *semaphore.Weighted
-	capacity int64
-	free     int64
-	maxQueue int64
-	maxWait  time.Duration
-	waiting  atomic.Int64
+	sem                      *semaphore.Weighted
+	capacity, free, maxQueue int64
+	maxWait                  time.Duration
+	waiting                  atomic.Int64
 }
 
 func newGate(capacity, free int64, maxQueue int, maxWait time.Duration) *gate {
