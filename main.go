@@ -51,21 +51,19 @@ type config struct {
 	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (docs/SUMMARIES.md).
-	TrackerIncludePrivate                                        bool
-	GenAIKey, GenAIBaseURL, GenAIModel                           string
-	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
-	CORSOrigins, AllowedHosts                                    []string
-	PDFFontDir                                                   string // folders searched first for fallback fonts
-	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace
-	// and JobGrace how long requests in flight, then jobs (and handlers past
-	// RequestGrace) get at shutdown; OutboundTimeout every call to the tracker and the
-	// model, whose first backoff is OutboundRetryDelay.
+	TrackerIncludePrivate                                                    bool
+	GenAIKey, GenAIBaseURL, GenAIModel                                       string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule, PDFFontDir string
+	CORSOrigins, AllowedHosts                                                []string
+	// HeaderTimeout bounds a client's headers; RequestGrace and JobGrace are what requests
+	// in flight, then jobs (and handlers past RequestGrace) get at shutdown; OutboundTimeout
+	// bounds every call to the tracker and the model, whose first backoff is OutboundRetryDelay.
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
-// loadConfig reads the configuration from the environment. A value that can be wrong is
-// checked, its error naming the variable rather than the start going on with a default the
-// operator did not choose; the config holds every value read all the same (for a backup).
+// loadConfig reads the environment. A value that can be wrong is checked, its error naming
+// the variable, rather than the start going on with a default the operator did not choose;
+// the config holds every value read all the same (for a backup).
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
@@ -85,7 +83,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
 		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
 		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:            getenv("PDF_FONT_DIR"),
+		PDFFontDir:            getenv("PDF_FONT_DIR"), // folders searched first for fallback fonts
 		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
 		HeaderTimeout:         5 * time.Second,
 		RequestGrace:          10 * time.Second,
@@ -120,23 +118,21 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // logReadiness tells the operator at start-up whether each summary can run, and if not
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
-	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	for _, kind := range []struct {
-		name     string
-		template func(config) (string, error)
-		missing  []string
-	}{{trackerJob, trackerTemplate, trackerGaps}, {emailJob, emailTemplate, emailGaps}} {
-		_, promptErr := kind.template(cfg)
+	summary := func(kind string, template func(config) (string, error), missing []string) {
+		_, promptErr := template(cfg)
 		if promptErr != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind.name, "err", promptErr)
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", promptErr)
 		}
-		if len(kind.missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind.name, "missing", strings.Join(kind.missing, ", "))
+		if len(missing) > 0 {
+			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
 		}
-		if promptErr == nil && len(kind.missing) == 0 {
-			log.Info("summaries configured", "kind", kind.name, "model", cfg.GenAIModel)
+		if promptErr == nil && len(missing) == 0 {
+			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 	}
+	trackerGaps, emailGaps := summaryConfigGaps(cfg)
+	summary(trackerJob, trackerTemplate, trackerGaps)
+	summary(emailJob, emailTemplate, emailGaps)
 	if cfg.APIToken != "" {
 		return
 	}
@@ -188,10 +184,9 @@ func checkTZ(tz string) error {
 		return err
 	}
 	data, err := os.ReadFile(tz)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = time.LoadLocationFromTZData(tz, data)
 	}
-	_, err = time.LoadLocationFromTZData(tz, data)
 	return err
 }
 
@@ -291,8 +286,8 @@ func printPrompt(ctx context.Context, cfg config, kind string, day []string, std
 	return err
 }
 
-// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past
-// it, closing their connections cancels their contexts. serveErr is Serve's result.
+// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past it,
+// closing their connections cancels their contexts. serveErr is Serve's result.
 func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestGrace)
 	defer cancel()
@@ -518,8 +513,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // preflight lets the original's browser front end, served from another origin, call the
-// API: it sets the CORS headers of r's reply to an allowed origin, and replies 204 to r
-// when it is that origin's preflight.
+// API: it sets CORS headers for an allowed origin and replies 204 to that origin's preflight.
 func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
@@ -553,8 +547,7 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 // API_TOKEN set, one without the token (401); without it, one for a Host name the service
 // does not know (403): a page on another site that makes its own name resolve to this
 // service (DNS rebinding) could read the API's replies, and its requests carry its Host.
-// Last it refuses with 404 a path not in its clean form, which the mux would redirect with
-// an HTML body.
+// Then a path not in its clean form, which the mux would redirect in HTML, is a 404.
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
@@ -574,8 +567,7 @@ func (s *server) guardAPI(next http.Handler) http.Handler {
 	})
 }
 
-// knownHost reports whether host (with or without a port) is localhost, an IP address
-// or one of ALLOWED_HOSTS.
+// knownHost reports whether host (port or not) is localhost, an IP address or in ALLOWED_HOSTS.
 func (s *server) knownHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -661,8 +653,7 @@ func (s *server) queued(h handlerFunc) handlerFunc {
 	}
 }
 
-// routeMethods lists the methods the route of r's path serves; none when no route
-// serves the path.
+// routeMethods lists the methods the route of r's path serves, if any.
 func (s *server) routeMethods(r *http.Request) []string {
 	var methods []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
@@ -712,9 +703,8 @@ func (l *connLimit) track(c net.Conn, state http.ConnState) {
 }
 
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first
-// come first served; a request of at most free units goes in uncounted. One that finds
-// maxQueue others waiting, or waits past maxWait, is refused with errBusy: a crowd gets
-// a quick 503 instead of an endless queue.
+// come first served; at most free units go in uncounted. One that finds maxQueue waiting,
+// or waits past maxWait, gets errBusy: a crowd gets a quick 503, not an endless queue.
 type gate struct {
 	sem                      *semaphore.Weighted
 	capacity, free, maxQueue int64
@@ -901,9 +891,9 @@ var (
 )
 
 // during names the operation err happened in, docs/SPEC.md §7's <context>: a failure of
-// ours reads "Failed to update form 7: internal error" (its cause goes to the log only),
-// a rule broken "Failed to create form: Field label is required", a missing record
-// "update form 7: Record not found". The client's own errors keep their message.
+// ours reads "Failed to update form 7: internal error" (the cause is logged only), a rule
+// broken "Failed to create form: Field label is required", a missing record "update form
+// 7: Record not found". The client's own errors keep their message.
 func during(op string, err error) error {
 	var ae *apiError
 	switch {
@@ -1019,9 +1009,8 @@ type jsonBody[T any] interface {
 	json.Unmarshaler
 }
 
-// readJSON decodes the body readBody checked into a T, and calls its Valid method where
-// T has one. No body, or an array, whose members the original read as undefined, is the
-// zero T.
+// readJSON decodes the body readBody checked into a T, then calls T's Valid, if any. No
+// body, or an array (the original read its members as undefined), is the zero T.
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
 	var err error
