@@ -61,9 +61,8 @@ type config struct {
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
-// loadConfig reads the environment. A value that can be wrong is checked, its error naming
-// the variable, rather than the start going on with a default the operator did not choose;
-// the config holds every value read all the same (for a backup).
+// loadConfig reads the environment: a wrong value is an error naming the variable, not a
+// default the operator did not choose; the config holds every value even then, for a backup.
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
@@ -159,8 +158,7 @@ func splitList(s, sep string) []string {
 // writeTimeout bounds the time from a request's headers to the end of its reply.
 const writeTimeout = 60 * time.Second
 
-// newHTTPServer bounds every phase of a connection, so that a slow or stalled client
-// holds a connection only so long.
+// newHTTPServer bounds every phase of a connection: a slow or stalled client holds one so long.
 func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              cfg.Addr,
@@ -174,9 +172,8 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// checkTZ loads the zone TZ names, as the runtime reads it for time.Local (a leading
-// ":" dropped, an absolute path read as a zone file, else a zone name), so that a
-// misspelt zone is an error at start rather than the silent UTC the runtime falls back to.
+// checkTZ loads TZ's zone as the runtime does for time.Local (a leading ":" dropped, a path
+// read as a zone file), so that a misspelt zone fails the start, not falls back to UTC.
 func checkTZ(tz string) error {
 	tz = strings.TrimPrefix(tz, ":")
 	if !strings.HasPrefix(tz, "/") {
@@ -252,9 +249,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
 
-// printPrompt writes the prompt the summary job of kind would send the model on the day
-// given (today when none), private content kept back as the job keeps it, and sends
-// nothing: what leaves the building can be read before the first run.
+// printPrompt writes the prompt the job of kind would send on the day given (today if none),
+// private content kept back, and sends nothing: what leaves is read before the first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	var prompt, nothing string
@@ -494,19 +490,17 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func (s *server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
-			v := recover()
-			switch v {
+			switch v := recover(); v {
 			case nil:
-				return
 			case http.ErrAbortHandler:
 				panic(v) // net/http's own way to cut a reply short: passed on
-			}
-			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
-			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
+			default:
+				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if rec, ok := w.(*statusRecorder); !ok || rec.wrote {
+					panic(http.ErrAbortHandler)
+				}
 				s.writeError(w, r, &apiError{msg: internalError}) // logged above
-				return
 			}
-			panic(http.ErrAbortHandler)
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -544,9 +538,8 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // guardAPI answers CORS preflights, then refuses API requests that may not be served: with
-// API_TOKEN set, one without the token (401); without it, one for a Host name the service
-// does not know (403): a page on another site that makes its own name resolve to this
-// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
+// API_TOKEN set, one without it (401); else one for a Host the service does not know (403),
+// as a page that makes its own name resolve here (DNS rebinding) could read the replies.
 // Then a path not in its clean form, which the mux would redirect in HTML, is a 404.
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
@@ -631,7 +624,7 @@ func (s *server) readBody(next http.Handler) http.Handler {
 			return errBodyTooLarge
 		}
 		if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-			return errInvalidJSON
+			return invalid("Invalid JSON body")
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
@@ -676,9 +669,8 @@ func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	return errNoRoute
 }
 
-// connLimit counts the open connections, for http.Server.ConnState: one past max is
-// refused with 503 and closed, not left in the kernel's queue behind a crowd of idle
-// ones, as x/net's netutil.LimitListener leaves it.
+// connLimit counts open connections for http.Server.ConnState: one past max is refused 503
+// and closed, not left queued in the kernel behind idle ones as netutil.LimitListener does.
 type connLimit struct {
 	max  int64
 	open atomic.Int64
@@ -880,9 +872,8 @@ const internalError = "Internal server error"
 
 // The errors the middleware and most handlers return.
 var (
-	errNoRoute     = &apiError{status: http.StatusNotFound, msg: "Not found"}
-	errInvalidJSON = invalid("Invalid JSON body")
-	errBusy        = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
+	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
+	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
 	// errNotFound is the store's error for a record that does not exist; during gives it
 	// docs/SPEC.md §7's words: "update form 7: Record not found".
 	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
@@ -890,10 +881,9 @@ var (
 		msg: "Request body too large"}
 )
 
-// during names the operation err happened in, docs/SPEC.md §7's <context>: a failure of
-// ours reads "Failed to update form 7: internal error" (the cause is logged only), a rule
-// broken "Failed to create form: Field label is required", a missing record "update form
-// 7: Record not found". The client's own errors keep their message.
+// during names the operation err happened in (SPEC.md §7's <context>): a failure of ours
+// reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
+// "Failed to create form: Field label is required"; the client's own keep their message.
 func during(op string, err error) error {
 	var ae *apiError
 	switch {
