@@ -435,7 +435,6 @@ func (s *server) routes() map[string]handlerFunc {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
