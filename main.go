@@ -405,7 +405,7 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 	return s
 }
 
-// handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
+// handlerFunc is a handler that writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // routes lists the whole API, as docs/openapi.json documents it.
@@ -598,34 +598,31 @@ func isCleanPath(p string) bool {
 // large body holds its room in s.uploads until the handler returns.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		size := r.ContentLength
-		if size == 0 {
-			next.ServeHTTP(w, r)
-			return nil
+		if size := r.ContentLength; size != 0 {
+			if size > maxBodyBytes {
+				return errBodyTooLarge // refused from its announced length, unread
+			}
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				return &apiError{status: http.StatusUnsupportedMediaType,
+					msg: "Content-Type must be application/json"}
+			}
+			if size < 0 { // a body of unknown length: as much as it may be
+				size = maxBodyBytes
+			}
+			release, err := s.uploads.acquire(r.Context(), size)
+			if err != nil {
+				return err
+			}
+			defer release()
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			if errors.As(err, new(*http.MaxBytesError)) {
+				return errBodyTooLarge
+			}
+			if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+				return invalid("Invalid JSON body")
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		if size > maxBodyBytes {
-			return errBodyTooLarge // refused from its announced length, unread
-		}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			return &apiError{status: http.StatusUnsupportedMediaType,
-				msg: "Content-Type must be application/json"}
-		}
-		if size < 0 { // a body of unknown length: as much as it may be
-			size = maxBodyBytes
-		}
-		release, err := s.uploads.acquire(r.Context(), size)
-		if err != nil {
-			return err
-		}
-		defer release()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return errBodyTooLarge
-		}
-		if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-			return invalid("Invalid JSON body")
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 		return nil
 	})
