@@ -146,13 +146,11 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 
 // splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
-	var items []string
-	for _, item := range strings.Split(s, sep) {
-		if item = strings.TrimSpace(item); item != "" {
-			items = append(items, item)
-		}
+	items := strings.Split(s, sep)
+	for i, item := range items {
+		items[i] = strings.TrimSpace(item)
 	}
-	return items
+	return slices.DeleteFunc(items, func(item string) bool { return item == "" })
 }
 
 // writeTimeout bounds the time from a request's headers to the end of its reply.
@@ -644,15 +642,12 @@ func (s *server) queued(h handlerFunc) handlerFunc {
 
 // routeMethods lists the methods the route of r's path serves, if any.
 func (s *server) routeMethods(r *http.Request) []string {
-	var methods []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	return slices.DeleteFunc([]string{"GET", "HEAD", "POST", "PUT", "DELETE"}, func(m string) bool {
 		probe := *r
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
-			methods = append(methods, m)
-		}
-	}
-	return methods
+		_, pattern := s.mux.Handler(&probe)
+		return pattern == "/" || pattern == "" // no route, or the catch-all
+	})
 }
 
 // handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
