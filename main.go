@@ -298,12 +298,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 // running, then closes the store and reports whether it did. Work still running keeps it
 // open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
-	var jobsDone bool
-	var stopping sync.WaitGroup
-	stopping.Go(func() { jobsDone = s.jobs.stop(s.cfg.JobGrace) })
+	jobs := make(chan bool, 1)
+	go func() { jobs <- s.jobs.stop(s.cfg.JobGrace) }()
 	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
-	stopping.Wait()
-	if !jobsDone || !handlersDone {
+	if jobsDone := <-jobs; !jobsDone || !handlersDone {
 		s.log.Error("work still running after the shutdown grace: database left open",
 			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
@@ -736,11 +734,9 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 // write of its own, so that it turns 200 once the database takes writes again even when
 // no client writes (a load balancer may have taken the instance out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
-		if reason := s.store.WriteRefusal(); reason != "" {
-			return &apiError{status: http.StatusServiceUnavailable,
-				msg: "Database refuses writes: " + reason}
-		}
+	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
+	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
+		return &apiError{status: http.StatusServiceUnavailable, msg: "Database refuses writes: " + reason}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
@@ -865,8 +861,7 @@ const internalError = "Internal server error"
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
-	// errNotFound is the store's error for a record that does not exist; during gives it
-	// docs/SPEC.md §7's words: "update form 7: Record not found".
+	// errNotFound is the store's; during makes it SPEC.md §7's "update form 7: Record not found".
 	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
 	errBodyTooLarge = &apiError{status: http.StatusRequestEntityTooLarge,
 		msg: "Request body too large"}
@@ -994,9 +989,8 @@ type jsonBody[T any] interface {
 // body, or an array (the original read its members as undefined), is the zero T.
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
-	var err error
-	body, _ := io.ReadAll(r.Body) // in memory: readBody has read it
-	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
+	body, err := io.ReadAll(r.Body) // in memory: readBody has read it
+	if body = bytes.TrimSpace(body); err == nil && len(body) > 0 && body[0] != '[' {
 		err = P(&v).UnmarshalJSON(body)
 	}
 	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok && err == nil { // either receiver
