@@ -38,10 +38,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal ends the process at once, as without the handler
-	}()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once, as without the handler
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -54,46 +51,44 @@ type config struct {
 	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (docs/SUMMARIES.md).
-	TrackerIncludePrivate                                        bool
-	GenAIKey, GenAIBaseURL, GenAIModel                           string
-	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
-	CORSOrigins, AllowedHosts                                    []string
-	PDFFontDir                                                   string // folders searched first for fallback fonts
-	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace
-	// and JobGrace how long requests in flight, then jobs (and handlers past
-	// RequestGrace) get at shutdown; OutboundTimeout every call to the tracker and the
-	// model, whose first backoff is OutboundRetryDelay.
+	TrackerIncludePrivate                                                    bool
+	GenAIKey, GenAIBaseURL, GenAIModel                                       string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule, PDFFontDir string
+	CORSOrigins, AllowedHosts                                                []string
+	// HeaderTimeout bounds a client's headers; RequestGrace and JobGrace are what requests
+	// in flight, then jobs (and handlers past RequestGrace) get at shutdown; OutboundTimeout
+	// bounds every call to the tracker and the model, whose first backoff is OutboundRetryDelay.
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
-// loadConfig reads the configuration from the environment. A value that can be wrong is
-// checked, its error naming the variable rather than the start going on with a default the
-// operator did not choose; the config holds every value read all the same (for a backup).
+// loadConfig reads the environment: a wrong value is an error naming the variable, not a
+// default the operator did not choose; the config holds every value even then, for a backup.
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:               cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
-		DatabasePath:       cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
-		APIToken:           getenv("API_TOKEN"),
-		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:         getenv("TRACKER_API_KEY"),
-		TrackerProjectID:   cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
-		GenAIKey:           getenv("GENAI_API_KEY"),
-		GenAIBaseURL:       cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:         cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
-		TrackerPromptFile:  getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
-		EmailPromptFile:    getenv("EMAIL_PROMPT_FILE"),
-		Maildir:            getenv("MAILDIR"),
-		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:         getenv("PDF_FONT_DIR"),
-		HeaderTimeout:      5 * time.Second,
-		RequestGrace:       10 * time.Second,
-		JobGrace:           5 * time.Second,
-		OutboundTimeout:    60 * time.Second,
-		OutboundRetryDelay: 500 * time.Millisecond,
+		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
+		APIToken:              getenv("API_TOKEN"),
+		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:            getenv("TRACKER_API_KEY"),
+		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
+		GenAIKey:              getenv("GENAI_API_KEY"),
+		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
+		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
+		Maildir:               getenv("MAILDIR"),
+		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:            getenv("PDF_FONT_DIR"), // folders searched first for fallback fonts
+		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
+		HeaderTimeout:         5 * time.Second,
+		RequestGrace:          10 * time.Second,
+		JobGrace:              5 * time.Second,
+		OutboundTimeout:       60 * time.Second,
+		OutboundRetryDelay:    500 * time.Millisecond,
 	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
@@ -101,11 +96,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
-	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
-	case "true":
-		cfg.TrackerIncludePrivate = true
-	case "", "false":
-	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
+	// "1" or "TRUE" too are refused: what opens private content to every reader is spelt one way.
+	if v := getenv("TRACKER_INCLUDE_PRIVATE"); v != "" && v != "true" && v != "false" {
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
 	return cfg, nil
@@ -125,23 +117,21 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // logReadiness tells the operator at start-up whether each summary can run, and if not
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
-	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	for _, kind := range []struct {
-		name     string
-		template func(config) (string, error)
-		missing  []string
-	}{{trackerJob, trackerTemplate, trackerGaps}, {emailJob, emailTemplate, emailGaps}} {
-		_, promptErr := kind.template(cfg)
+	summary := func(kind string, template func(config) (string, error), missing []string) {
+		_, promptErr := template(cfg)
 		if promptErr != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind.name, "err", promptErr)
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", promptErr)
 		}
-		if len(kind.missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind.name, "missing", strings.Join(kind.missing, ", "))
+		if len(missing) > 0 {
+			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
 		}
-		if promptErr == nil && len(kind.missing) == 0 {
-			log.Info("summaries configured", "kind", kind.name, "model", cfg.GenAIModel)
+		if promptErr == nil && len(missing) == 0 {
+			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 	}
+	trackerGaps, emailGaps := summaryConfigGaps(cfg)
+	summary(trackerJob, trackerTemplate, trackerGaps)
+	summary(emailJob, emailTemplate, emailGaps)
 	if cfg.APIToken != "" {
 		return
 	}
@@ -156,20 +146,17 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 
 // splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
-	var items []string
-	for _, item := range strings.Split(s, sep) {
-		if item = strings.TrimSpace(item); item != "" {
-			items = append(items, item)
-		}
+	items := strings.Split(s, sep)
+	for i, item := range items {
+		items[i] = strings.TrimSpace(item)
 	}
-	return items
+	return slices.DeleteFunc(items, func(item string) bool { return item == "" })
 }
 
 // writeTimeout bounds the time from a request's headers to the end of its reply.
 const writeTimeout = 60 * time.Second
 
-// newHTTPServer bounds every phase of a connection, so that a slow or stalled client
-// holds a connection only so long.
+// newHTTPServer bounds every phase of a connection: a slow or stalled client holds one so long.
 func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              cfg.Addr,
@@ -183,9 +170,8 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// checkTZ loads the zone TZ names, as the runtime reads it for time.Local (a leading
-// ":" dropped, an absolute path read as a zone file, else a zone name), so that a
-// misspelt zone is an error at start rather than the silent UTC the runtime falls back to.
+// checkTZ loads TZ's zone as the runtime does for time.Local (a leading ":" dropped, a path
+// read as a zone file), so that a misspelt zone fails the start, not falls back to UTC.
 func checkTZ(tz string) error {
 	tz = strings.TrimPrefix(tz, ":")
 	if !strings.HasPrefix(tz, "/") {
@@ -193,10 +179,9 @@ func checkTZ(tz string) error {
 		return err
 	}
 	data, err := os.ReadFile(tz)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = time.LoadLocationFromTZData(tz, data)
 	}
-	_, err = time.LoadLocationFromTZData(tz, data)
 	return err
 }
 
@@ -207,7 +192,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch {
 	case len(args) == 2 && args[0] == "backup":
 		// DATABASE_PATH alone: a typo in another setting must not stop the nightly copy.
-		return backup(ctx, cfg.DatabasePath, args[1], stdout)
+		size, err := Backup(ctx, cfg.DatabasePath, args[1])
+		if err != nil {
+			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
+		}
+		_, err = fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
+			cfg.DatabasePath, args[1], size)
+		return err
 	case err != nil:
 		return err
 	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
@@ -256,19 +247,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
 
-// backup writes a copy of the database at path to dest (formsvc backup DEST).
-func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
-	size, err := Backup(ctx, path, dest)
-	if err != nil {
-		return fmt.Errorf("backup of %s: %w", path, err)
-	}
-	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n", path, dest, size)
-	return nil
-}
-
-// printPrompt writes the prompt the summary job of kind would send the model on the day
-// given (today when none), private content kept back as the job keeps it, and sends
-// nothing: what leaves the building can be read before the first run.
+// printPrompt writes the prompt the job of kind would send on the day given (today if none),
+// private content kept back, and sends nothing: what leaves is read before the first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	var prompt, nothing string
@@ -300,8 +280,8 @@ func printPrompt(ctx context.Context, cfg config, kind string, day []string, std
 	return err
 }
 
-// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past
-// it, closing their connections cancels their contexts. serveErr is Serve's result.
+// stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past it,
+// closing their connections cancels their contexts. serveErr is Serve's result.
 func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestGrace)
 	defer cancel()
@@ -318,12 +298,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 // running, then closes the store and reports whether it did. Work still running keeps it
 // open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
-	var jobsDone bool
-	var stopping sync.WaitGroup
-	stopping.Go(func() { jobsDone = s.jobs.stop(s.cfg.JobGrace) })
+	jobs := make(chan bool, 1)
+	go func() { jobs <- s.jobs.stop(s.cfg.JobGrace) }()
 	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
-	stopping.Wait()
-	if !jobsDone || !handlersDone {
+	if jobsDone := <-jobs; !jobsDone || !handlersDone {
 		s.log.Error("work still running after the shutdown grace: database left open",
 			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
@@ -419,11 +397,11 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		s.mux.Handle(pattern, s.handle(h))
 	}
 	s.mux.Handle("/", s.handle(s.handleNoRoute)) // JSON, not the mux's plain text
-	s.handler = s.logRequests(s.recoverPanics(s.guardAPI(s.refuseUncleanPaths(s.readBody(s.mux)))))
+	s.handler = s.logRequests(s.recoverPanics(s.guardAPI(s.readBody(s.mux))))
 	return s
 }
 
-// handlerFunc is a route's handler: it writes its reply, or returns the error to reply with.
+// handlerFunc is a handler that writes its reply, or returns the error to reply with.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // routes lists the whole API, as docs/openapi.json documents it.
@@ -453,7 +431,6 @@ func (s *server) routes() map[string]handlerFunc {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -508,27 +485,24 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func (s *server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
-			v := recover()
-			switch v {
+			switch v := recover(); v {
 			case nil:
-				return
 			case http.ErrAbortHandler:
 				panic(v) // net/http's own way to cut a reply short: passed on
+			default:
+				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if rec, ok := w.(*statusRecorder); !ok || rec.wrote {
+					panic(http.ErrAbortHandler)
+				}
+				s.writeError(w, r, &apiError{msg: internalError}) // logged above
 			}
-			s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
-			if rec, ok := w.(*statusRecorder); ok && !rec.wrote {
-				s.writeError(w, r, &apiError{kind: kindInternal, msg: internalError}) // logged above
-				return
-			}
-			panic(http.ErrAbortHandler)
 		}()
 		next.ServeHTTP(w, r)
 	})
 }
 
 // preflight lets the original's browser front end, served from another origin, call the
-// API: it sets the CORS headers of r's reply to an allowed origin, and replies 204 to r
-// when it is that origin's preflight.
+// API: it sets CORS headers for an allowed origin and replies 204 to that origin's preflight.
 func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
@@ -559,29 +533,29 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // guardAPI answers CORS preflights, then refuses API requests that may not be served: with
-// API_TOKEN set, one without the token (401); without it, one for a Host name the service
-// does not know (403): a page on another site that makes its own name resolve to this
-// service (DNS rebinding) could read the API's replies, and its requests carry its Host.
+// API_TOKEN set, one without it (401); else one for a Host the service does not know (403),
+// as a page that makes its own name resolve here (DNS rebinding) could read the replies.
+// Then a path not in its clean form, which the mux would redirect in HTML, is a 404.
 func (s *server) guardAPI(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
 		switch {
 		case s.preflight(w, r): // first: browsers send preflights without credentials
-			return
-		case r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/"): // served to all
-		case s.cfg.APIToken == "" && !s.knownHost(r.Host):
-			s.writeError(w, r, &apiError{kind: kindForbidden, msg: "Host not allowed"})
-			return
-		case s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
+			return nil
+		case api && s.cfg.APIToken == "" && !s.knownHost(r.Host):
+			return &apiError{status: http.StatusForbidden, msg: "Host not allowed"}
+		case api && s.cfg.APIToken != "" && !validToken(r.Header.Get("Authorization"), s.cfg.APIToken):
 			w.Header().Set("WWW-Authenticate", "Bearer") // RFC 9110: a 401 names its scheme
-			s.writeError(w, r, &apiError{kind: kindUnauthorized, msg: "Unauthorized"})
-			return
+			return &apiError{status: http.StatusUnauthorized, msg: "Unauthorized"}
+		case !isCleanPath(r.URL.EscapedPath()):
+			return errNoRoute
 		}
 		next.ServeHTTP(w, r)
+		return nil
 	})
 }
 
-// knownHost reports whether host (with or without a port) is localhost, an IP address
-// or one of ALLOWED_HOSTS.
+// knownHost reports whether host (port or not) is localhost, an IP address or in ALLOWED_HOSTS.
 func (s *server) knownHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -605,18 +579,6 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// refuseUncleanPaths refuses with 404 a path not in its clean form, which the mux would
-// redirect with an HTML body.
-func (s *server) refuseUncleanPaths(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isCleanPath(r.URL.EscapedPath()) {
-			s.writeError(w, r, errNoRoute)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
 func isCleanPath(p string) bool {
 	clean := path.Clean(p)
@@ -631,44 +593,35 @@ func isCleanPath(p string) bool {
 // a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
 // large body holds its room in s.uploads until the handler returns.
 func (s *server) readBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 { // -1 is a body of unknown length
-			release, err := s.bufferBody(w, r)
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if size := r.ContentLength; size != 0 {
+			if size > maxBodyBytes {
+				return errBodyTooLarge // refused from its announced length, unread
+			}
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				return &apiError{status: http.StatusUnsupportedMediaType,
+					msg: "Content-Type must be application/json"}
+			}
+			if size < 0 { // a body of unknown length: as much as it may be
+				size = maxBodyBytes
+			}
+			release, err := s.uploads.acquire(r.Context(), size)
 			if err != nil {
-				s.writeError(w, r, err)
-				return
+				return err
 			}
 			defer release()
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			if errors.As(err, new(*http.MaxBytesError)) {
+				return errBodyTooLarge
+			}
+			if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+				return invalid("Invalid JSON body")
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		next.ServeHTTP(w, r)
+		return nil
 	})
-}
-
-// bufferBody reads and checks r's body and puts it back as r.Body.
-func (s *server) bufferBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
-	if r.ContentLength > maxBodyBytes {
-		return nil, errBodyTooLarge // refused from its announced length, unread
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		return nil, &apiError{kind: kindUnsupportedMediaType, msg: "Content-Type must be application/json"}
-	}
-	size := r.ContentLength
-	if size < 0 {
-		size = maxBodyBytes // of unknown length: as much as it may be
-	}
-	if release, err = s.uploads.acquire(r.Context(), size); err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-		release()
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, errBodyTooLarge
-		}
-		return nil, errInvalidJSON
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return release, nil
 }
 
 // queued runs h, a route that changes data, in a write slot: the requests waiting for
@@ -685,18 +638,14 @@ func (s *server) queued(h handlerFunc) handlerFunc {
 	}
 }
 
-// routeMethods lists the methods the route of r's path serves; none when no route
-// serves the path.
+// routeMethods lists the methods the route of r's path serves, if any.
 func (s *server) routeMethods(r *http.Request) []string {
-	var methods []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	return slices.DeleteFunc([]string{"GET", "HEAD", "POST", "PUT", "DELETE"}, func(m string) bool {
 		probe := *r
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
-			methods = append(methods, m)
-		}
-	}
-	return methods
+		_, pattern := s.mux.Handler(&probe)
+		return pattern == "/" || pattern == "" // no route, or the catch-all
+	})
 }
 
 // handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
@@ -704,14 +653,13 @@ func (s *server) routeMethods(r *http.Request) []string {
 func (s *server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
 	if allow := s.routeMethods(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		return &apiError{kind: kindMethodNotAllowed, msg: "Method not allowed"}
+		return &apiError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"}
 	}
 	return errNoRoute
 }
 
-// connLimit counts the open connections, for http.Server.ConnState: one past max is
-// refused with 503 and closed, not left in the kernel's queue behind a crowd of idle
-// ones, as x/net's netutil.LimitListener leaves it.
+// connLimit counts open connections for http.Server.ConnState: one past max is refused 503
+// and closed, not left queued in the kernel behind idle ones as netutil.LimitListener does.
 type connLimit struct {
 	max  int64
 	open atomic.Int64
@@ -736,16 +684,13 @@ func (l *connLimit) track(c net.Conn, state http.ConnState) {
 }
 
 // gate admits work while the units in use (slots, bytes) stay within its capacity, first
-// come first served; a request of at most free units goes in uncounted. One that finds
-// maxQueue others waiting, or waits past maxWait, is refused with errBusy: a crowd gets
-// a quick 503 instead of an endless queue.
+// come first served; at most free units go in uncounted. One that finds maxQueue waiting,
+// or waits past maxWait, gets errBusy: a crowd gets a quick 503, not an endless queue.
 type gate struct {
-	sem      *semaphore.Weighted
-	capacity int64
-	free     int64
-	maxQueue int64
-	maxWait  time.Duration
-	waiting  atomic.Int64
+	sem                      *semaphore.Weighted
+	capacity, free, maxQueue int64
+	maxWait                  time.Duration
+	waiting                  atomic.Int64
 }
 
 func newGate(capacity, free int64, maxQueue int, maxWait time.Duration) *gate {
@@ -761,15 +706,13 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 	}
 	n = min(n, g.capacity)
 	if !g.sem.TryAcquire(n) {
+		defer g.waiting.Add(-1)
 		if g.waiting.Add(1) > g.maxQueue {
-			g.waiting.Add(-1)
 			return nil, errBusy
 		}
 		wait, cancel := context.WithTimeout(ctx, g.maxWait)
-		err := g.sem.Acquire(wait, n)
-		cancel()
-		g.waiting.Add(-1)
-		if err != nil {
+		defer cancel()
+		if err := g.sem.Acquire(wait, n); err != nil {
 			return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
 		}
 	}
@@ -791,14 +734,13 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 // write of its own, so that it turns 200 once the database takes writes again even when
 // no client writes (a load balancer may have taken the instance out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
-		if reason := s.store.WriteRefusal(); reason != "" {
-			return &apiError{kind: kindUnavailable, msg: "Database refuses writes: " + reason}
-		}
+	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
+	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
+		return &apiError{status: http.StatusServiceUnavailable, msg: "Database refuses writes: " + reason}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
-		return &apiError{kind: kindUnavailable, msg: "Database unavailable"}
+		return &apiError{status: http.StatusServiceUnavailable, msg: "Database unavailable"}
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -809,50 +751,34 @@ const jsonType = "application/json; charset=utf-8"
 // writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
 // is still a clean 500, and held in s.replies until the client has it.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	p := s.newPagedWriter(w, r)
+	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
 		return fmt.Errorf("encode reply: %w", err)
 	}
-	release, err := s.replies.acquire(r.Context(), int64(buf.Len()))
-	if err != nil {
-		return err
-	}
-	defer release()
-	w.Header().Set("Content-Type", jsonType)
-	w.WriteHeader(status)
-	_, err = w.Write(buf.Bytes())
-	return writeFailed(err)
+	p.status = status
+	return p.flush()
 }
 
-// pagedWriter sends a list a page at a time, each built in buf and held in s.replies
-// until the client has it. The header goes with the first page: an error before it is
-// still a clean JSON error.
+// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and
+// held in s.replies until the client has it. The header goes with the first page: an
+// error before it is still a clean JSON error.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
 	r      *http.Request
+	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	items  int // written by arrayItem
+	items  int // begun by nextItem
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, header: http.Header{"Content-Type": {jsonType}}}
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
+		header: http.Header{"Content-Type": {jsonType}}}
 }
 
-// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
-// closes the array, an empty one too, and sends the rest.
-func (p *pagedWriter) arrayItem(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode list item %d: %w", p.items, err)
-	}
-	p.nextItem()
-	p.buf.Write(b)
-	return nil
-}
-
-// nextItem begins the next item of the array, which the caller then writes into buf.
+// nextItem begins the next item of the JSON array the body is, which the caller then
+// writes into buf; endArray closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) nextItem() {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
@@ -879,7 +805,7 @@ func (p *pagedWriter) flush() error {
 	if p.header != nil {
 		maps.Copy(p.w.Header(), p.header)
 		p.header = nil
-		p.w.WriteHeader(http.StatusOK)
+		p.w.WriteHeader(p.status)
 	}
 	_, err = p.w.Write(p.buf.Bytes())
 	p.buf.Reset()
@@ -901,43 +827,14 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// errorKind is what kind of failure an apiError is.
-type errorKind int
-
-const (
-	kindInternal             errorKind = iota // a failure of ours: logged, its details never sent
-	kindInvalid                               // the request breaks a rule: 400
-	kindUnauthorized                          // no valid token: 401
-	kindForbidden                             // a Host the service does not serve: 403
-	kindNotFound                              // no such record or route: 404
-	kindMethodNotAllowed                      // 405, with Allow
-	kindTooLarge                              // 413
-	kindUnsupportedMediaType                  // 415
-	kindRejected                              // 500 with its message: a form rule (SPEC.md §7), a PDF past its pages, missing configuration
-	kindUnavailable                           // busy or down: 503, with Retry-After
-)
-
-// errorStatus is the one table from error kinds to statuses.
-var errorStatus = map[errorKind]int{
-	kindInternal:             http.StatusInternalServerError,
-	kindInvalid:              http.StatusBadRequest,
-	kindUnauthorized:         http.StatusUnauthorized,
-	kindForbidden:            http.StatusForbidden,
-	kindNotFound:             http.StatusNotFound,
-	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
-	kindTooLarge:             http.StatusRequestEntityTooLarge,
-	kindUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	kindRejected:             http.StatusInternalServerError,
-	kindUnavailable:          http.StatusServiceUnavailable,
-}
-
-// apiError is the service's one error type, as wtf's Error: kind chooses the status,
-// msg is what the client reads, err, when set, the cause, for the log only.
+// apiError is the service's one error type, as wtf's Error: status is the reply's (0 for
+// a failure of ours: a 500 whose cause is logged), msg what the client reads, err, when
+// set, the cause, for the log only.
 type apiError struct {
-	kind errorKind
-	msg  string
-	err  error
-	// retryAfter is when a refused request (kindUnavailable) may come again, or a second.
+	status int
+	msg    string
+	err    error
+	// retryAfter is when a refused request (503) may come again, or a second.
 	retryAfter time.Duration
 }
 
@@ -951,39 +848,39 @@ func (e *apiError) Error() string {
 func (e *apiError) Unwrap() error { return e.err }
 
 // invalid is the 400 of a request that breaks one of the API's rules.
-func invalid(msg string) error { return &apiError{kind: kindInvalid, msg: msg} }
+func invalid(msg string) error { return &apiError{status: http.StatusBadRequest, msg: msg} }
 
 // rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
-func rejected(msg string) error { return &apiError{kind: kindRejected, msg: msg} }
+func rejected(msg string) error {
+	return &apiError{status: http.StatusInternalServerError, msg: msg}
+}
 
 const internalError = "Internal server error"
 
 // The errors the middleware and most handlers return.
 var (
-	errNoRoute      = &apiError{kind: kindNotFound, msg: "Not found"}
-	errInvalidJSON  = invalid("Invalid JSON body")
-	errBodyTooLarge = &apiError{kind: kindTooLarge, msg: "Request body too large"}
-	errBusy         = &apiError{kind: kindUnavailable, msg: "Server busy, retry later"}
-	// errNotFound is the store's error for a record that does not exist; during gives it
-	// docs/SPEC.md §7's words: "update form 7: Record not found".
-	errNotFound = &apiError{kind: kindNotFound, msg: "Record not found"}
+	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
+	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
+	// errNotFound is the store's; during makes it SPEC.md §7's "update form 7: Record not found".
+	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
+	errBodyTooLarge = &apiError{status: http.StatusRequestEntityTooLarge,
+		msg: "Request body too large"}
 )
 
-// during names the operation err happened in, docs/SPEC.md §7's <context>: a failure of
-// ours reads "Failed to update form 7: internal error" (its cause goes to the log only),
-// a rule broken "Failed to create form: Field label is required", a missing record
-// "update form 7: Record not found". The client's own errors keep their message.
+// during names the operation err happened in (SPEC.md §7's <context>): a failure of ours
+// reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
+// "Failed to create form: Field label is required"; the client's own keep their message.
 func during(op string, err error) error {
 	var ae *apiError
 	switch {
 	case err == nil:
 		return nil
 	case !errors.As(err, &ae):
-		return &apiError{kind: kindInternal, msg: "Failed to " + op + ": internal error", err: err}
-	case ae.kind == kindInternal || ae.kind == kindRejected:
-		return &apiError{kind: ae.kind, msg: "Failed to " + op + ": " + ae.msg, err: err}
-	case ae.kind == kindNotFound:
-		return &apiError{kind: kindNotFound, msg: op + ": " + ae.msg, err: err}
+		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
+	case ae.status == 0 || ae.status == http.StatusInternalServerError:
+		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
+	case ae.status == http.StatusNotFound:
+		return &apiError{status: http.StatusNotFound, msg: op + ": " + ae.msg, err: err}
 	}
 	return err
 }
@@ -992,7 +889,7 @@ func during(op string, err error) error {
 // for it (msg: "Form not found"); any other error is passed to during.
 func missing(op string, err error, msg string) error {
 	if errors.Is(err, errNotFound) {
-		return &apiError{kind: kindNotFound, msg: msg}
+		return &apiError{status: http.StatusNotFound, msg: msg}
 	}
 	return during(op, err)
 }
@@ -1011,19 +908,19 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = &apiError{kind: kindInternal, msg: internalError, err: err}
+		ae = &apiError{msg: internalError, err: err}
 	}
 	switch {
 	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.kind == kindInternal && ae.err != nil:
+	case ae.status == 0 && ae.err != nil:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if ae.kind == kindUnavailable {
+	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
-	s.writeJSON(w, r, errorStatus[ae.kind], map[string]string{"error": ae.msg})
+	status := cmp.Or(ae.status, http.StatusInternalServerError)
+	s.writeJSON(w, r, status, map[string]string{"error": ae.msg})
 }
 
 // jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
@@ -1088,14 +985,12 @@ type jsonBody[T any] interface {
 	json.Unmarshaler
 }
 
-// readJSON decodes the body readBody checked into a T, and calls its Valid method where
-// T has one. No body, or an array, whose members the original read as undefined, is the
-// zero T.
+// readJSON decodes the body readBody checked into a T, then calls T's Valid, if any. No
+// body, or an array (the original read its members as undefined), is the zero T.
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
-	var err error
-	body, _ := io.ReadAll(r.Body) // in memory: readBody has read it
-	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
+	body, err := io.ReadAll(r.Body) // in memory: readBody has read it
+	if body = bytes.TrimSpace(body); err == nil && len(body) > 0 && body[0] != '[' {
 		err = P(&v).UnmarshalJSON(body)
 	}
 	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok && err == nil { // either receiver

@@ -86,7 +86,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	release()
 	switch {
 	case errors.Is(err, errPDFTooLong):
-		return during(op, &apiError{kind: kindRejected, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
+		return during(op, &apiError{status: http.StatusInternalServerError, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
 	case err != nil:
 		return missing(op, err, "Response not found")
 	}

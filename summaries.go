@@ -53,7 +53,7 @@ const (
 
 // errNoModelKey is missing configuration, which the earlier variant's GET
 // /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
-var errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
+var errNoModelKey = rejected("GENAI_API_KEY is not configured")
 
 // The default prompt templates, built into the binary so that it runs from any folder.
 var (
@@ -80,7 +80,7 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		err = &apiError{kind: kindRejected, msg: "Prompt template not readable",
+		err = &apiError{status: http.StatusInternalServerError, msg: "Prompt template not readable",
 			err: fmt.Errorf("%s: %w", variable, err)}
 	}
 	return string(data), err
@@ -488,7 +488,7 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	case stopped:
 		return "", fmt.Errorf("on-demand summary: %w", context.Canceled)
 	case ended && r.err != nil:
-		return "", &apiError{kind: kindUnavailable, retryAfter: wait, err: errSummaryBusy,
+		return "", &apiError{status: http.StatusServiceUnavailable, retryAfter: wait, err: errSummaryBusy,
 			msg: fmt.Sprintf("%v; try again in %d s", errSummaryBusy, retrySeconds(wait))}
 	case ended:
 		return r.text, nil
