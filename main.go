@@ -118,15 +118,13 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	summary := func(kind string, template func(config) (string, error), missing []string) {
-		_, promptErr := template(cfg)
-		if promptErr != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", promptErr)
+		if _, err := template(cfg); err != nil {
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", err)
+		} else if len(missing) == 0 {
+			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 		if len(missing) > 0 {
 			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
-		}
-		if promptErr == nil && len(missing) == 0 {
-			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 	}
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
@@ -298,10 +296,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 // running, then closes the store and reports whether it did. Work still running keeps it
 // open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
-	jobs := make(chan bool, 1)
-	go func() { jobs <- s.jobs.stop(s.cfg.JobGrace) }()
-	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
-	if jobsDone := <-jobs; !jobsDone || !handlersDone {
+	deadline := time.Now().Add(s.cfg.JobGrace)
+	jobsDone := s.jobs.stop(s.cfg.JobGrace)
+	handlersDone := waitGroupWithin(&s.handlers, time.Until(deadline))
+	if !jobsDone || !handlersDone {
 		s.log.Error("work still running after the shutdown grace: database left open",
 			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
@@ -579,14 +577,9 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
-func isCleanPath(p string) bool {
-	clean := path.Clean(p)
-	if strings.HasSuffix(p, "/") && clean != "/" {
-		clean += "/"
-	}
-	return clean == p
-}
+// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments and
+// no trailing slash, which no route ends in.
+func isCleanPath(p string) bool { return path.Clean(p) == p }
 
 // readBody reads every request body before its route, as the original's body parser
 // did: one that is not application/json (415; no cross-site form sends that type without
@@ -769,27 +762,23 @@ type pagedWriter struct {
 	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	items  int // begun by nextItem
+	sep    byte // what nextItem writes: '[' before the first item, then ','
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK, sep: '[',
 		header: http.Header{"Content-Type": {jsonType}}}
 }
 
 // nextItem begins the next item of the JSON array the body is, which the caller then
 // writes into buf; endArray closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) nextItem() {
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	} else {
-		p.buf.WriteByte(',')
-	}
-	p.items++
+	p.buf.WriteByte(p.sep)
+	p.sep = ','
 }
 
 func (p *pagedWriter) endArray() error {
-	if p.items == 0 {
+	if p.sep == '[' { // no item
 		p.buf.WriteByte('[')
 	}
 	p.buf.WriteString("]\n")
@@ -871,11 +860,11 @@ var (
 // reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
 // "Failed to create form: Field label is required"; the client's own keep their message.
 func during(op string, err error) error {
-	var ae *apiError
+	ae, ok := errors.AsType[*apiError](err)
 	switch {
 	case err == nil:
 		return nil
-	case !errors.As(err, &ae):
+	case !ok:
 		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
 	case ae.status == 0 || ae.status == http.StatusInternalServerError:
 		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
@@ -906,8 +895,8 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		return
 	}
-	var ae *apiError
-	if !errors.As(err, &ae) {
+	ae, ok := errors.AsType[*apiError](err)
+	if !ok {
 		ae = &apiError{msg: internalError, err: err}
 	}
 	switch {
