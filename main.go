@@ -142,7 +142,6 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	}
 }
 
-// splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
 	items := strings.Split(s, sep)
 	for i, item := range items {
@@ -296,10 +295,10 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 // running, then closes the store and reports whether it did. Work still running keeps it
 // open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
-	deadline := time.Now().Add(s.cfg.JobGrace)
-	jobsDone := s.jobs.stop(s.cfg.JobGrace)
-	handlersDone := waitGroupWithin(&s.handlers, time.Until(deadline))
-	if !jobsDone || !handlersDone {
+	jobs := make(chan bool, 1)
+	go func() { jobs <- s.jobs.stop(s.cfg.JobGrace) }()
+	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
+	if jobsDone := <-jobs; !jobsDone || !handlersDone {
 		s.log.Error("work still running after the shutdown grace: database left open",
 			"jobs", !jobsDone, "handlers", !handlersDone, "grace", s.cfg.JobGrace)
 		return false
@@ -360,14 +359,13 @@ const (
 
 // server holds the dependencies of every handler; tests build their own.
 type server struct {
-	cfg   config
-	store *Store
-	log   *slog.Logger
-	now   func() time.Time
-	mux   *http.ServeMux
-	// handler is mux behind the middleware; client makes the outbound calls.
-	handler  http.Handler
-	client   *http.Client
+	cfg      config
+	store    *Store
+	log      *slog.Logger
+	now      func() time.Time
+	mux      *http.ServeMux
+	handler  http.Handler // mux behind the middleware
+	client   *http.Client // for the outbound calls
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
 	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a list or
@@ -530,10 +528,9 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// guardAPI answers CORS preflights, then refuses API requests that may not be served: with
-// API_TOKEN set, one without it (401); else one for a Host the service does not know (403),
-// as a page that makes its own name resolve here (DNS rebinding) could read the replies.
-// Then a path not in its clean form, which the mux would redirect in HTML, is a 404.
+// guardAPI answers CORS preflights, then refuses: with API_TOKEN set, an API request without
+// it (401), else one for an unknown Host (403), as a page that makes its own name resolve here
+// (DNS rebinding) could read the replies; then a path the mux would redirect in HTML (404).
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
@@ -581,10 +578,9 @@ func validToken(header, token string) bool {
 // no trailing slash, which no route ends in.
 func isCleanPath(p string) bool { return path.Clean(p) == p }
 
-// readBody reads every request body before its route, as the original's body parser
-// did: one that is not application/json (415; no cross-site form sends that type without
-// a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
-// large body holds its room in s.uploads until the handler returns.
+// readBody reads every body before its route, as the original's parser did: one that is not
+// application/json (415; no cross-site form sends that type without a preflight), over
+// maxBodyBytes (413) or not JSON (400) is refused. A large one holds s.uploads until served.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if size := r.ContentLength; size != 0 {
@@ -723,9 +719,8 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	return writeFailed(err)
 }
 
-// handleHealth tells a monitor what clients meet. After a refused write it probes with a
-// write of its own, so that it turns 200 once the database takes writes again even when
-// no client writes (a load balancer may have taken the instance out).
+// handleHealth tells a monitor what clients meet; after a refused write it probes with one
+// of its own, to turn 200 again with no client writing (a balancer may have taken it out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
 	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
@@ -752,9 +747,8 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	return p.flush()
 }
 
-// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and
-// held in s.replies until the client has it. The header goes with the first page: an
-// error before it is still a clean JSON error.
+// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and held
+// in s.replies until sent; the header goes with the first page: an error before it is clean JSON.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
@@ -816,9 +810,8 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// apiError is the service's one error type, as wtf's Error: status is the reply's (0 for
-// a failure of ours: a 500 whose cause is logged), msg what the client reads, err, when
-// set, the cause, for the log only.
+// apiError is the service's one error type, as wtf's Error: status is the reply's (0: a
+// failure of ours, a 500 whose cause is logged), msg what the client reads, err the cause.
 type apiError struct {
 	status int
 	msg    string
@@ -846,7 +839,6 @@ func rejected(msg string) error {
 
 const internalError = "Internal server error"
 
-// The errors the middleware and most handlers return.
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
@@ -883,9 +875,8 @@ func missing(op string, err error, msg string) error {
 	return during(op, err)
 }
 
-// writeError replies to err: the one place where errors become statuses. A failure of
-// ours is logged whole, its client reads no cause. A client that left gets nothing, and
-// the request log shows 499, as nginx's does.
+// writeError is the one place where errors become statuses: a failure of ours is logged
+// whole, its client reads no cause; a client that left gets nothing (logged 499, as nginx).
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	rec, _ := w.(*statusRecorder)
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -938,7 +929,6 @@ func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
 	return err
 }
 
-// at is the path of the member name.
 func (o jsonObject) at(name string) string { return strings.TrimPrefix(o.path+"."+name, ".") }
 
 // get decodes the member name, if any, into v, which takes JSON of kind ("a string").
