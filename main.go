@@ -708,10 +708,8 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 	return func() { g.sem.Release(n) }, nil
 }
 
-// openAPI is docs/openapi.json, written by hand, kept true by tests.
-//
 //go:embed docs/openapi.json
-var openAPI []byte
+var openAPI []byte // written by hand, kept true by tests
 
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", jsonType)
