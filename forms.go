@@ -54,8 +54,7 @@ func (in *FormInput) UnmarshalJSON(b []byte) error {
 		o.get("description", &in.Description, "a string"), err)
 }
 
-// Valid checks the title (absent, null or blank) and docs/DESIGN.md's limits but the
-// field rules, which are the store's.
+// Valid checks the title and docs/DESIGN.md's limits; the field rules are the store's.
 func (in FormInput) Valid() error {
 	fields := 0
 	for _, c := range in.Categories {

@@ -118,15 +118,13 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	summary := func(kind string, template func(config) (string, error), missing []string) {
-		_, promptErr := template(cfg)
-		if promptErr != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", promptErr)
+		if _, err := template(cfg); err != nil {
+			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", err)
+		} else if len(missing) == 0 {
+			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 		if len(missing) > 0 {
 			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
-		}
-		if promptErr == nil && len(missing) == 0 {
-			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 	}
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
@@ -144,7 +142,6 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	}
 }
 
-// splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
 	items := strings.Split(s, sep)
 	for i, item := range items {
@@ -362,14 +359,13 @@ const (
 
 // server holds the dependencies of every handler; tests build their own.
 type server struct {
-	cfg   config
-	store *Store
-	log   *slog.Logger
-	now   func() time.Time
-	mux   *http.ServeMux
-	// handler is mux behind the middleware; client makes the outbound calls.
-	handler  http.Handler
-	client   *http.Client
+	cfg      config
+	store    *Store
+	log      *slog.Logger
+	now      func() time.Time
+	mux      *http.ServeMux
+	handler  http.Handler // mux behind the middleware
+	client   *http.Client // for the outbound calls
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
 	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a list or
@@ -532,10 +528,9 @@ func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// guardAPI answers CORS preflights, then refuses API requests that may not be served: with
-// API_TOKEN set, one without it (401); else one for a Host the service does not know (403),
-// as a page that makes its own name resolve here (DNS rebinding) could read the replies.
-// Then a path not in its clean form, which the mux would redirect in HTML, is a 404.
+// guardAPI answers CORS preflights, then refuses: with API_TOKEN set, an API request without
+// it (401), else one for an unknown Host (403), as a page that makes its own name resolve here
+// (DNS rebinding) could read the replies; then a path the mux would redirect in HTML (404).
 func (s *server) guardAPI(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
@@ -579,19 +574,13 @@ func validToken(header, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments.
-func isCleanPath(p string) bool {
-	clean := path.Clean(p)
-	if strings.HasSuffix(p, "/") && clean != "/" {
-		clean += "/"
-	}
-	return clean == p
-}
+// isCleanPath reports whether the escaped path p has no empty, "." or ".." segments and
+// no trailing slash, which no route ends in.
+func isCleanPath(p string) bool { return path.Clean(p) == p }
 
-// readBody reads every request body before its route, as the original's body parser
-// did: one that is not application/json (415; no cross-site form sends that type without
-// a preflight), over maxBodyBytes (413) or not JSON (400) is refused on every route. A
-// large body holds its room in s.uploads until the handler returns.
+// readBody reads every body before its route, as the original's parser did: one that is not
+// application/json (415; no cross-site form sends that type without a preflight), over
+// maxBodyBytes (413) or not JSON (400) is refused. A large one holds s.uploads until served.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if size := r.ContentLength; size != 0 {
@@ -719,10 +708,8 @@ func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error)
 	return func() { g.sem.Release(n) }, nil
 }
 
-// openAPI is docs/openapi.json, written by hand, kept true by tests.
-//
 //go:embed docs/openapi.json
-var openAPI []byte
+var openAPI []byte // written by hand, kept true by tests
 
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", jsonType)
@@ -730,9 +717,8 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	return writeFailed(err)
 }
 
-// handleHealth tells a monitor what clients meet. After a refused write it probes with a
-// write of its own, so that it turns 200 once the database takes writes again even when
-// no client writes (a load balancer may have taken the instance out).
+// handleHealth tells a monitor what clients meet; after a refused write it probes with one
+// of its own, to turn 200 again with no client writing (a balancer may have taken it out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
 	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
@@ -759,9 +745,8 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	return p.flush()
 }
 
-// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and
-// held in s.replies until the client has it. The header goes with the first page: an
-// error before it is still a clean JSON error.
+// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and held
+// in s.replies until sent; the header goes with the first page: an error before it is clean JSON.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter
@@ -769,27 +754,23 @@ type pagedWriter struct {
 	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	items  int // begun by nextItem
+	sep    byte // what nextItem writes: '[' before the first item, then ','
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK, sep: '[',
 		header: http.Header{"Content-Type": {jsonType}}}
 }
 
 // nextItem begins the next item of the JSON array the body is, which the caller then
 // writes into buf; endArray closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) nextItem() {
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	} else {
-		p.buf.WriteByte(',')
-	}
-	p.items++
+	p.buf.WriteByte(p.sep)
+	p.sep = ','
 }
 
 func (p *pagedWriter) endArray() error {
-	if p.items == 0 {
+	if p.sep == '[' { // no item
 		p.buf.WriteByte('[')
 	}
 	p.buf.WriteString("]\n")
@@ -827,9 +808,8 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// apiError is the service's one error type, as wtf's Error: status is the reply's (0 for
-// a failure of ours: a 500 whose cause is logged), msg what the client reads, err, when
-// set, the cause, for the log only.
+// apiError is the service's one error type, as wtf's Error: status is the reply's (0: a
+// failure of ours, a 500 whose cause is logged), msg what the client reads, err the cause.
 type apiError struct {
 	status int
 	msg    string
@@ -857,7 +837,6 @@ func rejected(msg string) error {
 
 const internalError = "Internal server error"
 
-// The errors the middleware and most handlers return.
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
@@ -871,11 +850,11 @@ var (
 // reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
 // "Failed to create form: Field label is required"; the client's own keep their message.
 func during(op string, err error) error {
-	var ae *apiError
+	ae, ok := errors.AsType[*apiError](err)
 	switch {
 	case err == nil:
 		return nil
-	case !errors.As(err, &ae):
+	case !ok:
 		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
 	case ae.status == 0 || ae.status == http.StatusInternalServerError:
 		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
@@ -894,9 +873,8 @@ func missing(op string, err error, msg string) error {
 	return during(op, err)
 }
 
-// writeError replies to err: the one place where errors become statuses. A failure of
-// ours is logged whole, its client reads no cause. A client that left gets nothing, and
-// the request log shows 499, as nginx's does.
+// writeError is the one place where errors become statuses: a failure of ours is logged
+// whole, its client reads no cause; a client that left gets nothing (logged 499, as nginx).
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	rec, _ := w.(*statusRecorder)
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -906,8 +884,8 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		return
 	}
-	var ae *apiError
-	if !errors.As(err, &ae) {
+	ae, ok := errors.AsType[*apiError](err)
+	if !ok {
 		ae = &apiError{msg: internalError, err: err}
 	}
 	switch {
@@ -949,7 +927,6 @@ func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
 	return err
 }
 
-// at is the path of the member name.
 func (o jsonObject) at(name string) string { return strings.TrimPrefix(o.path+"."+name, ".") }
 
 // get decodes the member name, if any, into v, which takes JSON of kind ("a string").
