@@ -608,8 +608,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	for i := range gs {
 		box, ok := l.markBox(gs[i])
 		if !ok {
-			base, stackTop = i, 0
-			widened = l.widenForFrame(gs, i, size)
+			base, stackTop, widened = i, 0, l.widenForFrame(gs, i, size)
 			continue
 		}
 		if base < 0 || gs[i].w != 0 {
@@ -907,17 +906,14 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 // (Korean, with fewer ideographs); then other regular faces; the styled faces last.
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	switch {
-	case styledFontName.MatchString(name):
+	if styledFontName.MatchString(name) {
 		return 5
-	case strings.HasPrefix(name, "notosans"):
-		return 0
-	case name == "droidsansfallbackfull" || name == "droidsansfallback":
-		return 1
-	case strings.HasPrefix(name, "nanumgothic"):
-		return 2
-	case strings.HasPrefix(name, "noto"), strings.HasPrefix(name, "dejavusans"):
-		return 3
+	}
+	prefixes := []string{"notosans", "droidsansfallback", "nanumgothic", "noto", "dejavusans"}
+	for rank, prefix := range prefixes {
+		if strings.HasPrefix(name, prefix) {
+			return min(rank, 3) // other Noto and DejaVu Sans share a rank
+		}
 	}
 	return 4
 }
@@ -1005,23 +1001,22 @@ func (f *fontFile) measured() *fontFile {
 	return f
 }
 
-// parse reads and parses the font, which fpdf must be able to embed: a single TrueType
-// font with the tables fpdf reads and a format 4 Unicode character map.
+// parse reads and parses the font, which fpdf must be able to embed: a single font (as
+// sfnt.Parse checks, with its tables inside the file) with the tables fpdf reads, glyf for
+// TrueType outlines (not CFF), and a format 4 Unicode character map.
 func (f *fontFile) parse() (*sfnt.Font, error) {
 	ttf, err := f.file()
 	if err != nil {
 		return nil, err
 	}
-	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
-	if len(ttf) < 12 || be32(ttf) != 0x00010000 && be32(ttf) != 0x74727565 { // 'true'
-		return nil, fmt.Errorf("%s: not a single TrueType font", f.path)
+	sf, err := sfnt.Parse(ttf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.path, err)
 	}
+	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
 	tables := map[string][]byte{}
 	for i := range int(be16(ttf[4:])) {
-		rec := ttf[min(12+16*i, len(ttf)):]
-		if len(rec) < 16 || int(be32(rec[8:]))+int(be32(rec[12:])) > len(ttf) {
-			return nil, fmt.Errorf("%s: a table past the end of the file", f.path)
-		}
+		rec := ttf[12+16*i:]
 		tables[string(rec[:4])] = ttf[be32(rec[8:]):][:be32(rec[12:])]
 	}
 	for _, t := range []string{"head", "hhea", "hmtx", "maxp", "name", "OS/2", "post", "cmap", "glyf", "loca"} {
@@ -1029,12 +1024,12 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 			return nil, fmt.Errorf("%s: no %s table", f.path, t)
 		}
 	}
-	cmap := tables["cmap"]
-	for i := 0; len(cmap) >= 4 && i < int(be16(cmap[2:])) && 12+8*i <= len(cmap); i++ {
+	cmap := tables["cmap"] // with its header and records, as sfnt.Parse checks
+	for i := range int(be16(cmap[2:])) {
 		rec := cmap[4+8*i:]
 		platform, encoding, off := be16(rec), be16(rec[2:]), int(be32(rec[4:]))
 		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && be16(cmap[off:]) == 4 {
-			return sfnt.Parse(ttf)
+			return sf, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no format 4 Unicode character map", f.path)
@@ -1152,9 +1147,9 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	}
 	codes, deltas = u16(codes, 0xFFFF), u16(deltas, 1) // the closing segment, to glyph 0
 	n := len(codes) / 2
-	search := 1 << (bits.Len(uint(n)) - 1)               // the largest power of two not above n
+	e := bits.Len(uint(n)) - 1                           // 2^e: the largest power of two ≤ n
 	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
-	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 * search, bits.Len(uint(search)) - 1, 2*n - 2*search} {
+	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 << e, e, 2*n - 2<<e} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
 	// End codes, a reserved 0, start codes (the same), deltas, no range offsets.
@@ -1202,15 +1197,14 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 }
 
 // resolveLevels resolves, as one line, the levels at paraLevel of characters rs (runes of no
-// bracket will do) of the given classes: those X9 removes take the level before them (at the
-// start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
+// bracket will do) of the given classes, none explicit: BN, which X9 removes, takes the level
+// before it (at the start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	kept, types, keptRunes := []int{}, []bidi.Class{}, []rune{}
+	var types []bidi.Class
+	var keptRunes []rune
 	for i, c := range classes {
-		switch c {
-		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
-		default:
-			kept, types, keptRunes = append(kept, i), append(types, c), append(keptRunes, rs[i])
+		if c != bidi.BN {
+			types, keptRunes = append(types, c), append(keptRunes, rs[i])
 		}
 	}
 	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
@@ -1220,9 +1214,9 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	resolveNeutrals(types, e)
 	keptLevels := implicitLevels(types, orig, paraLevel)
 	levels, level := make([]int8, len(classes)), paraLevel
-	for i := range levels {
-		if len(kept) > 0 && kept[0] == i {
-			level, kept, keptLevels = keptLevels[0], kept[1:], keptLevels[1:]
+	for i, c := range classes {
+		if c != bidi.BN {
+			level, keptLevels = keptLevels[0], keptLevels[1:]
 		}
 		levels[i] = level
 	}
