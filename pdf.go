@@ -6,7 +6,6 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -64,7 +63,9 @@ var pdfFonts = map[string][]byte{
 	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
 }
 
-var errPDFTooLong = errors.New("PDF too long")
+// errPDFTooLong is the error of a document that would pass pdfMaxPages.
+var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
+	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
 
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	responseID, ok := parseID(r.PathValue("responseId"))
@@ -84,10 +85,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		err = writeResponsePDF(&buf, form, values, s.now(), s.fonts)
 	}
 	release()
-	switch {
-	case errors.Is(err, errPDFTooLong):
-		return during(op, &apiError{status: http.StatusInternalServerError, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
-	case err != nil:
+	if err != nil {
 		return missing(op, err, "Response not found")
 	}
 	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
@@ -107,7 +105,7 @@ func contentDisposition(responseID int64, title string) string {
 }
 
 // writeResponsePDF writes the form with the response's values to buf; a document that
-// would pass pdfMaxPages is not finished: the error wraps errPDFTooLong.
+// would pass pdfMaxPages is not finished: the error is errPDFTooLong.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
 	// Sanitised text should not make fpdf panic; a panic left is an error, not a dead request.
 	defer func() {
@@ -235,7 +233,7 @@ type pdfLayout struct {
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
-	err       error // errPDFTooLong, wrapped, once a page past the bound was asked for
+	err       error // errPDFTooLong once a page past the bound was asked for
 }
 
 type paragraph struct {
@@ -262,7 +260,7 @@ func (l *pdfLayout) setFont(family string, size float64) {
 // newPage starts a page, or past pdfMaxPages records errPDFTooLong and reports false.
 func (l *pdfLayout) newPage() bool {
 	if l.pdf.PageNo() >= pdfMaxPages {
-		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
+		l.err = errPDFTooLong
 		return false
 	}
 	l.pdf.AddPage()
@@ -280,8 +278,7 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, a line at least for
 // each of its lines, text without letters at level (1: right to left). A framed one (a
 // textarea's value) keeps its newlines, lies inside the padding, has no lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
-	framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64, s string, level int8, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
@@ -320,12 +317,11 @@ func (l *pdfLayout) print(p paragraph) {
 			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
 		}
 		for i, line := range lines[:n] {
-			x, width := pdfMargin+pad, pdfContentWidth-2*pad
-			switch {
-			case p.centred:
-				x += (width - line.width) / 2
-			case line.level == 1:
-				x += width - line.width
+			x, free := pdfMargin+pad, pdfContentWidth-2*pad-line.width
+			if p.centred {
+				x += free / 2
+			} else if line.level == 1 {
+				x += free
 			}
 			l.drawLine(line, x, y+pad+float64(i)*lh, p.size)
 		}
@@ -1212,34 +1208,29 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	resolveWeak(types, e)
 	resolveBrackets(keptRunes, types, orig, e)
 	resolveNeutrals(types, e)
-	keptLevels := implicitLevels(types, orig, paraLevel)
+	// I1 and I2 on types now L, R, EN or AN, then L1: separators, and the white space before
+	// them or at the line's end, take the paragraph's level.
+	keptLevels, trailing := make([]int8, len(types)), true
+	for i := len(types) - 1; i >= 0; i-- {
+		switch {
+		case orig[i] == bidi.S || orig[i] == bidi.B:
+			keptLevels[i], trailing = paraLevel, true
+		case orig[i] == bidi.WS && trailing:
+			keptLevels[i] = paraLevel
+		case types[i] == bidi.L:
+			keptLevels[i], trailing = 2*paraLevel, false
+		case types[i] == bidi.R:
+			keptLevels[i], trailing = 1, false
+		default:
+			keptLevels[i], trailing = 2, false
+		}
+	}
 	levels, level := make([]int8, len(classes)), paraLevel
 	for i, c := range classes {
 		if c != bidi.BN {
 			level, keptLevels = keptLevels[0], keptLevels[1:]
 		}
 		levels[i] = level
-	}
-	return levels
-}
-
-// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN, then L1: separators,
-// and the white space before them or at the line's end, take the paragraph's level.
-func implicitLevels(types, orig []bidi.Class, paraLevel int8) []int8 {
-	levels, trailing := make([]int8, len(types)), true
-	for i := len(types) - 1; i >= 0; i-- {
-		switch {
-		case orig[i] == bidi.S || orig[i] == bidi.B:
-			levels[i], trailing = paraLevel, true
-		case orig[i] == bidi.WS && trailing:
-			levels[i] = paraLevel
-		case types[i] == bidi.L:
-			levels[i], trailing = 2*paraLevel, false
-		case types[i] == bidi.R:
-			levels[i], trailing = 1, false
-		default:
-			levels[i], trailing = 2, false
-		}
 	}
 	return levels
 }
