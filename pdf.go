@@ -151,7 +151,6 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
 	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
-	pdf.SetCellMargin(0)
 	pdf.SetTitle(utf16BE(pdfText(form.Title, false)), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
@@ -1243,15 +1242,14 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			t = prev
 		}
 		prev = t
-		switch t {
-		case bidi.L, bidi.R:
+		if t == bidi.L || t == bidi.R || t == bidi.AL {
 			lastStrong = t
-		case bidi.AL: // W3: Arabic letters are R, once W2 has read them
-			lastStrong, t = t, bidi.R
-		case bidi.EN: // W2: European numbers after Arabic letters are Arabic numbers
-			if lastStrong == bidi.AL {
-				t = bidi.AN
-			}
+		}
+		// W2: European numbers after Arabic letters are Arabic numbers; W3: Arabic letters are R.
+		if t == bidi.EN && lastStrong == bidi.AL {
+			t = bidi.AN
+		} else if t == bidi.AL {
+			t = bidi.R
 		}
 		types[i] = t
 	}
@@ -1262,15 +1260,13 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			types[i] = prev
 		}
 	}
-	// W5: terminators (%, $, °) next to European numbers are numbers, after them and before.
-	for i := 1; i < len(types); i++ {
-		if types[i] == bidi.ET && types[i-1] == bidi.EN {
-			types[i] = bidi.EN
+	// W5: terminators (%, $, °) next to European numbers are numbers, before them and after.
+	for i, t := range types {
+		for j := i - 1; t == bidi.EN && j >= 0 && types[j] == bidi.ET; j-- {
+			types[j] = bidi.EN
 		}
-	}
-	for i := len(types) - 2; i >= 0; i-- {
-		if types[i] == bidi.ET && types[i+1] == bidi.EN {
-			types[i] = bidi.EN
+		for j := i + 1; t == bidi.EN && j < len(types) && types[j] == bidi.ET; j++ {
+			types[j] = bidi.EN
 		}
 	}
 	// W6: other separators and terminators are neutral; W7: European numbers after L are L.
