@@ -364,7 +364,6 @@ type glyph struct {
 // textLine is one line of glyphs in logical order.
 type textLine struct {
 	glyphs []glyph
-	order  []int // the indices of glyphs in visual (left-to-right) order
 	width  float64
 	level  int8   // the paragraph's: 1 (right to left) is aligned to the right
 	typed  []rune // the paragraph as typed, which glyphs' src index
@@ -399,12 +398,9 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: line, level: paraLevel, typed: typed}
-		lineLevels := make([]int8, len(line))
-		for i, g := range line {
+		for _, g := range line {
 			tl.width += g.w
-			lineLevels[i] = g.level
 		}
-		tl.order = visualOrder(lineLevels)
 		lines = append(lines, tl)
 	}
 	return lines
@@ -515,9 +511,8 @@ type arabicForm struct {
 	n     int
 }
 
-// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation
-// Forms-B) and the Persian and Urdu letters most used (in Forms-A, where noon ghunna
-// has only its isolated and final forms).
+// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation Forms-B)
+// and the Persian and Urdu letters most used (Forms-A: noon ghunna's isolated and final only).
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -740,9 +735,12 @@ func noBreakBefore(r rune) bool {
 // drawn, read it as typed (poppler orders it by position). Left-to-right glyphs of one
 // font share a cell; a right-to-left glyph, a placed mark and a widened base have their own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
-	gs := line.glyphs
+	gs, levels := line.glyphs, make([]int8, len(line.glyphs))
+	for i, g := range gs {
+		levels[i] = g.level
+	}
 	at, pos := make([]float64, len(gs)), make([]int, len(gs))
-	for v, i := range line.order {
+	for v, i := range visualOrder(levels) {
 		at[i], pos[i] = x, v
 		x += gs[i].w
 	}
@@ -775,13 +773,13 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	// A right-to-left lam-alef ligature keeps its two letters: poppler spreads an
 	// /ActualText over the glyph's width and reorders it as if drawn, reversing the pair.
 	if gs[0].level%2 == 0 || gs[0].chars < 2 {
-		first, last := int32(len(typed)), int32(-1)
+		first, end := int32(len(typed)), int32(0)
 		for _, g := range gs {
 			if g.chars > 0 {
-				first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
+				first, end = min(first, g.src), max(end, g.src+int32(g.chars))
 			}
 		}
-		if text := string(typed[first:max(first, last+1)]); text != run.String() {
+		if text := string(typed[first:max(first, end)]); text != run.String() {
 			l.pdf.RawWriteStr(fmt.Sprintf("/Span <</ActualText <%X>>> BDC", utf16BE(text)))
 			defer l.pdf.RawWriteStr("EMC")
 		}
@@ -996,15 +994,14 @@ func (f *fontFile) measured() *fontFile {
 	return f
 }
 
-// parse reads and parses the font, which fpdf must be able to embed: a single font (as
-// sfnt.Parse checks, with its tables inside the file) with the tables fpdf reads, glyf for
-// TrueType outlines (not CFF), and a format 4 Unicode character map.
+// parse reads and parses the font, which fpdf must be able to embed: one TrueType font (glyf,
+// not CFF) with the tables fpdf reads and a format 4 Unicode character map.
 func (f *fontFile) parse() (*sfnt.Font, error) {
 	ttf, err := f.file()
 	if err != nil {
 		return nil, err
 	}
-	sf, err := sfnt.Parse(ttf)
+	sf, err := sfnt.Parse(ttf) // one font, its tables inside the file
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.path, err)
 	}
@@ -1062,8 +1059,7 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 		pdf := fpdf.New("P", "pt", "A4", "")
 		pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
 		pdf.SetFont(f.family, "", 10)
-		var cutset []rune
-		widths := make([]int, 256)
+		cutset, widths := []rune{}, make([]int, 256)
 		for b := range 256 {
 			if r := charmap.Windows1252.DecodeByte(byte(b)); winAnsiByte(r) != 0 {
 				cutset, widths[b] = append(cutset, r), pdf.GetStringSymbolWidth(string(r))
@@ -1083,9 +1079,8 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 	return f.winAnsiDef, f.winAnsiZ
 }
 
-// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, which is PDF's
-// WinAnsiEncoding for its printable characters), or 0 where r is not there: a control, or
-// the no-break space, which readers copy as a space (a soft hyphen only prints as "-").
+// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, PDF's WinAnsiEncoding),
+// or 0: a control, or the no-break space, which readers copy as a space (a soft hyphen: "-").
 func winAnsiByte(r rune) byte {
 	if b, ok := charmap.Windows1252.EncodeRune(r); ok && !unicode.IsControl(r) && r != '\u00A0' {
 		return b
@@ -1093,9 +1088,8 @@ func winAnsiByte(r rune) byte {
 	return 0
 }
 
-// face is the face of font that draws a character: for a Go font, its 8-bit face, unless
-// the character is beyond it (wide) or the document has the font's UTF-8 face already (one
-// face for the rest: fewer text operations); that face is added once.
+// face is the face of font that draws a character: a Go font's 8-bit face, unless the
+// character is beyond it (wide) or its UTF-8 face is in already (fewer text operations).
 func (l *pdfLayout) face(font string, wide bool) string {
 	f := l.drawnFrom[font]
 	if f.ttf == nil || !wide && l.files[f.unicode] == nil {
@@ -1124,9 +1118,8 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 	return err == nil
 }
 
-// withCmap returns ttf with a character map of glyphOf's characters only, as the
-// subtable fpdf reads: format 4, a segment per character. The new table goes at the
-// end; fpdf does not check table checksums.
+// withCmap returns ttf with a character map, the format 4 one fpdf reads, of glyphOf's
+// characters only, a segment each, appended to the file: fpdf does not check checksums.
 func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	sf, err := sfnt.Parse(ttf)
 	if err != nil {
@@ -1311,9 +1304,8 @@ var mirrorOf = func() map[rune]rune {
 	return mirror
 }()
 
-// bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), canonical
-// equivalents paired (U+2329 with U+3009), in the order of their opening brackets; at most
-// 63 may be open at once.
+// bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
+// equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 	var stack []int // the opening brackets still open
 	var pairs [][2]int
@@ -1341,9 +1333,8 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 	return pairs
 }
 
-// resolveBrackets applies N0: a bracket pair takes the embedding direction e when the
-// text inside has a strong type of it; else, when the text inside has the other
-// direction, that direction if the text before the pair has it too, e otherwise.
+// resolveBrackets applies N0: a bracket pair takes the embedding direction e where the text
+// inside has it; else the other one found inside if the text before the pair has it, else e.
 func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 	for _, p := range bracketPairsOf(rs, types) {
 		dir := bidi.ON
@@ -1398,8 +1389,7 @@ func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 }
 
 // visualOrder returns the indices of a line's characters, given their levels, in visual
-// order (L2): from the highest level down to the lowest odd one, every run at that level
-// or higher is reversed. Without embeddings the levels are 0, 1 and 2: down to 1 will do.
+// order (L2): from the highest level down to 1, every run at that level or higher reversed.
 func visualOrder(levels []int8) []int {
 	order, highest := make([]int, len(levels)), int8(0)
 	for i, l := range levels {
