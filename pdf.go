@@ -58,12 +58,9 @@ const (
 )
 
 // The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
-var pdfFonts = map[string][]byte{
-	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
-	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
-}
+var pdfFonts = map[string][]byte{"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
+	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF}
 
-// errPDFTooLong is the error of a document that would pass pdfMaxPages.
 var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
 	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
 
@@ -72,7 +69,6 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return invalid("Invalid response ID")
 	}
-	op := fmt.Sprintf("generate PDF for response %d", responseID)
 	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
 	// JSON error, the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
@@ -86,7 +82,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	}
 	release()
 	if err != nil {
-		return missing(op, err, "Response not found")
+		return missing(fmt.Sprintf("generate PDF for response %d", responseID), err, "Response not found")
 	}
 	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
 	if err != nil {
@@ -699,9 +695,8 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
-	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b):
-		return false
-	case unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
+	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b),
+		unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
 		return false
 	case a == ' ' || a == softHyphen:
 		return true
