@@ -273,7 +273,8 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, a line at least for
 // each of its lines, text without letters at level (1: right to left). A framed one (a
 // textarea's value) keeps its newlines, lies inside the padding, has no lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, level int8, framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
+	framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
@@ -376,8 +377,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	}
 	levels, paraLevel := bidiLevels(rs, level)
 	for i := range gs {
-		gs[i].level = levels[i]
-		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
+		gs[i].level, gs[i].font = levels[i], l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
 		r := gs[i].r
 		if r == softHyphen {
 			r = '-' // its width where it prints
@@ -660,28 +660,25 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 				brk = n
 			}
 			if w+gs[n].w > width && n > 0 && gs[n].r != ' ' && gs[n].r != softHyphen && !unicode.In(gs[n].r, unicode.Mn, unicode.Me) {
+				n = cmp.Or(brk, n) // the line ends at its last break opportunity, else here
 				break
 			}
 			if gs[n].r != softHyphen {
 				w += gs[n].w
 			}
 		}
-		end := n
-		if n < len(gs) && brk > 0 {
-			end = brk
-		}
-		line := gs[:end]
+		line := gs[:n]
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
 		}
-		if end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
+		if n < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
 			line[len(line)-1].r = '-'
 		}
 		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
 		if len(line) > 0 {
 			lines = append(lines, line)
 		}
-		for gs = gs[end:]; len(gs) > 0 && gs[0].r == ' '; {
+		for gs = gs[n:]; len(gs) > 0 && gs[0].r == ' '; {
 			gs = gs[1:]
 		}
 	}
@@ -858,14 +855,12 @@ func newFontIndex(dirs []string) *fontIndex {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
 			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
-			stem := strings.ToLower(name)
-			style := fontStyleName.FindString(stem)
-			stem = strings.TrimSuffix(stem, style)
-			style = strings.TrimSuffix(style, "regular")
-			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), stem)}
+			m := fontStyleName.FindStringSubmatch(strings.ToLower(name))
+			stem, style := filepath.Join(filepath.Dir(p), m[1]), strings.TrimSuffix(m[2], "regular")
+			f := &fontFile{path: p, family: family, stem: stem}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
-			if ix.faces[[2]string{f.stem, style}] == nil {
-				ix.faces[[2]string{f.stem, style}] = f
+			if key := [2]string{stem, style}; ix.faces[key] == nil {
+				ix.faces[key] = f
 			}
 		}
 	}
@@ -908,7 +903,8 @@ func fallbackRank(path string) int {
 
 var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
 
-var fontStyleName = regexp.MustCompile("(semibolditalic|bolditalic|semibold|bold|italic|regular)$")
+// fontStyleName splits a lower-case family name into its stem and style.
+var fontStyleName = regexp.MustCompile("^(.*?)((?:semi)?bold(?:italic)?|italic|regular)?$")
 
 // notInFamily matches a file name's extension and every character but ASCII letters and digits.
 var notInFamily = regexp.MustCompile(`\.[^.]*$|[^A-Za-z0-9]`)
@@ -1183,8 +1179,7 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 // bracket will do) of the given classes, none explicit: BN, which X9 removes, takes the level
 // before it (at the start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	var types []bidi.Class
-	var keptRunes []rune
+	types, keptRunes := []bidi.Class{}, []rune{}
 	for i, c := range classes {
 		if c != bidi.BN {
 			types, keptRunes = append(types, c), append(keptRunes, rs[i])
@@ -1302,8 +1297,7 @@ var mirrorOf = func() map[rune]rune {
 // bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
 // equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
-	var stack []int // the opening brackets still open
-	var pairs [][2]int
+	stack, pairs := []int{}, [][2]int{} // stack: the opening brackets still open
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
 		if types[i] != bidi.ON || !p.IsBracket() {
