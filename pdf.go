@@ -238,10 +238,8 @@ type paragraph struct {
 	framed  bool // a textarea's value
 }
 
-func (p paragraph) height() float64 { return float64(len(p.lines)) * lineHeight(p.size) }
-
-func lineHeight(size float64) float64 { return size * pdfLineSpacing }
-
+func (p paragraph) height() float64        { return float64(len(p.lines)) * lineHeight(p.size) }
+func lineHeight(size float64) float64      { return size * pdfLineSpacing }
 func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
 // setFont selects a font unless it is selected: fpdf writes every selection into the page.
@@ -638,10 +636,8 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
-func (l *pdfLayout) markBox(g glyph) (box markBox, ok bool) {
-	if unicode.In(g.r, unicode.Mn, unicode.Me) {
-		box, ok = l.drawnFrom[g.font].measured().marks[g.r]
-	}
+func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
+	box, ok := l.drawnFrom[g.font].measured().marks[g.r]
 	return box, ok
 }
 
@@ -1354,21 +1350,20 @@ func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 // resolveNeutrals applies N1 and N2: a run of neutrals between two strong types of the
 // same direction takes it; otherwise the embedding direction e (also sos and eos).
 func resolveNeutrals(types []bidi.Class, e bidi.Class) {
+	dirAt := func(k int) bidi.Class {
+		if k < 0 || k >= len(types) {
+			return e
+		}
+		return strongDir(types[k])
+	}
 	for i := 0; i < len(types); i++ {
 		j := i
-		for j < len(types) && strongDir(types[j]) == bidi.ON {
+		for dirAt(j) == bidi.ON {
 			j++
 		}
-		before, after := e, e
-		if i > 0 {
-			before = strongDir(types[i-1])
-		}
-		if j < len(types) {
-			after = strongDir(types[j])
-		}
 		dir := e
-		if before == after {
-			dir = before
+		if dirAt(i-1) == dirAt(j) {
+			dir = dirAt(j)
 		}
 		for k := i; k < j; k++ {
 			types[k] = dir
