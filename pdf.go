@@ -82,7 +82,8 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	}
 	release()
 	if err != nil {
-		return missing(fmt.Sprintf("generate PDF for response %d", responseID), err, "Response not found")
+		op := fmt.Sprintf("generate PDF for response %d", responseID)
+		return missing(op, err, "Response not found")
 	}
 	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
 	if err != nil {
@@ -852,10 +853,10 @@ func newFontIndex(dirs []string) *fontIndex {
 			}
 			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
 			m := fontStyleName.FindStringSubmatch(strings.ToLower(name))
-			stem, style := filepath.Join(filepath.Dir(p), m[1]), strings.TrimSuffix(m[2], "regular")
-			f := &fontFile{path: p, family: family, stem: stem}
+			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), m[1])}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
-			if key := [2]string{stem, style}; ix.faces[key] == nil {
+			style := strings.TrimSuffix(m[2], "regular")
+			if key := [2]string{f.stem, style}; ix.faces[key] == nil {
 				ix.faces[key] = f
 			}
 		}
