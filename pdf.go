@@ -6,7 +6,6 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -59,19 +58,17 @@ const (
 )
 
 // The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
-var pdfFonts = map[string][]byte{
-	"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
-	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF,
-}
+var pdfFonts = map[string][]byte{"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
+	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF}
 
-var errPDFTooLong = errors.New("PDF too long")
+var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
+	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
 
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	responseID, ok := parseID(r.PathValue("responseId"))
 	if !ok {
 		return invalid("Invalid response ID")
 	}
-	op := fmt.Sprintf("generate PDF for response %d", responseID)
 	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
 	// JSON error, the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
@@ -84,10 +81,8 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		err = writeResponsePDF(&buf, form, values, s.now(), s.fonts)
 	}
 	release()
-	switch {
-	case errors.Is(err, errPDFTooLong):
-		return during(op, &apiError{status: http.StatusInternalServerError, msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages), err: err})
-	case err != nil:
+	if err != nil {
+		op := fmt.Sprintf("generate PDF for response %d", responseID)
 		return missing(op, err, "Response not found")
 	}
 	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
@@ -107,7 +102,7 @@ func contentDisposition(responseID int64, title string) string {
 }
 
 // writeResponsePDF writes the form with the response's values to buf; a document that
-// would pass pdfMaxPages is not finished: the error wraps errPDFTooLong.
+// would pass pdfMaxPages is not finished: the error is errPDFTooLong.
 func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*string, now time.Time, fonts *fontIndex) (err error) {
 	// Sanitised text should not make fpdf panic; a panic left is an error, not a dead request.
 	defer func() {
@@ -153,7 +148,6 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
 	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
-	pdf.SetCellMargin(0)
 	pdf.SetTitle(utf16BE(pdfText(form.Title, false)), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
@@ -235,7 +229,7 @@ type pdfLayout struct {
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
-	err       error // errPDFTooLong, wrapped, once a page past the bound was asked for
+	err       error // errPDFTooLong once a page past the bound was asked for
 }
 
 type paragraph struct {
@@ -245,10 +239,8 @@ type paragraph struct {
 	framed  bool // a textarea's value
 }
 
-func (p paragraph) height() float64 { return float64(len(p.lines)) * lineHeight(p.size) }
-
-func lineHeight(size float64) float64 { return size * pdfLineSpacing }
-
+func (p paragraph) height() float64        { return float64(len(p.lines)) * lineHeight(p.size) }
+func lineHeight(size float64) float64      { return size * pdfLineSpacing }
 func (l *pdfLayout) moveDown(size float64) { l.pdf.Ln(lineHeight(size)) }
 
 // setFont selects a font unless it is selected: fpdf writes every selection into the page.
@@ -262,7 +254,7 @@ func (l *pdfLayout) setFont(family string, size float64) {
 // newPage starts a page, or past pdfMaxPages records errPDFTooLong and reports false.
 func (l *pdfLayout) newPage() bool {
 	if l.pdf.PageNo() >= pdfMaxPages {
-		l.err = fmt.Errorf("more than %d pages: %w", pdfMaxPages, errPDFTooLong)
+		l.err = errPDFTooLong
 		return false
 	}
 	l.pdf.AddPage()
@@ -320,12 +312,11 @@ func (l *pdfLayout) print(p paragraph) {
 			l.pdf.Rect(pdfMargin, y, pdfContentWidth, height, "D")
 		}
 		for i, line := range lines[:n] {
-			x, width := pdfMargin+pad, pdfContentWidth-2*pad
-			switch {
-			case p.centred:
-				x += (width - line.width) / 2
-			case line.level == 1:
-				x += width - line.width
+			x, free := pdfMargin+pad, pdfContentWidth-2*pad-line.width
+			if p.centred {
+				x += free / 2
+			} else if line.level == 1 {
+				x += free
 			}
 			l.drawLine(line, x, y+pad+float64(i)*lh, p.size)
 		}
@@ -369,7 +360,6 @@ type glyph struct {
 // textLine is one line of glyphs in logical order.
 type textLine struct {
 	glyphs []glyph
-	order  []int // the indices of glyphs in visual (left-to-right) order
 	width  float64
 	level  int8   // the paragraph's: 1 (right to left) is aligned to the right
 	typed  []rune // the paragraph as typed, which glyphs' src index
@@ -386,8 +376,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	}
 	levels, paraLevel := bidiLevels(rs, level)
 	for i := range gs {
-		gs[i].level = levels[i]
-		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
+		gs[i].level, gs[i].font = levels[i], l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
 		r := gs[i].r
 		if r == softHyphen {
 			r = '-' // its width where it prints
@@ -404,12 +393,9 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	l.placeMarks(gs, size)
 	for _, line := range breakLines(gs, width) {
 		tl := textLine{glyphs: line, level: paraLevel, typed: typed}
-		lineLevels := make([]int8, len(line))
-		for i, g := range line {
+		for _, g := range line {
 			tl.width += g.w
-			lineLevels[i] = g.level
 		}
-		tl.order = visualOrder(lineLevels)
 		lines = append(lines, tl)
 	}
 	return lines
@@ -520,9 +506,8 @@ type arabicForm struct {
 	n     int
 }
 
-// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation
-// Forms-B) and the Persian and Urdu letters most used (in Forms-A, where noon ghunna
-// has only its isolated and final forms).
+// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation Forms-B)
+// and the Persian and Urdu letters most used (Forms-A: noon ghunna's isolated and final only).
 var arabicForms = map[rune]arabicForm{
 	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
 	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
@@ -608,8 +593,7 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	for i := range gs {
 		box, ok := l.markBox(gs[i])
 		if !ok {
-			base, stackTop = i, 0
-			widened = l.widenForFrame(gs, i, size)
+			base, stackTop, widened = i, 0, l.widenForFrame(gs, i, size)
 			continue
 		}
 		if base < 0 || gs[i].w != 0 {
@@ -653,10 +637,8 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
-func (l *pdfLayout) markBox(g glyph) (box markBox, ok bool) {
-	if unicode.In(g.r, unicode.Mn, unicode.Me) {
-		box, ok = l.drawnFrom[g.font].measured().marks[g.r]
-	}
+func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
+	box, ok := l.drawnFrom[g.font].measured().marks[g.r]
 	return box, ok
 }
 
@@ -675,28 +657,25 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 				brk = n
 			}
 			if w+gs[n].w > width && n > 0 && gs[n].r != ' ' && gs[n].r != softHyphen && !unicode.In(gs[n].r, unicode.Mn, unicode.Me) {
+				n = cmp.Or(brk, n) // the line ends at its last break opportunity, else here
 				break
 			}
 			if gs[n].r != softHyphen {
 				w += gs[n].w
 			}
 		}
-		end := n
-		if n < len(gs) && brk > 0 {
-			end = brk
-		}
-		line := gs[:end]
+		line := gs[:n]
 		for len(line) > 0 && line[len(line)-1].r == ' ' {
 			line = line[:len(line)-1]
 		}
-		if end < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
+		if n < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
 			line[len(line)-1].r = '-'
 		}
 		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
 		if len(line) > 0 {
 			lines = append(lines, line)
 		}
-		for gs = gs[end:]; len(gs) > 0 && gs[0].r == ' '; {
+		for gs = gs[n:]; len(gs) > 0 && gs[0].r == ' '; {
 			gs = gs[1:]
 		}
 	}
@@ -710,9 +689,8 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 func canBreakAt(gs []glyph, n int) bool {
 	a, b := gs[n-1].r, gs[n].r
 	switch {
-	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b):
-		return false
-	case unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
+	case a != ' ' && a != softHyphen && !breaksAnywhere(a) && !breaksAnywhere(b),
+		unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc):
 		return false
 	case a == ' ' || a == softHyphen:
 		return true
@@ -746,9 +724,12 @@ func noBreakBefore(r rune) bool {
 // drawn, read it as typed (poppler orders it by position). Left-to-right glyphs of one
 // font share a cell; a right-to-left glyph, a placed mark and a widened base have their own.
 func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
-	gs := line.glyphs
+	gs, levels := line.glyphs, make([]int8, len(line.glyphs))
+	for i, g := range gs {
+		levels[i] = g.level
+	}
 	at, pos := make([]float64, len(gs)), make([]int, len(gs))
-	for v, i := range line.order {
+	for v, i := range visualOrder(levels) {
 		at[i], pos[i] = x, v
 		x += gs[i].w
 	}
@@ -781,13 +762,13 @@ func (l *pdfLayout) drawCell(gs []glyph, typed []rune, x, y, size float64) {
 	// A right-to-left lam-alef ligature keeps its two letters: poppler spreads an
 	// /ActualText over the glyph's width and reorders it as if drawn, reversing the pair.
 	if gs[0].level%2 == 0 || gs[0].chars < 2 {
-		first, last := int32(len(typed)), int32(-1)
+		first, end := int32(len(typed)), int32(0)
 		for _, g := range gs {
 			if g.chars > 0 {
-				first, last = min(first, g.src), max(last, g.src+int32(g.chars)-1)
+				first, end = min(first, g.src), max(end, g.src+int32(g.chars))
 			}
 		}
-		if text := string(typed[first:max(first, last+1)]); text != run.String() {
+		if text := string(typed[first:max(first, end)]); text != run.String() {
 			l.pdf.RawWriteStr(fmt.Sprintf("/Span <</ActualText <%X>>> BDC", utf16BE(text)))
 			defer l.pdf.RawWriteStr("EMC")
 		}
@@ -871,14 +852,12 @@ func newFontIndex(dirs []string) *fontIndex {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
 			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
-			stem := strings.ToLower(name)
-			style := fontStyleName.FindString(stem)
-			stem = strings.TrimSuffix(stem, style)
-			style = strings.TrimSuffix(style, "regular")
-			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), stem)}
+			m := fontStyleName.FindStringSubmatch(strings.ToLower(name))
+			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), m[1])}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
-			if ix.faces[[2]string{f.stem, style}] == nil {
-				ix.faces[[2]string{f.stem, style}] = f
+			style := strings.TrimSuffix(m[2], "regular")
+			if key := [2]string{f.stem, style}; ix.faces[key] == nil {
+				ix.faces[key] = f
 			}
 		}
 	}
@@ -907,24 +886,22 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 // (Korean, with fewer ideographs); then other regular faces; the styled faces last.
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	switch {
-	case styledFontName.MatchString(name):
+	if styledFontName.MatchString(name) {
 		return 5
-	case strings.HasPrefix(name, "notosans"):
-		return 0
-	case name == "droidsansfallbackfull" || name == "droidsansfallback":
-		return 1
-	case strings.HasPrefix(name, "nanumgothic"):
-		return 2
-	case strings.HasPrefix(name, "noto"), strings.HasPrefix(name, "dejavusans"):
-		return 3
+	}
+	prefixes := []string{"notosans", "droidsansfallback", "nanumgothic", "noto", "dejavusans"}
+	for rank, prefix := range prefixes {
+		if strings.HasPrefix(name, prefix) {
+			return min(rank, 3) // other Noto and DejaVu Sans share a rank
+		}
 	}
 	return 4
 }
 
 var styledFontName = regexp.MustCompile("bold|italic|oblique|light|thin|black|medium|semi|extra|condensed|narrow|mono|coding|display")
 
-var fontStyleName = regexp.MustCompile("(semibolditalic|bolditalic|semibold|bold|italic|regular)$")
+// fontStyleName splits a lower-case family name into its stem and style.
+var fontStyleName = regexp.MustCompile("^(.*?)((?:semi)?bold(?:italic)?|italic|regular)?$")
 
 // notInFamily matches a file name's extension and every character but ASCII letters and digits.
 var notInFamily = regexp.MustCompile(`\.[^.]*$|[^A-Za-z0-9]`)
@@ -1005,23 +982,21 @@ func (f *fontFile) measured() *fontFile {
 	return f
 }
 
-// parse reads and parses the font, which fpdf must be able to embed: a single TrueType
-// font with the tables fpdf reads and a format 4 Unicode character map.
+// parse reads and parses the font, which fpdf must be able to embed: one TrueType font (glyf,
+// not CFF) with the tables fpdf reads and a format 4 Unicode character map.
 func (f *fontFile) parse() (*sfnt.Font, error) {
 	ttf, err := f.file()
 	if err != nil {
 		return nil, err
 	}
-	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
-	if len(ttf) < 12 || be32(ttf) != 0x00010000 && be32(ttf) != 0x74727565 { // 'true'
-		return nil, fmt.Errorf("%s: not a single TrueType font", f.path)
+	sf, err := sfnt.Parse(ttf) // one font, its tables inside the file
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.path, err)
 	}
+	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
 	tables := map[string][]byte{}
 	for i := range int(be16(ttf[4:])) {
-		rec := ttf[min(12+16*i, len(ttf)):]
-		if len(rec) < 16 || int(be32(rec[8:]))+int(be32(rec[12:])) > len(ttf) {
-			return nil, fmt.Errorf("%s: a table past the end of the file", f.path)
-		}
+		rec := ttf[12+16*i:]
 		tables[string(rec[:4])] = ttf[be32(rec[8:]):][:be32(rec[12:])]
 	}
 	for _, t := range []string{"head", "hhea", "hmtx", "maxp", "name", "OS/2", "post", "cmap", "glyf", "loca"} {
@@ -1029,12 +1004,12 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 			return nil, fmt.Errorf("%s: no %s table", f.path, t)
 		}
 	}
-	cmap := tables["cmap"]
-	for i := 0; len(cmap) >= 4 && i < int(be16(cmap[2:])) && 12+8*i <= len(cmap); i++ {
+	cmap := tables["cmap"] // with its header and records, as sfnt.Parse checks
+	for i := range int(be16(cmap[2:])) {
 		rec := cmap[4+8*i:]
 		platform, encoding, off := be16(rec), be16(rec[2:]), int(be32(rec[4:]))
 		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && be16(cmap[off:]) == 4 {
-			return sfnt.Parse(ttf)
+			return sf, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no format 4 Unicode character map", f.path)
@@ -1072,8 +1047,7 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 		pdf := fpdf.New("P", "pt", "A4", "")
 		pdf.AddUTF8FontFromBytes(f.family, "", f.ttf)
 		pdf.SetFont(f.family, "", 10)
-		var cutset []rune
-		widths := make([]int, 256)
+		cutset, widths := []rune{}, make([]int, 256)
 		for b := range 256 {
 			if r := charmap.Windows1252.DecodeByte(byte(b)); winAnsiByte(r) != 0 {
 				cutset, widths[b] = append(cutset, r), pdf.GetStringSymbolWidth(string(r))
@@ -1093,9 +1067,8 @@ func (f *fontFile) winAnsiFace() (def, z []byte) {
 	return f.winAnsiDef, f.winAnsiZ
 }
 
-// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, which is PDF's
-// WinAnsiEncoding for its printable characters), or 0 where r is not there: a control, or
-// the no-break space, which readers copy as a space (a soft hyphen only prints as "-").
+// winAnsiByte is r's code in the Go fonts' 8-bit faces (Windows-1252, PDF's WinAnsiEncoding),
+// or 0: a control, or the no-break space, which readers copy as a space (a soft hyphen: "-").
 func winAnsiByte(r rune) byte {
 	if b, ok := charmap.Windows1252.EncodeRune(r); ok && !unicode.IsControl(r) && r != '\u00A0' {
 		return b
@@ -1103,9 +1076,8 @@ func winAnsiByte(r rune) byte {
 	return 0
 }
 
-// face is the face of font that draws a character: for a Go font, its 8-bit face, unless
-// the character is beyond it (wide) or the document has the font's UTF-8 face already (one
-// face for the rest: fewer text operations); that face is added once.
+// face is the face of font that draws a character: a Go font's 8-bit face, unless the
+// character is beyond it (wide) or its UTF-8 face is in already (fewer text operations).
 func (l *pdfLayout) face(font string, wide bool) string {
 	f := l.drawnFrom[font]
 	if f.ttf == nil || !wide && l.files[f.unicode] == nil {
@@ -1134,9 +1106,8 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 	return err == nil
 }
 
-// withCmap returns ttf with a character map of glyphOf's characters only, as the
-// subtable fpdf reads: format 4, a segment per character. The new table goes at the
-// end; fpdf does not check table checksums.
+// withCmap returns ttf with a character map, the format 4 one fpdf reads, of glyphOf's
+// characters only, a segment each, appended to the file: fpdf does not check checksums.
 func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	sf, err := sfnt.Parse(ttf)
 	if err != nil {
@@ -1152,9 +1123,9 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	}
 	codes, deltas = u16(codes, 0xFFFF), u16(deltas, 1) // the closing segment, to glyph 0
 	n := len(codes) / 2
-	search := 1 << (bits.Len(uint(n)) - 1)               // the largest power of two not above n
+	e := bits.Len(uint(n)) - 1                           // 2^e: the largest power of two ≤ n
 	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
-	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 * search, bits.Len(uint(search)) - 1, 2*n - 2*search} {
+	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 << e, e, 2*n - 2<<e} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
 	// End codes, a reserved 0, start codes (the same), deltas, no range offsets.
@@ -1202,15 +1173,13 @@ func paragraphLevel(classes []bidi.Class, fallback int8) int8 {
 }
 
 // resolveLevels resolves, as one line, the levels at paraLevel of characters rs (runes of no
-// bracket will do) of the given classes: those X9 removes take the level before them (at the
-// start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
+// bracket will do) of the given classes, none explicit: BN, which X9 removes, takes the level
+// before it (at the start paraLevel's), the others go through W1–W7, N0–N2, I1, I2 and L1.
 func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
-	kept, types, keptRunes := []int{}, []bidi.Class{}, []rune{}
+	types, keptRunes := []bidi.Class{}, []rune{}
 	for i, c := range classes {
-		switch c {
-		case bidi.LRE, bidi.RLE, bidi.LRO, bidi.RLO, bidi.PDF, bidi.BN:
-		default:
-			kept, types, keptRunes = append(kept, i), append(types, c), append(keptRunes, rs[i])
+		if c != bidi.BN {
+			types, keptRunes = append(types, c), append(keptRunes, rs[i])
 		}
 	}
 	e := [2]bidi.Class{bidi.L, bidi.R}[paraLevel] // the embedding direction, sos and eos
@@ -1218,34 +1187,29 @@ func resolveLevels(rs []rune, classes []bidi.Class, paraLevel int8) []int8 {
 	resolveWeak(types, e)
 	resolveBrackets(keptRunes, types, orig, e)
 	resolveNeutrals(types, e)
-	keptLevels := implicitLevels(types, orig, paraLevel)
-	levels, level := make([]int8, len(classes)), paraLevel
-	for i := range levels {
-		if len(kept) > 0 && kept[0] == i {
-			level, kept, keptLevels = keptLevels[0], kept[1:], keptLevels[1:]
-		}
-		levels[i] = level
-	}
-	return levels
-}
-
-// implicitLevels applies I1 and I2 to types resolved to L, R, EN or AN, then L1: separators,
-// and the white space before them or at the line's end, take the paragraph's level.
-func implicitLevels(types, orig []bidi.Class, paraLevel int8) []int8 {
-	levels, trailing := make([]int8, len(types)), true
+	// I1 and I2 on types now L, R, EN or AN, then L1: separators, and the white space before
+	// them or at the line's end, take the paragraph's level.
+	keptLevels, trailing := make([]int8, len(types)), true
 	for i := len(types) - 1; i >= 0; i-- {
 		switch {
 		case orig[i] == bidi.S || orig[i] == bidi.B:
-			levels[i], trailing = paraLevel, true
+			keptLevels[i], trailing = paraLevel, true
 		case orig[i] == bidi.WS && trailing:
-			levels[i] = paraLevel
+			keptLevels[i] = paraLevel
 		case types[i] == bidi.L:
-			levels[i], trailing = 2*paraLevel, false
+			keptLevels[i], trailing = 2*paraLevel, false
 		case types[i] == bidi.R:
-			levels[i], trailing = 1, false
+			keptLevels[i], trailing = 1, false
 		default:
-			levels[i], trailing = 2, false
+			keptLevels[i], trailing = 2, false
 		}
+	}
+	levels, level := make([]int8, len(classes)), paraLevel
+	for i, c := range classes {
+		if c != bidi.BN {
+			level, keptLevels = keptLevels[0], keptLevels[1:]
+		}
+		levels[i] = level
 	}
 	return levels
 }
@@ -1258,15 +1222,14 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			t = prev
 		}
 		prev = t
-		switch t {
-		case bidi.L, bidi.R:
+		if t == bidi.L || t == bidi.R || t == bidi.AL {
 			lastStrong = t
-		case bidi.AL: // W3: Arabic letters are R, once W2 has read them
-			lastStrong, t = t, bidi.R
-		case bidi.EN: // W2: European numbers after Arabic letters are Arabic numbers
-			if lastStrong == bidi.AL {
-				t = bidi.AN
-			}
+		}
+		// W2: European numbers after Arabic letters are Arabic numbers; W3: Arabic letters are R.
+		if t == bidi.EN && lastStrong == bidi.AL {
+			t = bidi.AN
+		} else if t == bidi.AL {
+			t = bidi.R
 		}
 		types[i] = t
 	}
@@ -1277,15 +1240,13 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 			types[i] = prev
 		}
 	}
-	// W5: terminators (%, $, °) next to European numbers are numbers, after them and before.
-	for i := 1; i < len(types); i++ {
-		if types[i] == bidi.ET && types[i-1] == bidi.EN {
-			types[i] = bidi.EN
+	// W5: terminators (%, $, °) next to European numbers are numbers, before them and after.
+	for i, t := range types {
+		for j := i - 1; t == bidi.EN && j >= 0 && types[j] == bidi.ET; j-- {
+			types[j] = bidi.EN
 		}
-	}
-	for i := len(types) - 2; i >= 0; i-- {
-		if types[i] == bidi.ET && types[i+1] == bidi.EN {
-			types[i] = bidi.EN
+		for j := i + 1; t == bidi.EN && j < len(types) && types[j] == bidi.ET; j++ {
+			types[j] = bidi.EN
 		}
 	}
 	// W6: other separators and terminators are neutral; W7: European numbers after L are L.
@@ -1330,12 +1291,10 @@ var mirrorOf = func() map[rune]rune {
 	return mirror
 }()
 
-// bracketPairsOf finds the bracket pairs of a paragraph still ON (BD16), canonical
-// equivalents paired (U+2329 with U+3009), in the order of their opening brackets; at most
-// 63 may be open at once.
+// bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
+// equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
 func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
-	var stack []int // the opening brackets still open
-	var pairs [][2]int
+	stack, pairs := []int{}, [][2]int{} // stack: the opening brackets still open
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
 		if types[i] != bidi.ON || !p.IsBracket() {
@@ -1360,9 +1319,8 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 	return pairs
 }
 
-// resolveBrackets applies N0: a bracket pair takes the embedding direction e when the
-// text inside has a strong type of it; else, when the text inside has the other
-// direction, that direction if the text before the pair has it too, e otherwise.
+// resolveBrackets applies N0: a bracket pair takes the embedding direction e where the text
+// inside has it; else the other one found inside if the text before the pair has it, else e.
 func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 	for _, p := range bracketPairsOf(rs, types) {
 		dir := bidi.ON
@@ -1393,21 +1351,20 @@ func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
 // resolveNeutrals applies N1 and N2: a run of neutrals between two strong types of the
 // same direction takes it; otherwise the embedding direction e (also sos and eos).
 func resolveNeutrals(types []bidi.Class, e bidi.Class) {
+	dirAt := func(k int) bidi.Class {
+		if k < 0 || k >= len(types) {
+			return e
+		}
+		return strongDir(types[k])
+	}
 	for i := 0; i < len(types); i++ {
 		j := i
-		for j < len(types) && strongDir(types[j]) == bidi.ON {
+		for dirAt(j) == bidi.ON {
 			j++
 		}
-		before, after := e, e
-		if i > 0 {
-			before = strongDir(types[i-1])
-		}
-		if j < len(types) {
-			after = strongDir(types[j])
-		}
 		dir := e
-		if before == after {
-			dir = before
+		if dirAt(i-1) == dirAt(j) {
+			dir = dirAt(j)
 		}
 		for k := i; k < j; k++ {
 			types[k] = dir
@@ -1417,8 +1374,7 @@ func resolveNeutrals(types []bidi.Class, e bidi.Class) {
 }
 
 // visualOrder returns the indices of a line's characters, given their levels, in visual
-// order (L2): from the highest level down to the lowest odd one, every run at that level
-// or higher is reversed. Without embeddings the levels are 0, 1 and 2: down to 1 will do.
+// order (L2): from the highest level down to 1, every run at that level or higher reversed.
 func visualOrder(levels []int8) []int {
 	order, highest := make([]int, len(levels)), int8(0)
 	for i, l := range levels {
