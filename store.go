@@ -162,13 +162,12 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	// makes SQLite itself refuse writes on the read pool.
 	write, _ := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	read, _ := sql.Open("sqlite3", dsn+"&_query_only=on")
-	s := &Store{write: write, read: read, now: now}
+	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
 	s.write.SetMaxOpenConns(1)
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
-	s.forms.maxBytes = formCacheBytes
 	// Each migration and its version commit together: a crash leaves the one or the other.
 	for v := version + 1; v <= len(migrations); v++ {
 		// PRAGMA takes no parameters; v is this program's own counter, never input.
@@ -244,11 +243,9 @@ func (s *Store) exec(ctx context.Context, what, query string, args ...any) error
 // control characters are refused), inserted and deleted in one transaction.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)`,
-			"\x00probe", strings.Repeat(" ", 8<<10))
-		if err == nil {
-			_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, "\x00probe")
-		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?);
+			 DELETE FROM settings WHERE key = ?`,
+			"\x00probe", strings.Repeat(" ", 8<<10), "\x00probe")
 		return err
 	})
 }
@@ -313,12 +310,10 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 // it from a plain path), so that nothing is written to it, not even the checkpoint of a
 // closing connection, and a missing database is an error rather than a new file.
 func openReadOnly(path string) (*sql.DB, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	return sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
+	// OmitHost writes a relative path as file:dir/name, which SQLite reads as relative.
+	uri := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: query}
+	return sql.Open("sqlite3", uri.String())
 }
 
 // checkCopy runs integrity_check on the copy at path.
