@@ -24,9 +24,8 @@ import (
 )
 
 // migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
-// migrations[n:] at start. A released entry is never edited; a change is a new entry at
-// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
-// form (UTC, milliseconds), which sorts in time order.
+// migrations[n:] at start, so a released entry is never edited. Timestamps are TEXT in
+// toISOString() form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -418,8 +417,7 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound. The form is
-// the caller's own: the cache keeps a copy.
+// GetForm returns a copy of the form, its categories and fields, or errNotFound.
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if !ok {
@@ -440,11 +438,10 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 const formCacheBytes = 8 << 20
 
 // formCache keeps forms as GetForm read them: the form read, the most frequent request,
-// measured far short of its target without it (docs/PERFORMANCE.md). It stays true
-// because UpdateForm and DeleteForm drop the form after their commit and bump gen, and a
-// read keeps what it read only when gen has not moved since it began: a read that began
-// before a commit may have seen the old form. (A new form needs no drop: ids are never
-// reused, and a missing form is not kept.)
+// measured far short of its target without it (docs/PERFORMANCE.md). UpdateForm and
+// DeleteForm drop a form after their commit and bump gen; a read keeps its form only if gen
+// has not moved since it began, as one that began before a commit may hold the old form.
+// (A new form needs no drop: ids are never reused, and a missing form is not kept.)
 type formCache struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -699,12 +696,11 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	return form.Title, fields, nil
 }
 
-// ListResponses returns a page of a form's responses, newest first, after the cursor,
-// each with the values of the given fields in form order, and the cursor of the next
-// page; nil when this is the last. A value of another field (the form was replaced
-// since its fields were read) is left out. A form that does not exist has no responses.
-// SQLite packs a response's values into one text (see unpackValues): a row a value cost
-// the list 1.7 times the time (a cgo call and the driver's allocations for every row).
+// ListResponses returns a page of a form's responses, newest first, after the cursor, each
+// with the values of the given fields in form order (not those of a field since replaced),
+// and the next page's cursor, nil after the last; a missing form has no responses. SQLite
+// packs a response's values into one text (unpackValues): a row a value cost the list 1.7
+// times the time (a cgo call and the driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
