@@ -556,23 +556,22 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx,
-			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-			f.Title, f.Description, id).Scan(&f.CreatedAt)
+		// Every field is replaced, so every value of the form goes (the schema says why
+		// this is not a cascade); the categories take their fields with them.
+		_, err := tx.ExecContext(ctx,
+			`DELETE FROM response_values
+			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
+			 DELETE FROM categories WHERE formId = ?`, id, id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx,
+				`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+				f.Title, f.Description, id).Scan(&f.CreatedAt)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("update form: %w", err)
-		}
-		// Every field is replaced, so every value of the form goes (the schema says why
-		// this is not a cascade); the categories take their fields with them.
-		_, err = tx.ExecContext(ctx,
-			`DELETE FROM response_values
-			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
-			 DELETE FROM categories WHERE formId = ?`, id, id)
-		if err != nil {
-			return fmt.Errorf("delete the old fields: %w", err)
 		}
 		return insertCategories(ctx, tx, id, in.Categories)
 	})
