@@ -395,18 +395,14 @@ func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: ma
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
 // the next page; nil when this is the last.
 func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, error) {
-	var page []byte
+	var forms []Form
 	err := s.read.QueryRowContext(ctx,
 		`SELECT json_group_array(json_object('id', id, 'title', title,
 		            'description', description, 'createdAt', createdAt)
 		            ORDER BY createdAt DESC, id DESC)
 		   FROM (SELECT * FROM forms WHERE (createdAt, id) < (?, ?)
 		          ORDER BY createdAt DESC, id DESC LIMIT ?)`,
-		after.Time, after.ID, listPageRows).Scan(&page)
-	var forms []Form
-	if err == nil {
-		err = json.Unmarshal(page, &forms)
-	}
+		after.Time, after.ID, listPageRows).Scan(jsonColumn{&forms})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
@@ -511,7 +507,7 @@ func formSize(f FormDetail) int {
 // readForm reads a form and its tree in one statement, so from one snapshot, as SQLite
 // writes them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
 func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
-	var doc []byte
+	var f FormDetail
 	err := s.read.QueryRowContext(ctx,
 		`SELECT json_object('id', id, 'title', title, 'description', description,
 		        'createdAt', createdAt, 'categories', json((
@@ -522,18 +518,22 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
 		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
 		     FROM categories c WHERE c.formId = f.id)))
-		   FROM forms f WHERE id = ?`, id).Scan(&doc)
+		   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
 	if errors.Is(err, sql.ErrNoRows) {
 		return FormDetail{}, errNotFound
-	}
-	var f FormDetail
-	if err == nil {
-		err = json.Unmarshal(doc, &f)
 	}
 	if err != nil {
 		return FormDetail{}, fmt.Errorf("get form: %w", err)
 	}
 	return f, nil
+}
+
+// jsonColumn scans a JSON text that SQLite wrote (json_object, json_group_array) into to.
+type jsonColumn struct{ to any }
+
+func (c jsonColumn) Scan(src any) error {
+	text, _ := src.(string) // go-sqlite3 gives TEXT as a string; a NULL fails to decode
+	return json.Unmarshal([]byte(text), c.to)
 }
 
 // CreateForm stores a form with its categories and fields as one unit.
@@ -773,17 +773,13 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 // other order could pair a form with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
 	var formID int64
-	var doc []byte
+	var values map[int64]*string
 	err := s.read.QueryRowContext(ctx,
 		`SELECT formId, (SELECT json_group_object(fieldId, value)
 		                   FROM response_values WHERE responseId = r.id)
-		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, &doc)
+		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, jsonColumn{&values})
 	if errors.Is(err, sql.ErrNoRows) {
 		return FormDetail{}, nil, errNotFound
-	}
-	var values map[int64]*string
-	if err == nil {
-		err = json.Unmarshal(doc, &values)
 	}
 	if err != nil {
 		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
@@ -866,18 +862,14 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 // the count of all of them, both from one statement, so from one snapshot.
 func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
 	var total int64
-	var page []byte
+	var list []Summary
 	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+string(kind)+`),
 		        (SELECT json_group_array(json_object('id', id, 'summaryDate', summaryDate,
 		                    'summaryText', summaryText, 'generatedAt', generatedAt)
 		                    ORDER BY summaryDate DESC, id DESC)
 		           FROM (SELECT * FROM `+string(kind)+`
 		                  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?))`,
-		limit, offset).Scan(&total, &page)
-	var list []Summary
-	if err == nil {
-		err = json.Unmarshal(page, &list)
-	}
+		limit, offset).Scan(&total, jsonColumn{&list})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}
