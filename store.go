@@ -332,6 +332,14 @@ func checkCopy(ctx context.Context, path string) error {
 	return nil
 }
 
+// queryError is errNotFound for sql.ErrNoRows, else err with what was being done.
+func queryError(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // Ping checks that the read pool can reach the database.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.read.PingContext(ctx)
@@ -519,11 +527,8 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
 		     FROM categories c WHERE c.formId = f.id)))
 		   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, errNotFound
-	}
 	if err != nil {
-		return FormDetail{}, fmt.Errorf("get form: %w", err)
+		return FormDetail{}, queryError("get form", err)
 	}
 	return f, nil
 }
@@ -567,11 +572,8 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 				`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
 				f.Title, f.Description, id).Scan(&f.CreatedAt)
 		}
-		if errors.Is(err, sql.ErrNoRows) {
-			return errNotFound
-		}
 		if err != nil {
-			return fmt.Errorf("update form: %w", err)
+			return queryError("update form", err)
 		}
 		return insertCategories(ctx, tx, id, in.Categories)
 	})
@@ -614,11 +616,8 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	err := s.noteWrite(s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id))
 	s.forms.drop(id) // after the commit: see formCache
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound
-	}
 	if err != nil {
-		return fmt.Errorf("delete form: %w", err)
+		return queryError("delete form", err)
 	}
 	return nil
 }
@@ -778,11 +777,8 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 		`SELECT formId, (SELECT json_group_object(fieldId, value)
 		                   FROM response_values WHERE responseId = r.id)
 		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, jsonColumn{&values})
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, nil, errNotFound
-	}
 	if err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
+		return FormDetail{}, nil, queryError("read response", err)
 	}
 	form, err := s.GetForm(ctx, formID)
 	return form, values, err
@@ -849,11 +845,8 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 	err := s.read.QueryRowContext(ctx,
 		`SELECT id, summaryDate, summaryText, generatedAt FROM tracker_summaries WHERE summaryDate = ?`,
 		timestamp(date)).Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Summary{}, errNotFound
-	}
 	if err != nil {
-		return Summary{}, fmt.Errorf("read tracker summary: %w", err)
+		return Summary{}, queryError("read tracker summary", err)
 	}
 	return sum, nil
 }
