@@ -259,11 +259,10 @@ func (s *Store) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
-// Backup writes a consistent copy of the database at path to dest, which must not exist,
-// while the service may be writing, and returns its size. VACUUM INTO, on a read-only
-// connection, copies the last commit without blocking the writer (SQLite's backup API is
-// not reachable through database/sql) to a temporary file, checked and synced before it
-// is linked to dest: dest is never half-written, and no file is replaced.
+// Backup copies the database at path, which the service may be writing, to dest, which
+// must not exist, and returns the copy's size. VACUUM INTO (database/sql cannot reach
+// SQLite's backup API) copies the last commit without blocking the writer to a temporary
+// file, checked and synced before it is linked to dest, which is never half-written.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
