@@ -309,8 +309,9 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 // closing connection, and a missing database is an error rather than a new file.
 func openReadOnly(path string) (*sql.DB, error) {
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	// OmitHost writes a relative path as file:dir/name, which SQLite reads as relative.
-	uri := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: query}
+	// Cleaned, a path never starts with // (a URI's authority); OmitHost writes a relative
+	// one as file:dir/name, which SQLite reads as relative.
+	uri := url.URL{Scheme: "file", OmitHost: true, Path: filepath.Clean(path), RawQuery: query}
 	return sql.Open("sqlite3", uri.String())
 }
 
