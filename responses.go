@@ -89,28 +89,26 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		enc.Encode(&text)                   // strings never fail to encode
 		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
 	}
-	err = s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
-		for _, resp := range page {
-			out.nextItem()
-			out.buf.WriteString(`{"id":`)
-			out.buf.Write(strconv.AppendInt(out.buf.AvailableBuffer(), resp.ID, 10))
-			out.buf.WriteString(`,"submittedAt":`)
-			writeString(resp.SubmittedAt)
-			out.buf.WriteString(`,"values":{`)
-			for i, v := range resp.Values {
-				if i > 0 {
-					out.buf.WriteByte(',')
-				}
-				out.buf.Write(keys[v.Field.position])
-				if v.Value.Valid {
-					writeString(v.Value.String)
-				} else {
-					out.buf.WriteString("null")
-				}
-				out.buf.WriteByte('}')
+	err = s.eachResponse(r.Context(), formID, fields, out, func(resp Response) {
+		out.nextItem()
+		out.buf.WriteString(`{"id":`)
+		out.buf.Write(strconv.AppendInt(out.buf.AvailableBuffer(), resp.ID, 10))
+		out.buf.WriteString(`,"submittedAt":`)
+		writeString(resp.SubmittedAt)
+		out.buf.WriteString(`,"values":{`)
+		for i, v := range resp.Values {
+			if i > 0 {
+				out.buf.WriteByte(',')
 			}
-			out.buf.WriteString("}}")
+			out.buf.Write(keys[v.Field.position])
+			if v.Value.Valid {
+				writeString(v.Value.String)
+			} else {
+				out.buf.WriteString("null")
+			}
+			out.buf.WriteByte('}')
 		}
+		out.buf.WriteString("}}")
 	})
 	if err != nil {
 		return err
@@ -131,17 +129,17 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 	return id, title, fields, nil
 }
 
-// eachResponsePage reads a form's responses a page at a time, has build write each page
-// into out, and sends it. A page is read and built in a heavy slot and sent outside it,
+// eachResponse reads a form's responses a page at a time, has write put each into out,
+// and sends each page. A page is read and written in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
-func (s *server) eachResponsePage(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, build func([]Response)) error {
+func (s *server) eachResponse(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, write func(Response)) error {
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err == nil {
 			var page []Response
 			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
-			if err == nil {
-				build(page)
+			for _, resp := range page { // none after an error
+				write(resp)
 			}
 			release()
 		}
@@ -176,18 +174,17 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
-	return s.eachResponsePage(r.Context(), formID, fields, out, func(page []Response) {
-		for _, resp := range page {
-			clear(row)
-			row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
-			for _, v := range resp.Values {
-				if v.Value.Valid {
-					row[2+v.Field.position] = csvCell(v.Value.String)
-				}
+	cw.Flush() // into a bytes.Buffer, which never fails
+	return s.eachResponse(r.Context(), formID, fields, out, func(resp Response) {
+		clear(row)
+		row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
+		for _, v := range resp.Values {
+			if v.Value.Valid {
+				row[2+v.Field.position] = csvCell(v.Value.String)
 			}
-			cw.Write(row)
 		}
-		cw.Flush() // into a bytes.Buffer, which never fails
+		cw.Write(row)
+		cw.Flush()
 	}) // every page, the empty first one too, is out
 }
 

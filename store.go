@@ -24,9 +24,8 @@ import (
 )
 
 // migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
-// migrations[n:] at start. A released entry is never edited; a change is a new entry at
-// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
-// form (UTC, milliseconds), which sorts in time order.
+// migrations[n:] at start, so a released entry is never edited. Timestamps are TEXT in
+// toISOString() form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -162,13 +161,12 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	// makes SQLite itself refuse writes on the read pool.
 	write, _ := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	read, _ := sql.Open("sqlite3", dsn+"&_query_only=on")
-	s := &Store{write: write, read: read, now: now}
+	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
 	s.write.SetMaxOpenConns(1)
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
-	s.forms.maxBytes = formCacheBytes
 	// Each migration and its version commit together: a crash leaves the one or the other.
 	for v := version + 1; v <= len(migrations); v++ {
 		// PRAGMA takes no parameters; v is this program's own counter, never input.
@@ -244,11 +242,9 @@ func (s *Store) exec(ctx context.Context, what, query string, args ...any) error
 // control characters are refused), inserted and deleted in one transaction.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)`,
-			"\x00probe", strings.Repeat(" ", 8<<10))
-		if err == nil {
-			_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, "\x00probe")
-		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?);
+			 DELETE FROM settings WHERE key = ?`,
+			"\x00probe", strings.Repeat(" ", 8<<10), "\x00probe")
 		return err
 	})
 }
@@ -263,11 +259,10 @@ func (s *Store) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
-// Backup writes a consistent copy of the database at path to dest, which must not exist,
-// while the service may be writing, and returns its size. VACUUM INTO, on a read-only
-// connection, copies the last commit without blocking the writer (SQLite's backup API is
-// not reachable through database/sql) to a temporary file, checked and synced before it
-// is linked to dest: dest is never half-written, and no file is replaced.
+// Backup copies the database at path, which the service may be writing, to dest, which
+// must not exist, and returns the copy's size. VACUUM INTO (database/sql cannot reach
+// SQLite's backup API) copies the last commit without blocking the writer to a temporary
+// file, checked and synced before it is linked to dest, which is never half-written.
 func Backup(ctx context.Context, path, dest string) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("no database to back up: %w", err)
@@ -313,12 +308,11 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 // it from a plain path), so that nothing is written to it, not even the checkpoint of a
 // closing connection, and a missing database is an error rather than a new file.
 func openReadOnly(path string) (*sql.DB, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
-	return sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String())
+	// Cleaned, a path never starts with // (a URI's authority); OmitHost writes a relative
+	// one as file:dir/name, which SQLite reads as relative.
+	uri := url.URL{Scheme: "file", OmitHost: true, Path: filepath.Clean(path), RawQuery: query}
+	return sql.Open("sqlite3", uri.String())
 }
 
 // checkCopy runs integrity_check on the copy at path.
@@ -336,6 +330,14 @@ func checkCopy(ctx context.Context, path string) error {
 		return fmt.Errorf("check copy: integrity_check says %q", result)
 	}
 	return nil
+}
+
+// queryError is errNotFound for sql.ErrNoRows, else err with what was being done.
+func queryError(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Ping checks that the read pool can reach the database.
@@ -401,18 +403,14 @@ func listStart() Cursor { return Cursor{Time: "9999-12-31T23:59:59.999Z", ID: ma
 // ListForms returns a page of forms, newest first, after the cursor, and the cursor of
 // the next page; nil when this is the last.
 func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, error) {
-	var page []byte
+	var forms []Form
 	err := s.read.QueryRowContext(ctx,
 		`SELECT json_group_array(json_object('id', id, 'title', title,
 		            'description', description, 'createdAt', createdAt)
 		            ORDER BY createdAt DESC, id DESC)
 		   FROM (SELECT * FROM forms WHERE (createdAt, id) < (?, ?)
 		          ORDER BY createdAt DESC, id DESC LIMIT ?)`,
-		after.Time, after.ID, listPageRows).Scan(&page)
-	var forms []Form
-	if err == nil {
-		err = json.Unmarshal(page, &forms)
-	}
+		after.Time, after.ID, listPageRows).Scan(jsonColumn{&forms})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list forms: %w", err)
 	}
@@ -423,8 +421,7 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns the form with its categories and fields, or errNotFound. The form is
-// the caller's own: the cache keeps a copy.
+// GetForm returns a copy of the form, its categories and fields, or errNotFound.
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if !ok {
@@ -445,11 +442,10 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 const formCacheBytes = 8 << 20
 
 // formCache keeps forms as GetForm read them: the form read, the most frequent request,
-// measured far short of its target without it (docs/PERFORMANCE.md). It stays true
-// because UpdateForm and DeleteForm drop the form after their commit and bump gen, and a
-// read keeps what it read only when gen has not moved since it began: a read that began
-// before a commit may have seen the old form. (A new form needs no drop: ids are never
-// reused, and a missing form is not kept.)
+// measured far short of its target without it (docs/PERFORMANCE.md). UpdateForm and
+// DeleteForm drop a form after their commit and bump gen; a read keeps its form only if gen
+// has not moved since it began, as one that began before a commit may hold the old form.
+// (A new form needs no drop: ids are never reused, and a missing form is not kept.)
 type formCache struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -519,7 +515,7 @@ func formSize(f FormDetail) int {
 // readForm reads a form and its tree in one statement, so from one snapshot, as SQLite
 // writes them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
 func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
-	var doc []byte
+	var f FormDetail
 	err := s.read.QueryRowContext(ctx,
 		`SELECT json_object('id', id, 'title', title, 'description', description,
 		        'createdAt', createdAt, 'categories', json((
@@ -530,18 +526,19 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
 		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
 		     FROM categories c WHERE c.formId = f.id)))
-		   FROM forms f WHERE id = ?`, id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, errNotFound
-	}
-	var f FormDetail
-	if err == nil {
-		err = json.Unmarshal(doc, &f)
-	}
+		   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
 	if err != nil {
-		return FormDetail{}, fmt.Errorf("get form: %w", err)
+		return FormDetail{}, queryError("get form", err)
 	}
 	return f, nil
+}
+
+// jsonColumn scans a JSON text that SQLite wrote (json_object, json_group_array) into to.
+type jsonColumn struct{ to any }
+
+func (c jsonColumn) Scan(src any) error {
+	text, _ := src.(string) // go-sqlite3 gives TEXT as a string; a NULL fails to decode
+	return json.Unmarshal([]byte(text), c.to)
 }
 
 // CreateForm stores a form with its categories and fields as one unit.
@@ -564,23 +561,19 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx,
-			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-			f.Title, f.Description, id).Scan(&f.CreatedAt)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("update form: %w", err)
-		}
 		// Every field is replaced, so every value of the form goes (the schema says why
 		// this is not a cascade); the categories take their fields with them.
-		_, err = tx.ExecContext(ctx,
+		_, err := tx.ExecContext(ctx,
 			`DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
 			 DELETE FROM categories WHERE formId = ?`, id, id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx,
+				`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+				f.Title, f.Description, id).Scan(&f.CreatedAt)
+		}
 		if err != nil {
-			return fmt.Errorf("delete the old fields: %w", err)
+			return queryError("update form", err)
 		}
 		return insertCategories(ctx, tx, id, in.Categories)
 	})
@@ -623,11 +616,8 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
 	err := s.noteWrite(s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id))
 	s.forms.drop(id) // after the commit: see formCache
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound
-	}
 	if err != nil {
-		return fmt.Errorf("delete form: %w", err)
+		return queryError("delete form", err)
 	}
 	return nil
 }
@@ -704,12 +694,11 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	return form.Title, fields, nil
 }
 
-// ListResponses returns a page of a form's responses, newest first, after the cursor,
-// each with the values of the given fields in form order, and the cursor of the next
-// page; nil when this is the last. A value of another field (the form was replaced
-// since its fields were read) is left out. A form that does not exist has no responses.
-// SQLite packs a response's values into one text (see unpackValues): a row a value cost
-// the list 1.7 times the time (a cgo call and the driver's allocations for every row).
+// ListResponses returns a page of a form's responses, newest first, after the cursor, each
+// with the values of the given fields in form order (not those of a field since replaced),
+// and the next page's cursor, nil after the last; a missing form has no responses. SQLite
+// packs a response's values into one text (unpackValues): a row a value cost the list 1.7
+// times the time (a cgo call and the driver's allocations for every row).
 func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
 	byID := make(map[int64]*ListedField, len(fields))
 	for _, f := range fields {
@@ -783,20 +772,13 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 // other order could pair a form with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
 	var formID int64
-	var doc []byte
+	var values map[int64]*string
 	err := s.read.QueryRowContext(ctx,
 		`SELECT formId, (SELECT json_group_object(fieldId, value)
 		                   FROM response_values WHERE responseId = r.id)
-		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, &doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return FormDetail{}, nil, errNotFound
-	}
-	var values map[int64]*string
-	if err == nil {
-		err = json.Unmarshal(doc, &values)
-	}
+		   FROM responses r WHERE id = ?`, responseID).Scan(&formID, jsonColumn{&values})
 	if err != nil {
-		return FormDetail{}, nil, fmt.Errorf("read response: %w", err)
+		return FormDetail{}, nil, queryError("read response", err)
 	}
 	form, err := s.GetForm(ctx, formID)
 	return form, values, err
@@ -863,11 +845,8 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 	err := s.read.QueryRowContext(ctx,
 		`SELECT id, summaryDate, summaryText, generatedAt FROM tracker_summaries WHERE summaryDate = ?`,
 		timestamp(date)).Scan(&sum.ID, &sum.SummaryDate, &sum.SummaryText, &sum.GeneratedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Summary{}, errNotFound
-	}
 	if err != nil {
-		return Summary{}, fmt.Errorf("read tracker summary: %w", err)
+		return Summary{}, queryError("read tracker summary", err)
 	}
 	return sum, nil
 }
@@ -876,18 +855,14 @@ func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, er
 // the count of all of them, both from one statement, so from one snapshot.
 func (s *Store) ListSummaries(ctx context.Context, kind summaryKind, limit, offset int64) ([]Summary, int64, error) {
 	var total int64
-	var page []byte
+	var list []Summary
 	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+string(kind)+`),
 		        (SELECT json_group_array(json_object('id', id, 'summaryDate', summaryDate,
 		                    'summaryText', summaryText, 'generatedAt', generatedAt)
 		                    ORDER BY summaryDate DESC, id DESC)
 		           FROM (SELECT * FROM `+string(kind)+`
 		                  ORDER BY summaryDate DESC, id DESC LIMIT ? OFFSET ?))`,
-		limit, offset).Scan(&total, &page)
-	var list []Summary
-	if err == nil {
-		err = json.Unmarshal(page, &list)
-	}
+		limit, offset).Scan(&total, jsonColumn{&list})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list summaries: %w", err)
 	}

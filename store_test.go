@@ -605,6 +605,29 @@ func TestFormCacheBounded(t *testing.T) {
 	}
 }
 
+// TestBackupPathForms: the read-only opens (the schema version, the backup and its check)
+// find the database under a relative path, one starting with //, and names holding the
+// characters a URI escapes.
+func TestBackupPathForms(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("a %3F:b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, path := range []string{"a %3F:b/forms.db", "/" + filepath.Join(dir, "abs.db")} {
+		for open := range 2 { // the second open reads the version of an existing file
+			store, err := OpenStore(context.Background(), path, time.Now)
+			if err != nil {
+				t.Fatalf("OpenStore(%q), open %d: %v", path, open+1, err)
+			}
+			store.Close()
+		}
+		if _, err := Backup(context.Background(), path, fmt.Sprintf("backup%d.db", i)); err != nil {
+			t.Errorf("Backup(%q): %v", path, err)
+		}
+	}
+}
+
 // TestBackupLeavesOnlyTheCopy: a backup into an empty folder leaves exactly the copy
 // there, no temporary file beside it.
 func TestBackupLeavesOnlyTheCopy(t *testing.T) {
