@@ -35,24 +35,20 @@ import (
 
 const (
 	// Texts stored without asking the model when there is nothing to summarise.
-	noTicketsText = "No tracker tickets updated recently."
-	noEmailsText  = "No emails received recently."
-	// maxPromptDataChars bounds $TRACKER_TICKETS and $EMAILS, so that one busy day cannot
-	// exceed a model's context or budget.
-	maxPromptDataChars = 200_000
+	noTicketsText      = "No tracker tickets updated recently."
+	noEmailsText       = "No emails received recently."
+	maxPromptDataChars = 200_000 // $TRACKER_TICKETS or $EMAILS: a busy day in a model's budget
 	// jobTimeout bounds a summary job: a tracker walk of 20 pages and a model call take
 	// minutes at worst, and a job that outlives it no longer holds back the next one.
 	jobTimeout = 10 * time.Minute
 	// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone
 	// may ask, and each run costs a model call.
 	onDemandInterval = 30 * time.Second
-	// The jobs' names: one job of a name runs at a time.
-	trackerJob = "tracker summary"
-	emailJob   = "email summary"
+	trackerJob       = "tracker summary" // one job of a name runs at a time
+	emailJob         = "email summary"
 )
 
-// errNoModelKey is missing configuration, which the earlier variant's GET
-// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+// errNoModelKey is missing configuration, the bare message of GET /tracker-summary (SPEC §4).
 var errNoModelKey = &apiError{kind: kindRejected, msg: "GENAI_API_KEY is not configured"}
 
 // The default prompt templates, built into the binary so that it runs from any folder.
@@ -71,9 +67,8 @@ func emailTemplate(cfg config) (string, error) {
 	return promptTemplate(cfg.EmailPromptFile, "EMAIL_PROMPT_FILE", emailPromptBuiltIn)
 }
 
-// promptTemplate reads file, which variable names, for each job, so that an edit takes
-// effect without a restart; without a file it is builtIn. Its error is missing
-// configuration whose message, for the client, names no path; the log gets the cause.
+// promptTemplate reads file, if any, for each job so that an edit needs no restart. Its
+// error's message, for the client, names no path; the log gets the cause.
 func promptTemplate(file, variable, builtIn string) (string, error) {
 	if file == "" {
 		return builtIn, nil
@@ -86,9 +81,8 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	return string(data), err
 }
 
-// trackerPrompt is the prompt the tracker summary of now's day sends the model, private
-// content kept back unless TRACKER_INCLUDE_PRIVATE; "" when the window holds no ticket.
-// formsvc prompt prints it; the job sends it.
+// trackerPrompt is the prompt of the tracker summary of now's day, "" when the window holds
+// no ticket: formsvc prompt prints it, the job sends it.
 func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
 	template, err := trackerTemplate(cfg)
 	if err != nil {
@@ -107,8 +101,7 @@ func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now tim
 	return fit.fill(template, "$TRACKER_TICKETS", now)
 }
 
-// emailPrompt is the prompt the e-mail summary of now's day sends the model: the
-// messages of the window in MAILDIR; "" when there are none.
+// emailPrompt is the prompt of the e-mail summary of now's day, "" when MAILDIR holds none.
 func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
 	template, err := emailTemplate(cfg)
 	if err != nil {
@@ -125,8 +118,7 @@ func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Tim
 	return fit.fill(template, "$EMAILS", now)
 }
 
-// trackerSummary is the tracker summary of the day of now. The model key is checked
-// before the tracker is read.
+// trackerSummary is the tracker summary of now's day; the model key is checked first.
 func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
 		return "", errNoModelKey
@@ -151,22 +143,19 @@ func (s *server) generateTrackerSummary(ctx context.Context) error {
 	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
 }
 
-// generateEmailSummary adds a summary of today's e-mail. The model key is checked before
-// the Maildir is read.
+// generateEmailSummary adds a summary of today's e-mail; the model key is checked first.
 func (s *server) generateEmailSummary(ctx context.Context) error {
 	if s.cfg.GenAIKey == "" {
 		return errNoModelKey
 	}
 	now := s.now()
 	prompt, err := emailPrompt(ctx, s.cfg, s.log, now)
+	text := noEmailsText
+	if err == nil && prompt != "" {
+		text, err = complete(ctx, s.client, s.cfg, prompt)
+	}
 	if err != nil {
 		return err
-	}
-	text := noEmailsText
-	if prompt != "" {
-		if text, err = complete(ctx, s.client, s.cfg, prompt); err != nil {
-			return err
-		}
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
 }
@@ -179,7 +168,7 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 type promptFit struct {
 	maxChars int
 	offered  int
-	size     int // characters of the items so far and the commas between them
+	size     int // characters of the items kept
 	items    [][]byte
 }
 
@@ -195,10 +184,7 @@ func (f *promptFit) offer(item any) bool {
 	if len("[]")+chars > f.maxChars {
 		return true
 	}
-	if len(f.items) > 0 {
-		chars++ // the comma
-	}
-	if len("[]")+f.size+chars > f.maxChars {
+	if len("[]")+f.size+len(f.items)+chars > f.maxChars { // a comma after each item kept
 		return false
 	}
 	f.size += chars
@@ -225,9 +211,8 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// windowStart is local midnight two days before now, four when now is a Monday, so that
-// a Monday's summary covers the weekend. time.Date normalises across month ends and
-// daylight-saving changes.
+// windowStart is local midnight two days before now, four on a Monday to cover the weekend
+// (time.Date normalises across month ends and daylight-saving changes).
 func windowStart(now time.Time) time.Time {
 	days := 2
 	if now.Weekday() == time.Monday {
@@ -414,13 +399,10 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 // listSummaries writes one page of a summary list: page and limit as positiveOr reads
 // them (limit at most maxSummaryPage), newest summaryDate first, with the total count.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
-	page := positiveOr(r.URL.Query().Get("page"), 1)
+	// A page so far that (page-1)*limit would overflow reads as one past every row.
+	page := min(positiveOr(r.URL.Query().Get("page"), 1), math.MaxInt64/maxSummaryPage)
 	limit := min(positiveOr(r.URL.Query().Get("limit"), 10), maxSummaryPage)
-	offset := int64(math.MaxInt64) // past every row when (page-1)*limit would overflow
-	if page-1 <= offset/limit {
-		offset = (page - 1) * limit
-	}
-	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, offset)
+	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, (page-1)*limit)
 	if err != nil {
 		return err
 	}
@@ -428,8 +410,7 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 }
 
 // positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
-// int64 is still a positive integer and reads as the largest: a page past the end, or
-// no limit.
+// int64 is still a positive integer and reads as the largest.
 func positiveOr(s string, def int64) int64 {
 	n, ok := parseDigits(s)
 	switch {

@@ -26,32 +26,33 @@ const (
 	maxTextChars    = 2000 // of each ticket description and note text in a prompt
 	// trackerSelect names the fields requested; MantisBT answers only these.
 	trackerSelect = "id,summary,description,created_at,updated_at,reporter,view_state,notes"
-	// vsPublic is MantisBT's view_state id of a public issue or note (VS_PUBLIC in
-	// core/constant_inc.php); VS_PRIVATE is 50.
-	vsPublic = 10
+	vsPublic      = 10 // view_state of a public issue or note (VS_PUBLIC, constant_inc.php)
 )
 
-// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it: the fields a
-// summary needs, under MantisBT's names. Reporters keep their id and login name only:
-// the e-mail address and real name an administrator's token sees are no business of an
-// external model.
+// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it, under
+// MantisBT's names. Reporters keep their id and login name only: the e-mail address and
+// real name an administrator's token sees are no business of an external model. The view
+// state ({id, name, label}, api/soap/mc_issue_api.php) decides whether an issue or a note
+// is kept; then cleared, omitzero leaves it out of the prompt.
 type ticket struct {
-	ID          int64         `json:"id"`
-	Summary     string        `json:"summary"`
-	Description string        `json:"description"`
-	CreatedAt   string        `json:"created_at"`
-	UpdatedAt   string        `json:"updated_at"`
-	Reporter    *ticketUser   `json:"reporter,omitempty"`
-	Notes       *[]ticketNote `json:"notes,omitempty"` // nil when MantisBT omitted them
+	ID          int64            `json:"id"`
+	Summary     string           `json:"summary"`
+	Description string           `json:"description"`
+	CreatedAt   string           `json:"created_at"`
+	UpdatedAt   string           `json:"updated_at"`
+	Reporter    *ticketUser      `json:"reporter,omitempty"`
+	Notes       *[]ticketNote    `json:"notes,omitempty"` // nil when MantisBT omitted them
+	ViewState   struct{ ID int } `json:"view_state,omitzero"`
 }
 
 // ticketNote is one note of an issue.
 type ticketNote struct {
-	ID        int64       `json:"id"`
-	Reporter  *ticketUser `json:"reporter,omitempty"`
-	Text      string      `json:"text"`
-	CreatedAt string      `json:"created_at"`
-	UpdatedAt string      `json:"updated_at,omitempty"`
+	ID        int64            `json:"id"`
+	Reporter  *ticketUser      `json:"reporter,omitempty"`
+	Text      string           `json:"text"`
+	CreatedAt string           `json:"created_at"`
+	UpdatedAt string           `json:"updated_at,omitempty"`
+	ViewState struct{ ID int } `json:"view_state,omitzero"`
 }
 
 // ticketUser is a reporter, less the real_name and email MantisBT also writes
@@ -61,29 +62,12 @@ type ticketUser struct {
 	Name string `json:"name"`
 }
 
-// mantisIssue is an issue as MantisBT's list writes it (api/soap/mc_issue_api.php,
-// mci_issue_data_as_array): a ticket with the view state, {id, name, label}, that decides
-// whether it is kept, and so are its notes (mci_issue_get_notes).
-type mantisIssue struct {
-	ticket
-	ViewState struct{ ID int } `json:"view_state"`
-	Notes     *[]mantisNote    `json:"notes"` // in place of the ticket's
-}
-
-type mantisNote struct {
-	ticketNote
-	ViewState struct{ ID int } `json:"view_state"`
-}
-
-// recentTickets reads the project's issues updated at or after start, newest first, with
-// their notes created before start dropped and long texts cut. Private issues and notes
-// are left out unless TRACKER_INCLUDE_PRIVATE (every API client reads the summary); only
-// what MantisBT says is public counts as such.
-//
-// MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update: a note added
-// meanwhile moves its issue to the top, unread, and repeats one on the next page. So
-// tickets are kept by id, the latest version winning, and page 1 is read again after the
-// walk until it brings nothing new.
+// recentTickets reads the project's issues updated at or after start, newest first, their
+// notes created before start dropped, long texts cut, and, unless TRACKER_INCLUDE_PRIVATE
+// (every API client reads the summary), all that MantisBT does not say is public left out.
+// Its pages are LIMIT/OFFSET slices of a list sorted by last update: a note added meanwhile
+// moves its issue to the top, unread, and repeats one on the next page. So tickets are kept
+// by id, the latest version winning, and page 1 is read again until it brings nothing new.
 func recentTickets(ctx context.Context, client *http.Client, cfg config,
 	start time.Time) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
@@ -158,21 +142,22 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
 // unless includePrivate, its private notes dropped, long texts cut.
-func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, error) {
-	t := is.ticket
+func trimTicket(t ticket, start time.Time, includePrivate bool) (ticket, error) {
 	t.Description = cutText(t.Description, maxTextChars)
-	if is.Notes == nil {
+	t.ViewState.ID = 0
+	if t.Notes == nil {
 		return t, nil
 	}
 	notes := []ticketNote{}
-	for _, n := range *is.Notes {
+	for _, n := range *t.Notes {
 		created, err := time.Parse(time.RFC3339, n.CreatedAt)
 		if err != nil {
-			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
+			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", t.ID, n.ID, cutText(n.CreatedAt, 40), err)
 		}
 		if !created.Before(start) && (includePrivate || n.ViewState.ID == vsPublic) {
 			n.Text = cutText(n.Text, maxTextChars)
-			notes = append(notes, n.ticketNote)
+			n.ViewState.ID = 0
+			notes = append(notes, n)
 		}
 	}
 	t.Notes = &notes
@@ -182,7 +167,7 @@ func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, e
 // fetchTicketPage reads one page of issues. Its errors name the page and never the
 // token: MantisBT's refusals have empty bodies, but a proxy or another server at the
 // endpoint may echo the header it was sent.
-func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []mantisIssue, err error) {
+func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []ticket, err error) {
 	defer func() {
 		if err != nil {
 			err = &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
@@ -201,7 +186,7 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	if err := checkTokenLogin(header); err != nil {
 		return nil, err
 	}
-	var list struct{ Issues []mantisIssue }
+	var list struct{ Issues []ticket }
 	if err := json.Unmarshal(body, &list); err != nil {
 		// With a project the token's user may not read, issues_rest.php still answers 200,
 		// with the SOAP fault of mc_filter_get_issues in place of the list.
@@ -289,9 +274,7 @@ func trackerRefusal(err error, cfg config) string {
 	return ""
 }
 
-// Outbound calls to the tracker and the model: bounded time and bodies, retries on 429 and
-// 5xx, errors that name the status and the provider's message but never a key.
-const maxAnswerBytes = 32 << 20
+const maxAnswerBytes = 32 << 20 // of a reply of the tracker or the model
 
 // callWithRetry sends a JSON request with body (nil: none) and the Authorization header
 // auth, and returns the body and header of a 2xx reply; a 429 or 5xx is retried twice. Every
