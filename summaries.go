@@ -482,14 +482,11 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	}
 }
 
-// runOnDemand makes the on-demand run r, a panic of it a failure, and logs its failure
-// once for all its callers.
+// runOnDemand makes the on-demand run r and logs its failure, a panic among them, once for
+// all its callers.
 func (s *server) runOnDemand(r *onDemandRun) {
+	r.err = errors.New("on-demand tracker summary: panic") // unless trackerSummary returns
 	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
-			r.err = errors.New("on-demand tracker summary: panic")
-		}
 		if r.err != nil {
 			s.log.Error("on-demand tracker summary failed", "err", r.err)
 		}
@@ -498,6 +495,7 @@ func (s *server) runOnDemand(r *onDemandRun) {
 		s.jobs.mu.Unlock()
 		close(r.done)
 	}()
+	defer s.logPanic("on-demand tracker summary")
 	// Reply, if only with the error, before the server's write timeout swallows it.
 	ctx, cancel := context.WithTimeout(s.jobs.ctx, writeTimeout-10*time.Second)
 	defer cancel()
@@ -971,17 +969,13 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	if label == "utf-7" || label == "unicode-1-1-utf-7" || label == "csunicode11utf7" {
 		return decodeUTF7(b)
 	}
-	enc := lookupCharset(label)
-	if enc == nil {
-		log.Warn("e-mail charset not known, text kept as written", "charset", charset)
-		return validUTF8(b)
+	if enc := lookupCharset(label); enc != nil {
+		if text, err := enc.NewDecoder().Bytes(b); err == nil {
+			return string(text)
+		}
 	}
-	text, err := enc.NewDecoder().Bytes(b)
-	if err != nil {
-		log.Warn("e-mail text not decodable, kept as written", "charset", charset, "err", err)
-		return validUTF8(b)
-	}
-	return string(text)
+	log.Warn("e-mail charset not known or text not decodable, kept as written", "charset", charset)
+	return validUTF8(b)
 }
 
 // charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
@@ -1008,14 +1002,11 @@ func validUTF8(b []byte) string { return string([]rune(string(b))) }
 // utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
 var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
 
+var nonASCII = regexp.MustCompile(`[^\x00-\x7f]`) // an invalid byte too: one U+FFFD each
+
 // decodeUTF7 reads UTF-7, which no standard decoder knows; outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
-	ascii := strings.Map(func(r rune) rune {
-		if r >= 0x80 {
-			return utf8.RuneError
-		}
-		return r
-	}, string(b))
+	ascii := nonASCII.ReplaceAllString(string(b), "\uFFFD")
 	return utf7Run.ReplaceAllStringFunc(ascii, func(run string) string {
 		if run == "+-" || run == "+" {
 			return "+"
