@@ -821,10 +821,9 @@ func parseMediaType(value string) (string, map[string]string) {
 	if err == nil && (!strings.HasPrefix(mediaType, "multipart/") || params["boundary"] != "") {
 		return mediaType, params
 	}
-	mediaType, rest, _ := strings.Cut(strings.TrimSpace(value), ";")
-	if i := strings.IndexAny(mediaType, " \t"); i >= 0 {
-		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
-	}
+	value = strings.TrimSpace(value) + ";"
+	i := strings.IndexAny(value, "; \t") // a type ends at a semicolon or a blank
+	mediaType, rest := value[:i], value[i:]
 	if top, sub, ok := strings.Cut(strings.ToLower(mediaType), "/"); ok {
 		if sub, _, _ = strings.Cut(sub, "/"); sub == "" {
 			sub = map[string]string{"text": "plain", "multipart": "mixed"}[top]

@@ -164,9 +164,9 @@ func trimTicket(t ticket, start time.Time, includePrivate bool) (ticket, error) 
 	return t, nil
 }
 
-// fetchTicketPage reads one page of issues. Its errors name the page and never the
-// token: MantisBT's refusals have empty bodies, but a proxy or another server at the
-// endpoint may echo the header it was sent.
+// fetchTicketPage reads one page of issues as TRACKER_API_KEY's user sees it. Its errors
+// name the page and never the token: MantisBT's refusals have empty bodies, but a proxy or
+// another server at the endpoint may echo the header it was sent.
 func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []ticket, err error) {
 	defer func() {
 		if err != nil {
@@ -183,8 +183,16 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTokenLogin(header); err != nil {
-		return nil, err
+	// AuthMiddleware.php's X-Mantis-LoginMethod is "api-token" for a token it knows. From 2.27
+	// one it does not know is served as the anonymous account, where the tracker has one
+	// ("cookie" or "anonymous"), whose view of the project would pass for the whole.
+	switch method := header.Get("X-Mantis-LoginMethod"); method {
+	case "api-token":
+	case "":
+		return nil, errors.New("MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)")
+	default:
+		return nil, fmt.Errorf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): the token is unknown or revoked, and the tracker lets anyone in as that account",
+			cutText(header.Get("X-Mantis-Username"), 100), cutText(method, 40))
 	}
 	var list struct{ Issues []ticket }
 	if err := json.Unmarshal(body, &list); err != nil {
@@ -203,22 +211,6 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 		return nil, fmt.Errorf("answer is not MantisBT's issue list: %w", err)
 	}
 	return list.Issues, nil
-}
-
-// checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY:
-// AuthMiddleware.php's X-Mantis-LoginMethod is "api-token" for a token it knows. From 2.27
-// one it does not know is served as the anonymous account, where the tracker has one
-// ("cookie" or "anonymous"), whose view of the project would pass for the whole.
-func checkTokenLogin(header http.Header) error {
-	method, user := header.Get("X-Mantis-LoginMethod"), header.Get("X-Mantis-Username")
-	switch method {
-	case "api-token":
-		return nil
-	case "":
-		return errors.New("MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)")
-	}
-	return fmt.Errorf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): the token is unknown or revoked, and the tracker lets anyone in as that account",
-		cutText(user, 100), cutText(method, 40))
 }
 
 const (
