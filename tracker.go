@@ -29,11 +29,9 @@ const (
 	vsPublic      = 10 // view_state of a public issue or note (VS_PUBLIC, constant_inc.php)
 )
 
-// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it, under
-// MantisBT's names. Reporters keep their id and login name only: the e-mail address and
-// real name an administrator's token sees are no business of an external model. The view
-// state ({id, name, label}, api/soap/mc_issue_api.php) decides whether an issue or a note
-// is kept; then cleared, omitzero leaves it out of the prompt.
+// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it, under MantisBT's
+// names. The view state ({id, name, label}, mc_issue_api.php) decides whether an issue or a
+// note is kept; then cleared, omitzero leaves it out of the prompt.
 type ticket struct {
 	ID          int64            `json:"id"`
 	Summary     string           `json:"summary"`
@@ -55,8 +53,8 @@ type ticketNote struct {
 	ViewState struct{ ID int } `json:"view_state,omitzero"`
 }
 
-// ticketUser is a reporter, less the real_name and email MantisBT also writes
-// (api/soap/mc_account_api.php, mci_account_get_array_by_id).
+// ticketUser is a reporter, less the real_name and email an administrator's token sees
+// (mc_account_api.php): they are no business of an external model.
 type ticketUser struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
@@ -105,11 +103,10 @@ type ticketSet struct {
 	kept  map[int64]ticket
 }
 
-// read takes a page of issues. It reports whether the page brought an issue of the window
-// not read before or updated since, and whether the next page may hold more of the window
-// (the list is sorted newest-updated first). An update time that is not RFC 3339 (PHP's
-// date('c'), core/date_api.php) fails the walk, as does a note's creation time: silently
-// passed over, either would leave the summary short without a word.
+// read takes a page of issues and reports whether it brought an issue of the window not read
+// before or updated since, and whether the next page may hold more of the window. An update
+// or a note's creation time that is not RFC 3339 (PHP's date('c')) fails the walk: passed
+// over, either would leave the summary short without a word.
 func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, page int) (news, more bool, err error) {
 	issues, err := fetchTicketPage(ctx, client, cfg, page)
 	if err != nil {
@@ -218,10 +215,9 @@ const (
 	restDisabled   = "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"
 )
 
-// trackerRefusals say what MantisBT's refusals mean, by status and reason phrase ("" for
-// any other, or none: HTTP/2 has none), as 2.26 and as 2.27 and later write them
-// (AuthMiddleware.php, ApiEnabledMiddleware.php, OfflineMiddleware.php, issues_rest.php;
-// mantis_test.go's fakeTracker cites the lines). The first that matches is meant.
+// trackerRefusals say what MantisBT's refusals mean, by status and reason phrase ("" for any
+// other, or none: HTTP/2 has none), as 2.26 and 2.27 on write them (mantis_test.go's
+// fakeTracker cites the PHP). The first that matches is meant.
 var trackerRefusals = []struct {
 	status          int
 	reason, meaning string
@@ -249,9 +245,8 @@ func trackerRefusal(err error, cfg config) string {
 		return ""
 	}
 	if se.status == http.StatusNotFound {
-		// A 404 of MantisBT's own carries X-Mantis-Version (VersionMiddleware.php).
-		// issues_rest.php's reason for a project that does not exist or that the user may
-		// not see is "Project '<id>' doesn't exist".
+		// issues_rest.php's reason for a project the user may not see, or a 404 of
+		// MantisBT's own (it carries X-Mantis-Version, VersionMiddleware.php).
 		projectMissing := strings.HasPrefix(se.reason, "Project '") && strings.HasSuffix(se.reason, "' doesn't exist")
 		if projectMissing || se.reason == "" && se.header.Get("X-Mantis-Version") != "" {
 			return fmt.Sprintf("MantisBT shows the token's user no project %s (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it", cfg.TrackerProjectID)
@@ -317,8 +312,7 @@ func (e *statusError) Error() string {
 	return msg
 }
 
-// retryPause is the pause before retry attempt+1, doubling so that an overloaded provider
-// gets room.
+// retryPause is the pause before retry attempt+1, doubling to give an overloaded provider room.
 func retryPause(first time.Duration, attempt int) time.Duration {
 	return first << attempt
 }
@@ -392,9 +386,8 @@ func cutText(s string, n int) string {
 	return s
 }
 
-// complete asks the model behind an OpenAI-compatible chat-completions API (Gemini's
-// compatibility endpoint, OpenAI, Ollama, vLLM) to reply to one user message, and returns
-// choices[0].message.content.
+// complete asks an OpenAI-compatible chat-completions API (Gemini's compatibility endpoint,
+// OpenAI, Ollama, vLLM) for choices[0].message.content in reply to one user message.
 func complete(ctx context.Context, client *http.Client, cfg config, prompt string) (string, error) {
 	body, _ := json.Marshal(map[string]any{ // strings always encode
 		"model":    cfg.GenAIModel,
