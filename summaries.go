@@ -25,12 +25,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
+	"golang.org/x/text/encoding/unicode"
 )
 
 const (
@@ -160,11 +160,10 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
 }
 
-// promptFit builds a prompt's JSON array of at most maxChars characters from items
-// offered newest first, marshalling each once. An item too large to fit on its own is
-// passed over, so that it cannot crowd out every other; the first other that does not
-// fit ends the array, as no older item should go before it. <, > and & stay as they are:
-// the reader is a model, not a browser, and escapes would only cost it tokens.
+// promptFit builds a prompt's JSON array of at most maxChars characters from items offered
+// newest first, each marshalled once. One too large on its own is passed over, lest it crowd
+// out every other; the first other that does not fit ends the array, as no older item should
+// go before it. <, > and & stay: the reader is a model, and escapes would cost it tokens.
 type promptFit struct {
 	maxChars int
 	offered  int
@@ -192,8 +191,7 @@ func (f *promptFit) offer(item any) bool {
 	return true
 }
 
-// fill is template with $DATE the day of now and placeholder the array of the items
-// kept; "" when no item was offered.
+// fill is template with $DATE and placeholder filled in; "" when no item was offered.
 func (f *promptFit) fill(template, placeholder string, now time.Time) (string, error) {
 	switch {
 	case f.offered == 0:
@@ -246,8 +244,7 @@ func (s *server) startJob(name string, generate func(context.Context) error) {
 	}
 }
 
-// logPanic, deferred, ends a panic of a background job as ServeHTTP ends a handler's:
-// logged, and the service goes on.
+// logPanic, deferred, logs a panic of a background job; the service goes on, as after a handler's.
 func (s *server) logPanic(job string) {
 	if v := recover(); v != nil {
 		s.log.Error("panic", "job", job, "panic", fmt.Sprint(v))
@@ -287,9 +284,8 @@ func newSummaryJobs(now func() time.Time) *summaryJobs {
 }
 
 // start runs job with a context that ends at jobTimeout or at stop, unless the jobs are
-// stopped or a job of its name started less than jobTimeout ago (by j.now) runs. A job
-// past its timeout is stuck where no context reaches (a hung network file system, say):
-// cancelled so that it stores nothing, it is left to end on its own in the new one's place.
+// stopped or a job of its name started less than jobTimeout ago runs. One older is stuck where
+// no context reaches (a hung network file system): cancelled, it stores nothing, ends alone.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -341,9 +337,8 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 	return next
 }
 
-// scheduleSummaries generates both summaries every day at hour:minute until the jobs
-// stop, and at once when today's run time has passed without a tracker summary for today
-// (a restart across the scheduled time).
+// scheduleSummaries generates both summaries daily at hour:minute until the jobs stop, and at
+// once when a restart passed today's run time without a tracker summary for today.
 func (s *server) scheduleSummaries(hour, minute int) {
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("summary schedule")
@@ -396,8 +391,7 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 	return during("fetch paginated Email summaries", s.listSummaries(w, r, emailSummaries))
 }
 
-// listSummaries writes one page of a summary list: page and limit as positiveOr reads
-// them (limit at most maxSummaryPage), newest summaryDate first, with the total count.
+// listSummaries writes one page of a summary list, newest summaryDate first, and the total.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
 	// A page so far that (page-1)*limit would overflow reads as one past every row.
 	page := min(positiveOr(r.URL.Query().Get("page"), 1), math.MaxInt64/maxSummaryPage)
@@ -445,14 +439,12 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }
 
-// errSummaryBusy is in the error of an on-demand summary asked for within
-// onDemandInterval of a run that failed.
+// errSummaryBusy refuses an on-demand summary within onDemandInterval of a failed run.
 var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 
-// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: at most one run
-// per onDemandInterval, shared by the callers that ask while it runs; its text serves
-// until the interval ends, its failure refuses them until then. The run is ended by stop,
-// not by the callers, who each wait as long as their ctx.
+// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: one run at most per
+// onDemandInterval, shared by the callers that ask while it runs, its text or failure their
+// reply until the interval ends. Stop ends the run; each caller waits as long as its ctx.
 func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	j := s.jobs
 	j.mu.Lock()
@@ -834,7 +826,7 @@ func parseMediaType(value string) (string, map[string]string) {
 		mediaType = top + "/" + sub
 	}
 	params = map[string]string{}
-	for _, m := range mediaParam.FindAllStringSubmatch(rest, -1) {
+	for _, m := range slices.Backward(mediaParam.FindAllStringSubmatch(rest, -1)) {
 		name, v := strings.ToLower(m[1]), strings.Trim(strings.TrimSpace(m[2]), `"`)
 		if n, ok := strings.CutSuffix(name, "*"); ok {
 			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
@@ -846,9 +838,7 @@ func parseMediaType(value string) (string, map[string]string) {
 				v = u
 			}
 		}
-		if _, dup := params[name]; !dup {
-			params[name] = v
-		}
+		params[name] = v // read backward: the first of a name wins
 	}
 	return strings.ToLower(mediaType), params
 }
@@ -894,8 +884,7 @@ func (e mimeEntity) decoded() []byte {
 	return e.body
 }
 
-// decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
-// programs do.
+// decodeBase64 decodes b as mail programs do: characters not base64, padding too, ignored.
 func decodeBase64(b []byte) []byte {
 	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
@@ -932,7 +921,7 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
 		between, next := v[end:m[0]], string(v[m[2]:m[3]])
 		blank := len(bytes.Trim(between, " \t")) == 0 // between two words: dropped (RFC 2047 6.2)
-		if charset != "" && (!blank || !strings.EqualFold(next, charset)) {
+		if !blank || !strings.EqualFold(next, charset) {
 			sb.WriteString(decodeCharset(charset, word, log))
 			word, charset = nil, ""
 		}
@@ -947,9 +936,7 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 		}
 		charset, end = next, m[1]
 	}
-	if charset != "" {
-		sb.WriteString(decodeCharset(charset, word, log))
-	}
+	sb.WriteString(decodeCharset(charset, word, log)) // none pending: ""
 	sb.WriteString(decodeRawHeader(v[end:]))
 	return sb.String() // each part decoded to valid UTF-8
 }
@@ -974,7 +961,7 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 		}
 	}
 	log.Warn("e-mail charset not known or text not decodable, kept as written", "charset", charset)
-	return validUTF8(b)
+	return string([]rune(string(b))) // each byte that is not UTF-8 a U+FFFD
 }
 
 // charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
@@ -995,9 +982,6 @@ func lookupCharset(label string) encoding.Encoding {
 	return enc
 }
 
-// validUTF8 turns each byte of b that is not UTF-8 into U+FFFD (Go's []rune conversion).
-func validUTF8(b []byte) string { return string([]rune(string(b))) }
-
 // utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
 var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
 
@@ -1011,11 +995,9 @@ func decodeUTF7(b []byte) string {
 			return "+"
 		}
 		wide, _ := base64.RawStdEncoding.DecodeString(strings.TrimSuffix(run[1:], "-"))
-		units := make([]uint16, len(wide)/2) // bits past the last unit are padding
-		for k := range units {
-			units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
-		}
-		return string(utf16.Decode(units))
+		be := unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
+		text, _ := be.NewDecoder().Bytes(wide[:len(wide)&^1]) // past the last unit: padding
+		return string(text)
 	})
 }
 
