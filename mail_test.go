@@ -184,6 +184,19 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
 				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n",
 			"", "YcKF Yg==", ""},
+		{"a text part without a charset in a multipart/signed that names one (issue 28; " +
+			"mnako/letters' tests/test_polish_multipart_signed_iso-8859-2_over_quoted-printable.txt)",
+			from + date + "Content-Type: multipart/signed; charset=\"iso-8859-2\";\r\n" +
+				" protocol=\"application/pkcs7-signature\"; boundary=s\r\n\r\n--s\r\n" +
+				"Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+				"Za=BF=F3=B3=E6 g=EA=B6l=B1 ja=BC=F1\r\n\r\n--s\r\n" +
+				"Content-Type: application/pkcs7-signature\r\n\r\nxx\r\n--s--\r\n",
+			"", "Zażółć gęślą jaźń", ""},
+		{"a 7-bit ISO-2022-JP part without a charset in a multipart/signed that names one " +
+			"(issue 28; mnako/letters' tests/test_japanese_multipart_signed_iso-2022-jp_over_7bit.txt)",
+			from + date + "Content-Type: multipart/signed; charset=iso-2022-jp; boundary=s\r\n\r\n" +
+				"--s\r\nContent-Type: text/plain\r\n\r\n\x1b$B?'$OFw$($I\x1b(B\r\n--s--\r\n",
+			"", "色は匂えど", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}

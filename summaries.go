@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -601,10 +602,16 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 		when = delivered
 	}
 	var pick bodyPick
-	pick.find(msg, "text/plain", 0)
+	pick.find(msg, "text/plain", "", 0)
 	body, charset := "", pick.params["charset"]
 	if pick.found {
-		text := decodeCharset(charset, pick.part.decoded(), log)
+		decoded := pick.part.decoded()
+		// A text part without a charset is read in its multipart's (letters' multipart/signed
+		// messages), unless it is UTF-8 beyond ASCII.
+		if charset == "" && !(utf8.Valid(decoded) && nonASCII.Match(decoded)) {
+			charset = pick.outer
+		}
+		text := decodeCharset(charset, decoded, log)
 		encoding := strings.TrimSpace(string(pick.part.get("Content-Transfer-Encoding")))
 		if strings.EqualFold(encoding, "base64") && notBase64.Match(pick.part.body) && !readable(text) {
 			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
@@ -704,10 +711,12 @@ type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
+	outer       string // the charset of the nearest multipart around part that names one
 }
 
-// find looks in e, of type def by default; true once it finds text/plain.
-func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
+// find looks in e, of type def by default, in a multipart of charset outer; true once it
+// finds text/plain.
+func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
 	text := mediaType == "text/plain" || mediaType == "text/html"
@@ -716,11 +725,11 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		text && len(bytes.TrimSpace(e.decoded())) == 0:
 		return false
 	case mediaType == "text/plain":
-		*p = bodyPick{found: true, part: e, params: params}
+		*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		return true
 	case mediaType == "text/html":
 		if !p.found {
-			*p = bodyPick{found: true, html: true, part: e, params: params}
+			*p = bodyPick{found: true, html: true, part: e, params: params, outer: outer}
 		}
 		return false
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
@@ -737,7 +746,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		// line (MIME structure), as a mail program shows it rather than nothing.
 		ok := len(bytes.TrimSpace(text)) > 0 && readable(string(text)) && bodyDelimiter(text) == ""
 		if ok {
-			*p = bodyPick{found: true, part: e, params: params}
+			*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		}
 		return ok
 	}
@@ -751,8 +760,9 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		})
 		parts = [][]byte{parts[max(i, 0)]}
 	}
+	outer = cmp.Or(params["charset"], outer)
 	for _, part := range parts {
-		if p.find(parseEntity(part), childDefault, depth+1) {
+		if p.find(parseEntity(part), childDefault, outer, depth+1) {
 			return true
 		}
 	}
