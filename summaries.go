@@ -606,7 +606,7 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	body, charset := "", pick.params["charset"]
 	if pick.found {
 		decoded := pick.part.decoded()
-		// A text part without a charset is read in its multipart's (letters' multipart/signed
+		// A text part without a charset is read in its multipart's (letters' signed
 		// messages), unless it is UTF-8 beyond ASCII.
 		if charset == "" && !(utf8.Valid(decoded) && nonASCII.Match(decoded)) {
 			charset = pick.outer
@@ -711,7 +711,7 @@ type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
-	outer       string // the charset of the nearest multipart around part that names one
+	outer       string // the charset of the innermost multipart around part that names one
 }
 
 // find looks in e, of type def by default, in a multipart of charset outer; true once it
@@ -727,10 +727,8 @@ func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	case mediaType == "text/plain":
 		*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		return true
-	case mediaType == "text/html":
-		if !p.found {
-			*p = bodyPick{found: true, html: true, part: e, params: params, outer: outer}
-		}
+	case mediaType == "text/html" && !p.found:
+		*p = bodyPick{found: true, html: true, part: e, params: params, outer: outer}
 		return false
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
