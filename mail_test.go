@@ -197,6 +197,11 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + date + "Content-Type: multipart/signed; charset=iso-2022-jp; boundary=s\r\n\r\n" +
 				"--s\r\nContent-Type: text/plain\r\n\r\n\x1b$B?'$OFw$($I\x1b(B\r\n--s--\r\n",
 			"", "色は匂えど", ""},
+		{"blanks before a field's colon, RFC 5322 4.5's obsolete syntax (issue 28; " +
+			"apache/james-mime4j's core/src/test/resources/testmsgs/obsolete.msg)",
+			from + "Subject :The obsolete syntax\r\n       \r\n and empty lines in folding.\r\n" +
+				"Date    : Wed, 25 Nov 2026 09:00:00 +0000\r\nHeaderWithWSP \t \t:\t\tvalue.\r\n\r\nbody\r\n",
+			"The obsolete syntax        and empty lines in folding.", "body", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}

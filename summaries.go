@@ -662,6 +662,7 @@ func parseEntity(raw []byte) mimeEntity {
 			}
 		default:
 			name, value, _ := bytes.Cut(line, []byte(":"))
+			name = bytes.TrimRight(name, " \t")
 			if !rfcField.Match(line) && !headerGoesOn(line, next) {
 				return mimeEntity{fields: e.fields, body: rest}
 			}
@@ -672,8 +673,9 @@ func parseEntity(raw []byte) mimeEntity {
 	return e
 }
 
-// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon.
-var rfcField = regexp.MustCompile(`^[!-9;-~]+:`)
+// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon,
+// blanks before it allowed (4.5's obsolete syntax, as mime4j's obsolete.msg writes it).
+var rfcField = regexp.MustCompile(`^[!-9;-~]+[ \t]*:`)
 
 // headerGoesOn reports whether the header goes on after line, no field, before rest: an
 // mbox "From " line, a field name with blanks or punctuation continued on the next line
