@@ -202,6 +202,11 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + "Subject :The obsolete syntax\r\n       \r\n and empty lines in folding.\r\n" +
 				"Date    : Wed, 25 Nov 2026 09:00:00 +0000\r\nHeaderWithWSP \t \t:\t\tvalue.\r\n\r\nbody\r\n",
 			"The obsolete syntax        and empty lines in folding.", "body", ""},
+		{"a folded field that lost its indent, then five lines without a colon (issue 28; " +
+			"php-mime-mail-parser's tests/mails/issue84, a DKIM-Signature)",
+			from + "DKIM-Signature: v=1; a=rsa-sha256;\r\nh=mime-version:subject\r\n:cc:content-type;\r\n" +
+				"bh=SHTw=;\r\nb=gm7U\r\n08LQ\r\nGRq6\r\nbDeg==\r\nSubject: Re: RFC\r\n" + date + "\r\nbody\r\n",
+			"Re: RFC", "body", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}

@@ -679,13 +679,14 @@ var rfcField = regexp.MustCompile(`^[!-9;-~]+[ \t]*:`)
 
 // headerGoesOn reports whether the header goes on after line, no field, before rest: an
 // mbox "From " line, a field name with blanks or punctuation continued on the next line
-// (mnako/letters' tests), or a field within three lines (a Received: continued unindented).
+// (mnako/letters' tests), or a field before a blank line, within 50 lines so that the cost
+// stays linear (fields folded unindented: a Received:, php-mime-mail-parser's issue84).
 func headerGoesOn(line, rest []byte) bool {
 	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
 		return true
 	}
-	for range 3 {
+	for range 50 {
 		line, rest = cutLine(rest)
 		if ok := rfcField.Match(line); ok || len(line) == 0 {
 			return ok
