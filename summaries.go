@@ -427,8 +427,7 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
 }
 
-// handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
-// summary made while the client waits, storing nothing (see trackerSummaryNow).
+// handleTrackerSummaryNow is the earlier variant's GET /tracker-summary; it stores nothing.
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	text, err := s.trackerSummaryNow(r.Context())
 	if err != nil && !errors.As(err, new(*apiError)) { // missing configuration: its bare message
@@ -475,8 +474,7 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	}
 }
 
-// runOnDemand makes the on-demand run r and logs its failure, a panic among them, once for
-// all its callers.
+// runOnDemand makes the run r and logs its failure (a panic among them) once for all callers.
 func (s *server) runOnDemand(r *onDemandRun) {
 	r.err = errors.New("on-demand tracker summary: panic") // unless trackerSummary returns
 	defer func() {
@@ -717,8 +715,7 @@ type bodyPick struct {
 	outer       string // the charset of the innermost multipart around part that names one
 }
 
-// find looks in e, of type def by default, in a multipart of charset outer; true once it
-// finds text/plain.
+// find looks in e, of type def by default, in a multipart of charset outer; true at text/plain.
 func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
