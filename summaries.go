@@ -993,7 +993,7 @@ func lookupCharset(label string) encoding.Encoding {
 // utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
 var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
 
-var nonASCII = regexp.MustCompile(`[^\x00-\x7f]`) // an invalid byte too: one U+FFFD each
+var nonASCII = regexp.MustCompile(`[^\x00-\x7f]`) // each byte that is not UTF-8 matches alone
 
 // decodeUTF7 reads UTF-7, which no standard decoder knows; outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
