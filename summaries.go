@@ -649,7 +649,8 @@ func (e mimeEntity) get(name string) []byte {
 // begins the body unless the header goes on after it.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
-	for rest := raw; len(rest) > 0; {
+	known := 0 // lines below this one headerGoesOn has seen the header go on to
+	for rest := raw; len(rest) > 0; known-- {
 		line, next := cutLine(rest)
 		switch {
 		case len(line) == 0:
@@ -661,8 +662,10 @@ func parseEntity(raw []byte) mimeEntity {
 		default:
 			name, value, _ := bytes.Cut(line, []byte(":"))
 			name = bytes.TrimRight(name, " \t")
-			if !rfcField.Match(line) && !headerGoesOn(line, next) {
-				return mimeEntity{fields: e.fields, body: rest}
+			if !rfcField.Match(line) && known <= 0 {
+				if known = headerGoesOn(line, next); known == 0 {
+					return mimeEntity{fields: e.fields, body: rest}
+				}
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
@@ -675,22 +678,24 @@ func parseEntity(raw []byte) mimeEntity {
 // blanks before it allowed (4.5's obsolete syntax, as mime4j's obsolete.msg writes it).
 var rfcField = regexp.MustCompile(`^[!-9;-~]+[ \t]*:`)
 
-// headerGoesOn reports whether the header goes on after line, no field, before rest: an
-// mbox "From " line, a field name with blanks or punctuation continued on the next line
-// (mnako/letters' tests), or a field before a blank line, within 50 lines so that the cost
-// stays linear (fields folded unindented: a Received:, php-mime-mail-parser's issue84).
-func headerGoesOn(line, rest []byte) bool {
+// headerGoesOn is how many lines below line, no field, before rest, the header goes on to;
+// 0 where it ends. An mbox "From " line, or a field name with blanks or punctuation
+// continued on the next line (mnako/letters' tests), goes on to the next; else the header
+// goes on to a field before a blank line, within 50 lines (fields folded unindented: a
+// Received:, php-mime-mail-parser's issue84), which the lines up to it need not look for.
+func headerGoesOn(line, rest []byte) int {
 	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
-		return true
+		return 1
 	}
-	for range 50 {
-		line, rest = cutLine(rest)
-		if ok := rfcField.Match(line); ok || len(line) == 0 {
-			return ok
+	for n := 1; n <= 50; n++ {
+		if line, rest = cutLine(rest); rfcField.Match(line) {
+			return n
+		} else if len(line) == 0 {
+			return 0
 		}
 	}
-	return false
+	return 0
 }
 
 // cutLine cuts the first line off b, at CRLF, LF or a lone CR.
