@@ -152,7 +152,7 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 	now := s.now()
 	prompt, err := emailPrompt(ctx, s.cfg, s.log, now)
 	text := noEmailsText
-	if err == nil && prompt != "" {
+	if prompt != "" { // "" with an error too
 		text, err = complete(ctx, s.client, s.cfg, prompt)
 	}
 	if err != nil {
