@@ -207,6 +207,9 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + "DKIM-Signature: v=1; a=rsa-sha256;\r\nh=mime-version:subject\r\n:cc:content-type;\r\n" +
 				"bh=SHTw=;\r\nb=gm7U\r\n08LQ\r\nGRq6\r\nbDeg==\r\nSubject: Re: RFC\r\n" + date + "\r\nbody\r\n",
 			"Re: RFC", "body", ""},
+		{"adjacent words of two charsets, each decoded in its own (RFC 2047 6.2)",
+			from + date + "Subject: =?iso-8859-1?q?caf=E9?= =?utf-8?q?_cr=C3=A8me?=\r\n\r\nb\r\n",
+			"café crème", "b", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -254,6 +257,8 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 			map[string]string{"boundary": "a;b=c", "charset": "x"}},
 		{`multipart/mixed; boundary="a\"b"`, "multipart/mixed",
 			map[string]string{"boundary": `a"b`}},
+		// A quoted RFC 2231 value, which mime.ParseMediaType drops without an error.
+		{`multipart/mixed; boundary*="abc"`, "multipart/mixed", map[string]string{"boundary": "abc"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.value, func(t *testing.T) {
@@ -285,6 +290,9 @@ func TestMIMEDepthLinear(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("14,000 levels took %s", d)
+	}
+	if maxMIMEDepth != 16 {
+		t.Errorf("maxMIMEDepth = %d, docs/DESIGN.md says 16 levels", maxMIMEDepth)
 	}
 	if got, _ := parseEmail(nested(maxMIMEDepth), time.Time{}, slog.New(slog.DiscardHandler)); got.Body != "deep" {
 		t.Errorf("%d levels: body %q, want deep", maxMIMEDepth, got.Body)
