@@ -184,6 +184,32 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
 				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n",
 			"", "YcKF Yg==", ""},
+		{"a text part without a charset in a multipart/signed that names one (issue 28; " +
+			"mnako/letters' tests/test_polish_multipart_signed_iso-8859-2_over_quoted-printable.txt)",
+			from + date + "Content-Type: multipart/signed; charset=\"iso-8859-2\";\r\n" +
+				" protocol=\"application/pkcs7-signature\"; boundary=s\r\n\r\n--s\r\n" +
+				"Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+				"Za=BF=F3=B3=E6 g=EA=B6l=B1 ja=BC=F1\r\n\r\n--s\r\n" +
+				"Content-Type: application/pkcs7-signature\r\n\r\nxx\r\n--s--\r\n",
+			"", "Zażółć gęślą jaźń", ""},
+		{"a 7-bit ISO-2022-JP part without a charset in a multipart/signed that names one " +
+			"(issue 28; mnako/letters' tests/test_japanese_multipart_signed_iso-2022-jp_over_7bit.txt)",
+			from + date + "Content-Type: multipart/signed; charset=iso-2022-jp; boundary=s\r\n\r\n" +
+				"--s\r\nContent-Type: text/plain\r\n\r\n\x1b$B?'$OFw$($I\x1b(B\r\n--s--\r\n",
+			"", "色は匂えど", ""},
+		{"blanks before a field's colon, RFC 5322 4.5's obsolete syntax (issue 28; " +
+			"apache/james-mime4j's core/src/test/resources/testmsgs/obsolete.msg)",
+			from + "Subject :The obsolete syntax\r\n       \r\n and empty lines in folding.\r\n" +
+				"Date    : Wed, 25 Nov 2026 09:00:00 +0000\r\nHeaderWithWSP \t \t:\t\tvalue.\r\n\r\nbody\r\n",
+			"The obsolete syntax        and empty lines in folding.", "body", ""},
+		{"a folded field that lost its indent, then five lines without a colon (issue 28; " +
+			"php-mime-mail-parser's tests/mails/issue84, a DKIM-Signature)",
+			from + "DKIM-Signature: v=1; a=rsa-sha256;\r\nh=mime-version:subject\r\n:cc:content-type;\r\n" +
+				"bh=SHTw=;\r\nb=gm7U\r\n08LQ\r\nGRq6\r\nbDeg==\r\nSubject: Re: RFC\r\n" + date + "\r\nbody\r\n",
+			"Re: RFC", "body", ""},
+		{"adjacent words of two charsets, each decoded in its own (RFC 2047 6.2)",
+			from + date + "Subject: =?iso-8859-1?q?caf=E9?= =?utf-8?q?_cr=C3=A8me?=\r\n\r\nb\r\n",
+			"café crème", "b", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -231,6 +257,8 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 			map[string]string{"boundary": "a;b=c", "charset": "x"}},
 		{`multipart/mixed; boundary="a\"b"`, "multipart/mixed",
 			map[string]string{"boundary": `a"b`}},
+		// A quoted RFC 2231 value, which mime.ParseMediaType drops without an error.
+		{`multipart/mixed; boundary*="abc"`, "multipart/mixed", map[string]string{"boundary": "abc"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.value, func(t *testing.T) {
@@ -263,12 +291,35 @@ func TestMIMEDepthLinear(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("14,000 levels took %s", d)
 	}
+	if maxMIMEDepth != 16 {
+		t.Errorf("maxMIMEDepth = %d, docs/DESIGN.md says 16 levels", maxMIMEDepth)
+	}
 	if got, _ := parseEmail(nested(maxMIMEDepth), time.Time{}, slog.New(slog.DiscardHandler)); got.Body != "deep" {
 		t.Errorf("%d levels: body %q, want deep", maxMIMEDepth, got.Body)
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	if got, _ := parseEmail(nested(maxMIMEDepth+1), time.Time{}, quiet); got.Body != "" {
 		t.Errorf("%d levels: body %q, want none: deeper is not read", maxMIMEDepth+1, got.Body)
+	}
+}
+
+// TestStrayHeaderLinesLinear: a 25 MiB header of fields each followed by 49 lines that are
+// no field (a mangled signature, say) is read in time linear in its size: the lines up to a
+// field found ahead are not looked past again (50 times the work, seconds, before).
+func TestStrayHeaderLinesLinear(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("From: a@example.com\r\n")
+	for sb.Len() < maxEmailFileBytes {
+		sb.WriteString("X-Field: value\r\n" + strings.Repeat("a line that is no field, as a base64 line\r\n", 49))
+	}
+	sb.WriteString("Subject: last\r\n\r\nbody\r\n")
+	start := time.Now()
+	got, err := parseEmail([]byte(sb.String()), time.Time{}, slog.New(slog.DiscardHandler))
+	if err != nil || got.Subject != "last" || got.Body != "body" {
+		t.Errorf("got subject %q body %q, %v; want last, body", got.Subject, got.Body, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a 25 MiB header of stray lines took %s", d)
 	}
 }
 

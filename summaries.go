@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -25,34 +26,30 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
+	"golang.org/x/text/encoding/unicode"
 )
 
 const (
 	// Texts stored without asking the model when there is nothing to summarise.
-	noTicketsText = "No tracker tickets updated recently."
-	noEmailsText  = "No emails received recently."
-	// maxPromptDataChars bounds $TRACKER_TICKETS and $EMAILS, so that one busy day cannot
-	// exceed a model's context or budget.
-	maxPromptDataChars = 200_000
+	noTicketsText      = "No tracker tickets updated recently."
+	noEmailsText       = "No emails received recently."
+	maxPromptDataChars = 200_000 // $TRACKER_TICKETS or $EMAILS: a busy day in a model's budget
 	// jobTimeout bounds a summary job: a tracker walk of 20 pages and a model call take
 	// minutes at worst, and a job that outlives it no longer holds back the next one.
 	jobTimeout = 10 * time.Minute
 	// onDemandInterval bounds the rate of on-demand summaries: without API_TOKEN anyone
 	// may ask, and each run costs a model call.
 	onDemandInterval = 30 * time.Second
-	// The jobs' names: one job of a name runs at a time.
-	trackerJob = "tracker summary"
-	emailJob   = "email summary"
+	trackerJob       = "tracker summary" // one job of a name runs at a time
+	emailJob         = "email summary"
 )
 
-// errNoModelKey is missing configuration, which the earlier variant's GET
-// /tracker-summary answers with its bare message (docs/SPEC.md §4, earlier variant, 1).
+// errNoModelKey is missing configuration, the bare message of GET /tracker-summary (SPEC §4).
 var errNoModelKey = rejected("GENAI_API_KEY is not configured")
 
 // The default prompt templates, built into the binary so that it runs from any folder.
@@ -71,9 +68,8 @@ func emailTemplate(cfg config) (string, error) {
 	return promptTemplate(cfg.EmailPromptFile, "EMAIL_PROMPT_FILE", emailPromptBuiltIn)
 }
 
-// promptTemplate reads file, which variable names, for each job, so that an edit takes
-// effect without a restart; without a file it is builtIn. Its error is missing
-// configuration whose message, for the client, names no path; the log gets the cause.
+// promptTemplate reads file, if any, for each job so that an edit needs no restart. Its
+// error's message, for the client, names no path; the log gets the cause.
 func promptTemplate(file, variable, builtIn string) (string, error) {
 	if file == "" {
 		return builtIn, nil
@@ -86,9 +82,8 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	return string(data), err
 }
 
-// trackerPrompt is the prompt the tracker summary of now's day sends the model, private
-// content kept back unless TRACKER_INCLUDE_PRIVATE; "" when the window holds no ticket.
-// formsvc prompt prints it; the job sends it.
+// trackerPrompt is the prompt of the tracker summary of now's day, "" when the window holds
+// no ticket: formsvc prompt prints it, the job sends it.
 func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now time.Time) (string, error) {
 	template, err := trackerTemplate(cfg)
 	if err != nil {
@@ -107,8 +102,7 @@ func trackerPrompt(ctx context.Context, client *http.Client, cfg config, now tim
 	return fit.fill(template, "$TRACKER_TICKETS", now)
 }
 
-// emailPrompt is the prompt the e-mail summary of now's day sends the model: the
-// messages of the window in MAILDIR; "" when there are none.
+// emailPrompt is the prompt of the e-mail summary of now's day, "" when MAILDIR holds none.
 func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Time) (string, error) {
 	template, err := emailTemplate(cfg)
 	if err != nil {
@@ -125,8 +119,7 @@ func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Tim
 	return fit.fill(template, "$EMAILS", now)
 }
 
-// trackerSummary is the tracker summary of the day of now. The model key is checked
-// before the tracker is read.
+// trackerSummary is the tracker summary of now's day; the model key is checked first.
 func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
 		return "", errNoModelKey
@@ -151,35 +144,31 @@ func (s *server) generateTrackerSummary(ctx context.Context) error {
 	return s.store.SaveTrackerSummary(ctx, startOfDay(now), text)
 }
 
-// generateEmailSummary adds a summary of today's e-mail. The model key is checked before
-// the Maildir is read.
+// generateEmailSummary adds a summary of today's e-mail; the model key is checked first.
 func (s *server) generateEmailSummary(ctx context.Context) error {
 	if s.cfg.GenAIKey == "" {
 		return errNoModelKey
 	}
 	now := s.now()
 	prompt, err := emailPrompt(ctx, s.cfg, s.log, now)
+	text := noEmailsText
+	if prompt != "" { // "" with an error too
+		text, err = complete(ctx, s.client, s.cfg, prompt)
+	}
 	if err != nil {
 		return err
-	}
-	text := noEmailsText
-	if prompt != "" {
-		if text, err = complete(ctx, s.client, s.cfg, prompt); err != nil {
-			return err
-		}
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
 }
 
-// promptFit builds a prompt's JSON array of at most maxChars characters from items
-// offered newest first, marshalling each once. An item too large to fit on its own is
-// passed over, so that it cannot crowd out every other; the first other that does not
-// fit ends the array, as no older item should go before it. <, > and & stay as they are:
-// the reader is a model, not a browser, and escapes would only cost it tokens.
+// promptFit builds a prompt's JSON array of at most maxChars characters from items offered
+// newest first, each marshalled once. One too large on its own is passed over, lest it crowd
+// out every other; the first other that does not fit ends the array, as no older item should
+// go before it. <, > and & stay: the reader is a model, and escapes would cost it tokens.
 type promptFit struct {
 	maxChars int
 	offered  int
-	size     int // characters of the items so far and the commas between them
+	size     int // characters of the items kept
 	items    [][]byte
 }
 
@@ -195,10 +184,7 @@ func (f *promptFit) offer(item any) bool {
 	if len("[]")+chars > f.maxChars {
 		return true
 	}
-	if len(f.items) > 0 {
-		chars++ // the comma
-	}
-	if len("[]")+f.size+chars > f.maxChars {
+	if len("[]")+f.size+len(f.items)+chars > f.maxChars { // a comma after each item kept
 		return false
 	}
 	f.size += chars
@@ -206,8 +192,7 @@ func (f *promptFit) offer(item any) bool {
 	return true
 }
 
-// fill is template with $DATE the day of now and placeholder the array of the items
-// kept; "" when no item was offered.
+// fill is template with $DATE and placeholder filled in; "" when no item was offered.
 func (f *promptFit) fill(template, placeholder string, now time.Time) (string, error) {
 	switch {
 	case f.offered == 0:
@@ -225,9 +210,8 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// windowStart is local midnight two days before now, four when now is a Monday, so that
-// a Monday's summary covers the weekend. time.Date normalises across month ends and
-// daylight-saving changes.
+// windowStart is local midnight two days before now, four on a Monday to cover the weekend
+// (time.Date normalises across month ends and daylight-saving changes).
 func windowStart(now time.Time) time.Time {
 	days := 2
 	if now.Weekday() == time.Monday {
@@ -261,8 +245,7 @@ func (s *server) startJob(name string, generate func(context.Context) error) {
 	}
 }
 
-// logPanic, deferred, ends a panic of a background job as ServeHTTP ends a handler's:
-// logged, and the service goes on.
+// logPanic, deferred, logs a panic of a background job; the service goes on, as after a handler's.
 func (s *server) logPanic(job string) {
 	if v := recover(); v != nil {
 		s.log.Error("panic", "job", job, "panic", fmt.Sprint(v))
@@ -302,9 +285,8 @@ func newSummaryJobs(now func() time.Time) *summaryJobs {
 }
 
 // start runs job with a context that ends at jobTimeout or at stop, unless the jobs are
-// stopped or a job of its name started less than jobTimeout ago (by j.now) runs. A job
-// past its timeout is stuck where no context reaches (a hung network file system, say):
-// cancelled so that it stores nothing, it is left to end on its own in the new one's place.
+// stopped or a job of its name started less than jobTimeout ago runs. One older is stuck where
+// no context reaches (a hung network file system): cancelled, it stores nothing, ends alone.
 func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -356,9 +338,8 @@ func nextRun(now time.Time, hour, minute int) time.Time {
 	return next
 }
 
-// scheduleSummaries generates both summaries every day at hour:minute until the jobs
-// stop, and at once when today's run time has passed without a tracker summary for today
-// (a restart across the scheduled time).
+// scheduleSummaries generates both summaries daily at hour:minute until the jobs stop, and at
+// once when a restart passed today's run time without a tracker summary for today.
 func (s *server) scheduleSummaries(hour, minute int) {
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("summary schedule")
@@ -411,16 +392,12 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 	return during("fetch paginated Email summaries", s.listSummaries(w, r, emailSummaries))
 }
 
-// listSummaries writes one page of a summary list: page and limit as positiveOr reads
-// them (limit at most maxSummaryPage), newest summaryDate first, with the total count.
+// listSummaries writes one page of a summary list, newest summaryDate first, and the total.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
-	page := positiveOr(r.URL.Query().Get("page"), 1)
+	// A page so far that (page-1)*limit would overflow reads as one past every row.
+	page := min(positiveOr(r.URL.Query().Get("page"), 1), math.MaxInt64/maxSummaryPage)
 	limit := min(positiveOr(r.URL.Query().Get("limit"), 10), maxSummaryPage)
-	offset := int64(math.MaxInt64) // past every row when (page-1)*limit would overflow
-	if page-1 <= offset/limit {
-		offset = (page - 1) * limit
-	}
-	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, offset)
+	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, (page-1)*limit)
 	if err != nil {
 		return err
 	}
@@ -428,8 +405,7 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 }
 
 // positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
-// int64 is still a positive integer and reads as the largest: a page past the end, or
-// no limit.
+// int64 is still a positive integer and reads as the largest.
 func positiveOr(s string, def int64) int64 {
 	n, ok := parseDigits(s)
 	switch {
@@ -451,8 +427,7 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
 }
 
-// handleTrackerSummaryNow is the earlier variant's GET /tracker-summary: the tracker
-// summary made while the client waits, storing nothing (see trackerSummaryNow).
+// handleTrackerSummaryNow is the earlier variant's GET /tracker-summary; it stores nothing.
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	text, err := s.trackerSummaryNow(r.Context())
 	if err != nil && !errors.As(err, new(*apiError)) { // missing configuration: its bare message
@@ -464,14 +439,12 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }
 
-// errSummaryBusy is in the error of an on-demand summary asked for within
-// onDemandInterval of a run that failed.
+// errSummaryBusy refuses an on-demand summary within onDemandInterval of a failed run.
 var errSummaryBusy = errors.New("the tracker summary failed moments ago")
 
-// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: at most one run
-// per onDemandInterval, shared by the callers that ask while it runs; its text serves
-// until the interval ends, its failure refuses them until then. The run is ended by stop,
-// not by the callers, who each wait as long as their ctx.
+// trackerSummaryNow is the tracker summary for GET /api/tracker-summary: one run at most per
+// onDemandInterval, shared by the callers that ask while it runs, its text or failure their
+// reply until the interval ends. Stop ends the run; each caller waits as long as its ctx.
 func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	j := s.jobs
 	j.mu.Lock()
@@ -501,14 +474,10 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 	}
 }
 
-// runOnDemand makes the on-demand run r, a panic of it a failure, and logs its failure
-// once for all its callers.
+// runOnDemand makes the run r and logs its failure (a panic among them) once for all callers.
 func (s *server) runOnDemand(r *onDemandRun) {
+	r.err = errors.New("on-demand tracker summary: panic") // unless trackerSummary returns
 	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("panic", "job", "on-demand tracker summary", "panic", fmt.Sprint(v))
-			r.err = errors.New("on-demand tracker summary: panic")
-		}
 		if r.err != nil {
 			s.log.Error("on-demand tracker summary failed", "err", r.err)
 		}
@@ -517,6 +486,7 @@ func (s *server) runOnDemand(r *onDemandRun) {
 		s.jobs.mu.Unlock()
 		close(r.done)
 	}()
+	defer s.logPanic("on-demand tracker summary")
 	// Reply, if only with the error, before the server's write timeout swallows it.
 	ctx, cancel := context.WithTimeout(s.jobs.ctx, writeTimeout-10*time.Second)
 	defer cancel()
@@ -630,10 +600,16 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 		when = delivered
 	}
 	var pick bodyPick
-	pick.find(msg, "text/plain", 0)
+	pick.find(msg, "text/plain", "", 0)
 	body, charset := "", pick.params["charset"]
 	if pick.found {
-		text := decodeCharset(charset, pick.part.decoded(), log)
+		decoded := pick.part.decoded()
+		// A text part without a charset is read in its multipart's (letters' signed
+		// messages), unless it is UTF-8 beyond ASCII.
+		if charset == "" && !(utf8.Valid(decoded) && nonASCII.Match(decoded)) {
+			charset = pick.outer
+		}
+		text := decodeCharset(charset, decoded, log)
 		encoding := strings.TrimSpace(string(pick.part.get("Content-Transfer-Encoding")))
 		if strings.EqualFold(encoding, "base64") && notBase64.Match(pick.part.body) && !readable(text) {
 			// Declared base64, written as text (enmime's mime-bad-content-transfer-encoding.raw).
@@ -673,7 +649,8 @@ func (e mimeEntity) get(name string) []byte {
 // begins the body unless the header goes on after it.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
-	for rest := raw; len(rest) > 0; {
+	known := 0 // lines below this one headerGoesOn has seen the header go on to
+	for rest := raw; len(rest) > 0; known-- {
 		line, next := cutLine(rest)
 		switch {
 		case len(line) == 0:
@@ -684,8 +661,11 @@ func parseEntity(raw []byte) mimeEntity {
 			}
 		default:
 			name, value, _ := bytes.Cut(line, []byte(":"))
-			if !rfcField.Match(line) && !headerGoesOn(line, next) {
-				return mimeEntity{fields: e.fields, body: rest}
+			name = bytes.TrimRight(name, " \t")
+			if !rfcField.Match(line) && known <= 0 {
+				if known = headerGoesOn(line, next); known == 0 {
+					return mimeEntity{fields: e.fields, body: rest}
+				}
 			}
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
@@ -694,24 +674,28 @@ func parseEntity(raw []byte) mimeEntity {
 	return e
 }
 
-// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon.
-var rfcField = regexp.MustCompile(`^[!-9;-~]+:`)
+// rfcField is the start of an RFC 5322 header field: its name, printable ASCII, a colon,
+// blanks before it allowed (4.5's obsolete syntax, as mime4j's obsolete.msg writes it).
+var rfcField = regexp.MustCompile(`^[!-9;-~]+[ \t]*:`)
 
-// headerGoesOn reports whether the header goes on after line, no field, before rest: an
-// mbox "From " line, a field name with blanks or punctuation continued on the next line
-// (mnako/letters' tests), or a field within three lines (a Received: continued unindented).
-func headerGoesOn(line, rest []byte) bool {
+// headerGoesOn is how many lines below line, no field, before rest, the header goes on to;
+// 0 where it ends. An mbox "From " line, or a field name with blanks or punctuation
+// continued on the next line (mnako/letters' tests), goes on to the next; else the header
+// goes on to a field before a blank line, within 50 lines (fields folded unindented: a
+// Received:, php-mime-mail-parser's issue84), which the lines up to it need not look for.
+func headerGoesOn(line, rest []byte) int {
 	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
-		return true
+		return 1
 	}
-	for range 3 {
-		line, rest = cutLine(rest)
-		if ok := rfcField.Match(line); ok || len(line) == 0 {
-			return ok
+	for n := 1; n <= 50; n++ {
+		if line, rest = cutLine(rest); rfcField.Match(line) {
+			return n
+		} else if len(line) == 0 {
+			return 0
 		}
 	}
-	return false
+	return 0
 }
 
 // cutLine cuts the first line off b, at CRLF, LF or a lone CR.
@@ -733,10 +717,11 @@ type bodyPick struct {
 	found, html bool
 	part        mimeEntity
 	params      map[string]string
+	outer       string // the charset of the innermost multipart around part that names one
 }
 
-// find looks in e, of type def by default; true once it finds text/plain.
-func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
+// find looks in e, of type def by default, in a multipart of charset outer; true at text/plain.
+func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	disp, _, _ := strings.Cut(string(e.get("Content-Disposition")), ";")
 	mediaType, params := e.contentType(def)
 	text := mediaType == "text/plain" || mediaType == "text/html"
@@ -745,12 +730,10 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		text && len(bytes.TrimSpace(e.decoded())) == 0:
 		return false
 	case mediaType == "text/plain":
-		*p = bodyPick{found: true, part: e, params: params}
+		*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		return true
-	case mediaType == "text/html":
-		if !p.found {
-			*p = bodyPick{found: true, html: true, part: e, params: params}
-		}
+	case mediaType == "text/html" && !p.found:
+		*p = bodyPick{found: true, html: true, part: e, params: params, outer: outer}
 		return false
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
@@ -766,7 +749,7 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		// line (MIME structure), as a mail program shows it rather than nothing.
 		ok := len(bytes.TrimSpace(text)) > 0 && readable(string(text)) && bodyDelimiter(text) == ""
 		if ok {
-			*p = bodyPick{found: true, part: e, params: params}
+			*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		}
 		return ok
 	}
@@ -780,8 +763,9 @@ func (p *bodyPick) find(e mimeEntity, def string, depth int) bool {
 		})
 		parts = [][]byte{parts[max(i, 0)]}
 	}
+	outer = cmp.Or(params["charset"], outer)
 	for _, part := range parts {
-		if p.find(parseEntity(part), childDefault, depth+1) {
+		if p.find(parseEntity(part), childDefault, outer, depth+1) {
 			return true
 		}
 	}
@@ -842,10 +826,9 @@ func parseMediaType(value string) (string, map[string]string) {
 	if err == nil && (!strings.HasPrefix(mediaType, "multipart/") || params["boundary"] != "") {
 		return mediaType, params
 	}
-	mediaType, rest, _ := strings.Cut(strings.TrimSpace(value), ";")
-	if i := strings.IndexAny(mediaType, " \t"); i >= 0 {
-		mediaType, rest = mediaType[:i], mediaType[i+1:]+";"+rest
-	}
+	value = strings.TrimSpace(value) + ";"
+	i := strings.IndexAny(value, "; \t") // a type ends at a semicolon or a blank
+	mediaType, rest := value[:i], value[i:]
 	if top, sub, ok := strings.Cut(strings.ToLower(mediaType), "/"); ok {
 		if sub, _, _ = strings.Cut(sub, "/"); sub == "" {
 			sub = map[string]string{"text": "plain", "multipart": "mixed"}[top]
@@ -856,7 +839,7 @@ func parseMediaType(value string) (string, map[string]string) {
 		mediaType = top + "/" + sub
 	}
 	params = map[string]string{}
-	for _, m := range mediaParam.FindAllStringSubmatch(rest, -1) {
+	for _, m := range slices.Backward(mediaParam.FindAllStringSubmatch(rest, -1)) {
 		name, v := strings.ToLower(m[1]), strings.Trim(strings.TrimSpace(m[2]), `"`)
 		if n, ok := strings.CutSuffix(name, "*"); ok {
 			// RFC 2231's charset'language'value, percent-encoded (some mailers quote it).
@@ -868,9 +851,7 @@ func parseMediaType(value string) (string, map[string]string) {
 				v = u
 			}
 		}
-		if _, dup := params[name]; !dup {
-			params[name] = v
-		}
+		params[name] = v // read backward: the first of a name wins
 	}
 	return strings.ToLower(mediaType), params
 }
@@ -916,8 +897,7 @@ func (e mimeEntity) decoded() []byte {
 	return e.body
 }
 
-// decodeBase64 decodes b's base64 characters, any other and the padding ignored, as mail
-// programs do.
+// decodeBase64 decodes b as mail programs do: characters not base64, padding too, ignored.
 func decodeBase64(b []byte) []byte {
 	out, _ := base64.RawStdEncoding.DecodeString(string(notBase64Char.ReplaceAll(b, nil)))
 	return out
@@ -954,7 +934,7 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 	for _, m := range encodedWord.FindAllSubmatchIndex(v, -1) {
 		between, next := v[end:m[0]], string(v[m[2]:m[3]])
 		blank := len(bytes.Trim(between, " \t")) == 0 // between two words: dropped (RFC 2047 6.2)
-		if charset != "" && (!blank || !strings.EqualFold(next, charset)) {
+		if !blank || !strings.EqualFold(next, charset) {
 			sb.WriteString(decodeCharset(charset, word, log))
 			word, charset = nil, ""
 		}
@@ -969,9 +949,7 @@ func decodeHeader(v []byte, fallback string, log *slog.Logger) string {
 		}
 		charset, end = next, m[1]
 	}
-	if charset != "" {
-		sb.WriteString(decodeCharset(charset, word, log))
-	}
+	sb.WriteString(decodeCharset(charset, word, log)) // none pending: ""
 	sb.WriteString(decodeRawHeader(v[end:]))
 	return sb.String() // each part decoded to valid UTF-8
 }
@@ -990,17 +968,13 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	if label == "utf-7" || label == "unicode-1-1-utf-7" || label == "csunicode11utf7" {
 		return decodeUTF7(b)
 	}
-	enc := lookupCharset(label)
-	if enc == nil {
-		log.Warn("e-mail charset not known, text kept as written", "charset", charset)
-		return validUTF8(b)
+	if enc := lookupCharset(label); enc != nil {
+		if text, err := enc.NewDecoder().Bytes(b); err == nil {
+			return string(text)
+		}
 	}
-	text, err := enc.NewDecoder().Bytes(b)
-	if err != nil {
-		log.Warn("e-mail text not decodable, kept as written", "charset", charset, "err", err)
-		return validUTF8(b)
-	}
-	return string(text)
+	log.Warn("e-mail charset not known or text not decodable, kept as written", "charset", charset)
+	return string([]rune(string(b))) // each byte that is not UTF-8 a U+FFFD
 }
 
 // charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
@@ -1021,30 +995,22 @@ func lookupCharset(label string) encoding.Encoding {
 	return enc
 }
 
-// validUTF8 turns each byte of b that is not UTF-8 into U+FFFD (Go's []rune conversion).
-func validUTF8(b []byte) string { return string([]rune(string(b))) }
-
 // utf7Run is a run of UTF-16 in RFC 2152's UTF-7: +, modified base64, an optional -.
 var utf7Run = regexp.MustCompile(`\+[A-Za-z0-9+/]*-?`)
 
+var nonASCII = regexp.MustCompile(`[^\x00-\x7f]`) // each byte that is not UTF-8 matches alone
+
 // decodeUTF7 reads UTF-7, which no standard decoder knows; outside ASCII is U+FFFD.
 func decodeUTF7(b []byte) string {
-	ascii := strings.Map(func(r rune) rune {
-		if r >= 0x80 {
-			return utf8.RuneError
-		}
-		return r
-	}, string(b))
+	ascii := nonASCII.ReplaceAllString(string(b), "\uFFFD")
 	return utf7Run.ReplaceAllStringFunc(ascii, func(run string) string {
 		if run == "+-" || run == "+" {
 			return "+"
 		}
 		wide, _ := base64.RawStdEncoding.DecodeString(strings.TrimSuffix(run[1:], "-"))
-		units := make([]uint16, len(wide)/2) // bits past the last unit are padding
-		for k := range units {
-			units[k] = uint16(wide[2*k])<<8 | uint16(wide[2*k+1])
-		}
-		return string(utf16.Decode(units))
+		be := unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
+		text, _ := be.NewDecoder().Bytes(wide[:len(wide)&^1]) // past the last unit: padding
+		return string(text)
 	})
 }
 

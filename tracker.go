@@ -26,64 +26,46 @@ const (
 	maxTextChars    = 2000 // of each ticket description and note text in a prompt
 	// trackerSelect names the fields requested; MantisBT answers only these.
 	trackerSelect = "id,summary,description,created_at,updated_at,reporter,view_state,notes"
-	// vsPublic is MantisBT's view_state id of a public issue or note (VS_PUBLIC in
-	// core/constant_inc.php); VS_PRIVATE is 50.
-	vsPublic = 10
+	vsPublic      = 10 // view_state of a public issue or note (VS_PUBLIC, constant_inc.php)
 )
 
-// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it: the fields a
-// summary needs, under MantisBT's names. Reporters keep their id and login name only:
-// the e-mail address and real name an administrator's token sees are no business of an
-// external model.
+// ticket is one MantisBT issue as the prompt's $TRACKER_TICKETS carries it, under MantisBT's
+// names. The view state ({id, name, label}, mc_issue_api.php) decides whether an issue or a
+// note is kept; then cleared, omitzero leaves it out of the prompt.
 type ticket struct {
-	ID          int64         `json:"id"`
-	Summary     string        `json:"summary"`
-	Description string        `json:"description"`
-	CreatedAt   string        `json:"created_at"`
-	UpdatedAt   string        `json:"updated_at"`
-	Reporter    *ticketUser   `json:"reporter,omitempty"`
-	Notes       *[]ticketNote `json:"notes,omitempty"` // nil when MantisBT omitted them
+	ID          int64            `json:"id"`
+	Summary     string           `json:"summary"`
+	Description string           `json:"description"`
+	CreatedAt   string           `json:"created_at"`
+	UpdatedAt   string           `json:"updated_at"`
+	Reporter    *ticketUser      `json:"reporter,omitempty"`
+	Notes       *[]ticketNote    `json:"notes,omitempty"` // nil when MantisBT omitted them
+	ViewState   struct{ ID int } `json:"view_state,omitzero"`
 }
 
 // ticketNote is one note of an issue.
 type ticketNote struct {
-	ID        int64       `json:"id"`
-	Reporter  *ticketUser `json:"reporter,omitempty"`
-	Text      string      `json:"text"`
-	CreatedAt string      `json:"created_at"`
-	UpdatedAt string      `json:"updated_at,omitempty"`
+	ID        int64            `json:"id"`
+	Reporter  *ticketUser      `json:"reporter,omitempty"`
+	Text      string           `json:"text"`
+	CreatedAt string           `json:"created_at"`
+	UpdatedAt string           `json:"updated_at,omitempty"`
+	ViewState struct{ ID int } `json:"view_state,omitzero"`
 }
 
-// ticketUser is a reporter, less the real_name and email MantisBT also writes
-// (api/soap/mc_account_api.php, mci_account_get_array_by_id).
+// ticketUser is a reporter, less the real_name and email an administrator's token sees
+// (mc_account_api.php): they are no business of an external model.
 type ticketUser struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
 }
 
-// mantisIssue is an issue as MantisBT's list writes it (api/soap/mc_issue_api.php,
-// mci_issue_data_as_array): a ticket with the view state, {id, name, label}, that decides
-// whether it is kept, and so are its notes (mci_issue_get_notes).
-type mantisIssue struct {
-	ticket
-	ViewState struct{ ID int } `json:"view_state"`
-	Notes     *[]mantisNote    `json:"notes"` // in place of the ticket's
-}
-
-type mantisNote struct {
-	ticketNote
-	ViewState struct{ ID int } `json:"view_state"`
-}
-
-// recentTickets reads the project's issues updated at or after start, newest first, with
-// their notes created before start dropped and long texts cut. Private issues and notes
-// are left out unless TRACKER_INCLUDE_PRIVATE (every API client reads the summary); only
-// what MantisBT says is public counts as such.
-//
-// MantisBT's pages are LIMIT/OFFSET slices of a list sorted by last update: a note added
-// meanwhile moves its issue to the top, unread, and repeats one on the next page. So
-// tickets are kept by id, the latest version winning, and page 1 is read again after the
-// walk until it brings nothing new.
+// recentTickets reads the project's issues updated at or after start, newest first, their
+// notes created before start dropped, long texts cut, and, unless TRACKER_INCLUDE_PRIVATE
+// (every API client reads the summary), all that MantisBT does not say is public left out.
+// Its pages are LIMIT/OFFSET slices of a list sorted by last update: a note added meanwhile
+// moves its issue to the top, unread, and repeats one on the next page. So tickets are kept
+// by id, the latest version winning, and page 1 is read again until it brings nothing new.
 func recentTickets(ctx context.Context, client *http.Client, cfg config,
 	start time.Time) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
@@ -121,11 +103,10 @@ type ticketSet struct {
 	kept  map[int64]ticket
 }
 
-// read takes a page of issues. It reports whether the page brought an issue of the window
-// not read before or updated since, and whether the next page may hold more of the window
-// (the list is sorted newest-updated first). An update time that is not RFC 3339 (PHP's
-// date('c'), core/date_api.php) fails the walk, as does a note's creation time: silently
-// passed over, either would leave the summary short without a word.
+// read takes a page of issues and reports whether it brought an issue of the window not read
+// before or updated since, and whether the next page may hold more of the window. An update
+// or a note's creation time that is not RFC 3339 (PHP's date('c')) fails the walk: passed
+// over, either would leave the summary short without a word.
 func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, page int) (news, more bool, err error) {
 	issues, err := fetchTicketPage(ctx, client, cfg, page)
 	if err != nil {
@@ -158,31 +139,32 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 
 // trimTicket makes a prompt's ticket of an issue: its notes created before start and,
 // unless includePrivate, its private notes dropped, long texts cut.
-func trimTicket(is mantisIssue, start time.Time, includePrivate bool) (ticket, error) {
-	t := is.ticket
+func trimTicket(t ticket, start time.Time, includePrivate bool) (ticket, error) {
 	t.Description = cutText(t.Description, maxTextChars)
-	if is.Notes == nil {
+	t.ViewState.ID = 0
+	if t.Notes == nil {
 		return t, nil
 	}
 	notes := []ticketNote{}
-	for _, n := range *is.Notes {
+	for _, n := range *t.Notes {
 		created, err := time.Parse(time.RFC3339, n.CreatedAt)
 		if err != nil {
-			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
+			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", t.ID, n.ID, cutText(n.CreatedAt, 40), err)
 		}
 		if !created.Before(start) && (includePrivate || n.ViewState.ID == vsPublic) {
 			n.Text = cutText(n.Text, maxTextChars)
-			notes = append(notes, n.ticketNote)
+			n.ViewState.ID = 0
+			notes = append(notes, n)
 		}
 	}
 	t.Notes = &notes
 	return t, nil
 }
 
-// fetchTicketPage reads one page of issues. Its errors name the page and never the
-// token: MantisBT's refusals have empty bodies, but a proxy or another server at the
-// endpoint may echo the header it was sent.
-func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []mantisIssue, err error) {
+// fetchTicketPage reads one page of issues as TRACKER_API_KEY's user sees it. Its errors
+// name the page and never the token: MantisBT's refusals have empty bodies, but a proxy or
+// another server at the endpoint may echo the header it was sent.
+func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page int) (_ []ticket, err error) {
 	defer func() {
 		if err != nil {
 			err = &redactedError{err: fmt.Errorf("read tracker page %d: %w", page, err), secret: cfg.TrackerKey}
@@ -198,10 +180,18 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTokenLogin(header); err != nil {
-		return nil, err
+	// AuthMiddleware.php's X-Mantis-LoginMethod is "api-token" for a token it knows. From 2.27
+	// one it does not know is served as the anonymous account, where the tracker has one
+	// ("cookie" or "anonymous"), whose view of the project would pass for the whole.
+	switch method := header.Get("X-Mantis-LoginMethod"); method {
+	case "api-token":
+	case "":
+		return nil, errors.New("MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)")
+	default:
+		return nil, fmt.Errorf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): the token is unknown or revoked, and the tracker lets anyone in as that account",
+			cutText(header.Get("X-Mantis-Username"), 100), cutText(method, 40))
 	}
-	var list struct{ Issues []mantisIssue }
+	var list struct{ Issues []ticket }
 	if err := json.Unmarshal(body, &list); err != nil {
 		// With a project the token's user may not read, issues_rest.php still answers 200,
 		// with the SOAP fault of mc_filter_get_issues in place of the list.
@@ -220,31 +210,14 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	return list.Issues, nil
 }
 
-// checkTokenLogin checks that MantisBT served a page as the user of TRACKER_API_KEY:
-// AuthMiddleware.php's X-Mantis-LoginMethod is "api-token" for a token it knows. From 2.27
-// one it does not know is served as the anonymous account, where the tracker has one
-// ("cookie" or "anonymous"), whose view of the project would pass for the whole.
-func checkTokenLogin(header http.Header) error {
-	method, user := header.Get("X-Mantis-LoginMethod"), header.Get("X-Mantis-Username")
-	switch method {
-	case "api-token":
-		return nil
-	case "":
-		return errors.New("MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)")
-	}
-	return fmt.Errorf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): the token is unknown or revoked, and the tracker lets anyone in as that account",
-		cutText(user, 100), cutText(method, 40))
-}
-
 const (
 	noUserHasToken = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
 	restDisabled   = "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"
 )
 
-// trackerRefusals say what MantisBT's refusals mean, by status and reason phrase ("" for
-// any other, or none: HTTP/2 has none), as 2.26 and as 2.27 and later write them
-// (AuthMiddleware.php, ApiEnabledMiddleware.php, OfflineMiddleware.php, issues_rest.php;
-// mantis_test.go's fakeTracker cites the lines). The first that matches is meant.
+// trackerRefusals say what MantisBT's refusals mean, by status and reason phrase ("" for any
+// other, or none: HTTP/2 has none), as 2.26 and 2.27 on write them (mantis_test.go's
+// fakeTracker cites the PHP). The first that matches is meant.
 var trackerRefusals = []struct {
 	status          int
 	reason, meaning string
@@ -272,9 +245,8 @@ func trackerRefusal(err error, cfg config) string {
 		return ""
 	}
 	if se.status == http.StatusNotFound {
-		// A 404 of MantisBT's own carries X-Mantis-Version (VersionMiddleware.php).
-		// issues_rest.php's reason for a project that does not exist or that the user may
-		// not see is "Project '<id>' doesn't exist".
+		// issues_rest.php's reason for a project the user may not see, or a 404 of
+		// MantisBT's own (it carries X-Mantis-Version, VersionMiddleware.php).
 		projectMissing := strings.HasPrefix(se.reason, "Project '") && strings.HasSuffix(se.reason, "' doesn't exist")
 		if projectMissing || se.reason == "" && se.header.Get("X-Mantis-Version") != "" {
 			return fmt.Sprintf("MantisBT shows the token's user no project %s (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it", cfg.TrackerProjectID)
@@ -289,9 +261,7 @@ func trackerRefusal(err error, cfg config) string {
 	return ""
 }
 
-// Outbound calls to the tracker and the model: bounded time and bodies, retries on 429 and
-// 5xx, errors that name the status and the provider's message but never a key.
-const maxAnswerBytes = 32 << 20
+const maxAnswerBytes = 32 << 20 // of a reply of the tracker or the model
 
 // callWithRetry sends a JSON request with body (nil: none) and the Authorization header
 // auth, and returns the body and header of a 2xx reply; a 429 or 5xx is retried twice. Every
@@ -342,8 +312,7 @@ func (e *statusError) Error() string {
 	return msg
 }
 
-// retryPause is the pause before retry attempt+1, doubling so that an overloaded provider
-// gets room.
+// retryPause is the pause before retry attempt+1, doubling to give an overloaded provider room.
 func retryPause(first time.Duration, attempt int) time.Duration {
 	return first << attempt
 }
@@ -417,9 +386,8 @@ func cutText(s string, n int) string {
 	return s
 }
 
-// complete asks the model behind an OpenAI-compatible chat-completions API (Gemini's
-// compatibility endpoint, OpenAI, Ollama, vLLM) to reply to one user message, and returns
-// choices[0].message.content.
+// complete asks an OpenAI-compatible chat-completions API (Gemini's compatibility endpoint,
+// OpenAI, Ollama, vLLM) for choices[0].message.content in reply to one user message.
 func complete(ctx context.Context, client *http.Client, cfg config, prompt string) (string, error) {
 	body, _ := json.Marshal(map[string]any{ // strings always encode
 		"model":    cfg.GenAIModel,

@@ -800,6 +800,22 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	}
 }
 
+// TestTrackerSummaryNowAfterStop: once the jobs are stopped (a shutdown), GET
+// /api/tracker-summary's run is refused as cancelled, and none starts.
+func TestTrackerSummaryNowAfterStop(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	if !e.srv.jobs.stop(5 * time.Second) {
+		t.Fatal("the jobs did not stop")
+	}
+	_, err := e.srv.trackerSummaryNow(context.Background())
+	e.srv.jobs.wg.Wait() // a run started after all would be in the WaitGroup
+	if !errors.Is(err, context.Canceled) || strings.Contains(e.logs.String(), "on-demand") {
+		t.Errorf("after stop: %v, logs:\n%s\nwant context.Canceled and no run", err, e.logs)
+	}
+}
+
 // TestTrackerBadUpdateTimeFails: an issue whose updated_at, or a note whose created_at,
 // is not a date MantisBT writes fails the job with an error naming it, rather than
 // ending the walk or dropping the note unnoticed.
