@@ -20,7 +20,6 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -533,7 +532,7 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 				continue
 			}
 			if at, ok := deliveryTime(entry); !ok || !at.Before(start) {
-				files = append(files, delivered{path.Join(sub, entry.Name()), at})
+				files = append(files, delivered{sub + "/" + entry.Name(), at})
 			}
 		}
 	}

@@ -335,8 +335,7 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, m
 // redactURLError strips user information (a name and a password, either of which may be
 // a token) from the URL inside a client error.
 func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		if u, perr := url.Parse(ue.URL); perr == nil {
 			u.User = nil
 			ue.URL = u.String()
