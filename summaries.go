@@ -20,7 +20,6 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -344,8 +343,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 	s.jobs.wg.Go(func() {
 		defer s.logPanic("summary schedule")
 		now, run := s.now(), false
-		y, m, d := now.Date()
-		if !now.Before(time.Date(y, m, d, hour, minute, 0, 0, now.Location())) {
+		if nextRun(now, hour, minute).Day() != now.Day() { // today's run time has passed
 			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
 			if run = errors.Is(err, errNotFound); run {
 				s.log.Info("summary schedule: catching up on today's run")
@@ -534,7 +532,7 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 				continue
 			}
 			if at, ok := deliveryTime(entry); !ok || !at.Before(start) {
-				files = append(files, delivered{path.Join(sub, entry.Name()), at})
+				files = append(files, delivered{sub + "/" + entry.Name(), at})
 			}
 		}
 	}
@@ -729,12 +727,9 @@ func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	case strings.EqualFold(strings.TrimSpace(disp), "attachment") ||
 		text && len(bytes.TrimSpace(e.decoded())) == 0:
 		return false
-	case mediaType == "text/plain":
-		*p = bodyPick{found: true, part: e, params: params, outer: outer}
-		return true
-	case mediaType == "text/html" && !p.found:
-		*p = bodyPick{found: true, html: true, part: e, params: params, outer: outer}
-		return false
+	case mediaType == "text/plain" || mediaType == "text/html" && !p.found:
+		*p = bodyPick{found: true, html: mediaType == "text/html", part: e, params: params, outer: outer}
+		return !p.html
 	case !strings.HasPrefix(mediaType, "multipart/") || depth >= maxMIMEDepth:
 		return false
 	}

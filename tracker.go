@@ -43,7 +43,6 @@ type ticket struct {
 	ViewState   struct{ ID int } `json:"view_state,omitzero"`
 }
 
-// ticketNote is one note of an issue.
 type ticketNote struct {
 	ID        int64            `json:"id"`
 	Reporter  *ticketUser      `json:"reporter,omitempty"`
@@ -128,37 +127,27 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 			delete(s.kept, is.ID) // made private since it was read
 			continue
 		}
-		t, err := trimTicket(is, s.start, cfg.TrackerIncludePrivate)
-		if err != nil {
-			return false, false, err
+		// Its notes created before the window and, unless included, private ones dropped.
+		is.Description = cutText(is.Description, maxTextChars)
+		is.ViewState.ID = 0
+		if is.Notes != nil {
+			notes := []ticketNote{}
+			for _, n := range *is.Notes {
+				created, err := time.Parse(time.RFC3339, n.CreatedAt)
+				if err != nil {
+					return false, false, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", is.ID, n.ID, cutText(n.CreatedAt, 40), err)
+				}
+				if !created.Before(s.start) && (cfg.TrackerIncludePrivate || n.ViewState.ID == vsPublic) {
+					n.Text = cutText(n.Text, maxTextChars)
+					n.ViewState.ID = 0
+					notes = append(notes, n)
+				}
+			}
+			is.Notes = &notes
 		}
-		s.kept[is.ID] = t
+		s.kept[is.ID] = is
 	}
 	return news, len(issues) >= trackerPageSize && lastInWindow, nil
-}
-
-// trimTicket makes a prompt's ticket of an issue: its notes created before start and,
-// unless includePrivate, its private notes dropped, long texts cut.
-func trimTicket(t ticket, start time.Time, includePrivate bool) (ticket, error) {
-	t.Description = cutText(t.Description, maxTextChars)
-	t.ViewState.ID = 0
-	if t.Notes == nil {
-		return t, nil
-	}
-	notes := []ticketNote{}
-	for _, n := range *t.Notes {
-		created, err := time.Parse(time.RFC3339, n.CreatedAt)
-		if err != nil {
-			return ticket{}, fmt.Errorf("issue %d: note %d's created_at %q is not a date the tracker writes: %w", t.ID, n.ID, cutText(n.CreatedAt, 40), err)
-		}
-		if !created.Before(start) && (includePrivate || n.ViewState.ID == vsPublic) {
-			n.Text = cutText(n.Text, maxTextChars)
-			n.ViewState.ID = 0
-			notes = append(notes, n)
-		}
-	}
-	t.Notes = &notes
-	return t, nil
 }
 
 // fetchTicketPage reads one page of issues as TRACKER_API_KEY's user sees it. Its errors
@@ -346,8 +335,7 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, m
 // redactURLError strips user information (a name and a password, either of which may be
 // a token) from the URL inside a client error.
 func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		if u, perr := url.Parse(ue.URL); perr == nil {
 			u.User = nil
 			ue.URL = u.String()
