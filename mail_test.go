@@ -202,11 +202,11 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + "Subject :The obsolete syntax\r\n       \r\n and empty lines in folding.\r\n" +
 				"Date    : Wed, 25 Nov 2026 09:00:00 +0000\r\nHeaderWithWSP \t \t:\t\tvalue.\r\n\r\nbody\r\n",
 			"The obsolete syntax        and empty lines in folding.", "body", ""},
-		{"a folded field that lost its indent, then five lines without a colon (issue 28; " +
-			"php-mime-mail-parser's tests/mails/issue84, a DKIM-Signature)",
-			from + "DKIM-Signature: v=1; a=rsa-sha256;\r\nh=mime-version:subject\r\n:cc:content-type;\r\n" +
-				"bh=SHTw=;\r\nb=gm7U\r\n08LQ\r\nGRq6\r\nbDeg==\r\nSubject: Re: RFC\r\n" + date + "\r\nbody\r\n",
-			"Re: RFC", "body", ""},
+		{"a body after the header without the blank line, a line like a field further down " +
+			"(hand-made: scripts that forget the blank line; Python starts the body at the first " +
+			"line that is no field)",
+			from + date + "Subject: x\r\nHello team,\r\none\r\ntwo\r\nthree\r\nNote: see below\r\n\r\nrest\r\n",
+			"x", "Hello team,\r\none\r\ntwo\r\nthree\r\nNote: see below\r\n\r\nrest", ""},
 		{"adjacent words of two charsets, each decoded in its own (RFC 2047 6.2)",
 			from + date + "Subject: =?iso-8859-1?q?caf=E9?= =?utf-8?q?_cr=C3=A8me?=\r\n\r\nb\r\n",
 			"café crème", "b", ""},
@@ -303,14 +303,13 @@ func TestMIMEDepthLinear(t *testing.T) {
 	}
 }
 
-// TestStrayHeaderLinesLinear: a 25 MiB header of fields each followed by 49 lines that are
-// no field (a mangled signature, say) is read in time linear in its size: the lines up to a
-// field found ahead are not looked past again (50 times the work, seconds, before).
+// TestStrayHeaderLinesLinear: a 25 MiB header of fields each followed by two lines that are
+// no field (a Received: continued unindented, say) is read in time linear in its size.
 func TestStrayHeaderLinesLinear(t *testing.T) {
 	var sb strings.Builder
 	sb.WriteString("From: a@example.com\r\n")
 	for sb.Len() < maxEmailFileBytes {
-		sb.WriteString("X-Field: value\r\n" + strings.Repeat("a line that is no field, as a base64 line\r\n", 49))
+		sb.WriteString("X-Field: value\r\n" + strings.Repeat("a line that is no field, as a base64 line\r\n", 2))
 	}
 	sb.WriteString("Subject: last\r\n\r\nbody\r\n")
 	start := time.Now()

@@ -30,7 +30,7 @@ import (
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
-	"golang.org/x/text/encoding/unicode"
+	xunicode "golang.org/x/text/encoding/unicode"
 )
 
 const (
@@ -150,12 +150,14 @@ func (s *server) generateEmailSummary(ctx context.Context) error {
 	}
 	now := s.now()
 	prompt, err := emailPrompt(ctx, s.cfg, s.log, now)
-	text := noEmailsText
-	if prompt != "" { // "" with an error too
-		text, err = complete(ctx, s.client, s.cfg, prompt)
-	}
 	if err != nil {
 		return err
+	}
+	text := noEmailsText
+	if prompt != "" {
+		if text, err = complete(ctx, s.client, s.cfg, prompt); err != nil {
+			return err
+		}
 	}
 	return s.store.AddEmailSummary(ctx, startOfDay(now), text)
 }
@@ -392,7 +394,7 @@ func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request
 
 // listSummaries writes one page of a summary list, newest summaryDate first, and the total.
 func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
-	// A page so far that (page-1)*limit would overflow reads as one past every row.
+	// A page so far out that (page-1)*limit would overflow reads as one past every row.
 	page := min(positiveOr(r.URL.Query().Get("page"), 1), math.MaxInt64/maxSummaryPage)
 	limit := min(positiveOr(r.URL.Query().Get("limit"), 10), maxSummaryPage)
 	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, (page-1)*limit)
@@ -474,7 +476,8 @@ func (s *server) trackerSummaryNow(ctx context.Context) (string, error) {
 
 // runOnDemand makes the run r and logs its failure (a panic among them) once for all callers.
 func (s *server) runOnDemand(r *onDemandRun) {
-	r.err = errors.New("on-demand tracker summary: panic") // unless trackerSummary returns
+	// What the callers get if trackerSummary panics (logPanic recovers it); else its result.
+	r.err = errors.New("on-demand tracker summary: panic")
 	defer func() {
 		if r.err != nil {
 			s.log.Error("on-demand tracker summary failed", "err", r.err)
@@ -602,8 +605,8 @@ func parseEmail(raw []byte, delivered time.Time, log *slog.Logger) (email, error
 	body, charset := "", pick.params["charset"]
 	if pick.found {
 		decoded := pick.part.decoded()
-		// A text part without a charset is read in its multipart's (letters' signed
-		// messages), unless it is UTF-8 beyond ASCII.
+		// A text part without a charset is read in its multipart's (the multipart/signed
+		// messages of mnako/letters' tests), unless it is UTF-8 beyond ASCII.
 		if charset == "" && !(utf8.Valid(decoded) && nonASCII.Match(decoded)) {
 			charset = pick.outer
 		}
@@ -647,8 +650,7 @@ func (e mimeEntity) get(name string) []byte {
 // begins the body unless the header goes on after it.
 func parseEntity(raw []byte) mimeEntity {
 	var e mimeEntity
-	known := 0 // lines below this one headerGoesOn has seen the header go on to
-	for rest := raw; len(rest) > 0; known-- {
+	for rest := raw; len(rest) > 0; {
 		line, next := cutLine(rest)
 		switch {
 		case len(line) == 0:
@@ -659,12 +661,10 @@ func parseEntity(raw []byte) mimeEntity {
 			}
 		default:
 			name, value, _ := bytes.Cut(line, []byte(":"))
-			name = bytes.TrimRight(name, " \t")
-			if !rfcField.Match(line) && known <= 0 {
-				if known = headerGoesOn(line, next); known == 0 {
-					return mimeEntity{fields: e.fields, body: rest}
-				}
+			if !rfcField.Match(line) && !headerGoesOn(line, next) {
+				return mimeEntity{fields: e.fields, body: rest}
 			}
+			name = bytes.TrimRight(name, " \t")
 			e.fields = append(e.fields, [2][]byte{name, bytes.Clone(bytes.TrimLeft(value, " \t"))})
 		}
 		rest = next
@@ -676,24 +676,23 @@ func parseEntity(raw []byte) mimeEntity {
 // blanks before it allowed (4.5's obsolete syntax, as mime4j's obsolete.msg writes it).
 var rfcField = regexp.MustCompile(`^[!-9;-~]+[ \t]*:`)
 
-// headerGoesOn is how many lines below line, no field, before rest, the header goes on to;
-// 0 where it ends. An mbox "From " line, or a field name with blanks or punctuation
-// continued on the next line (mnako/letters' tests), goes on to the next; else the header
-// goes on to a field before a blank line, within 50 lines (fields folded unindented: a
-// Received:, php-mime-mail-parser's issue84), which the lines up to it need not look for.
-func headerGoesOn(line, rest []byte) int {
+// headerGoesOn reports whether the header goes on after line, no field, before rest: an
+// mbox "From " line, a field name with blanks or punctuation continued on the next line
+// (mnako/letters' tests), or a field within three lines (a Received: continued unindented).
+// No further: a message whose body follows its header without the blank line keeps the
+// body's first lines, even where a later one looks like a field ("Note: see below").
+func headerGoesOn(line, rest []byte) bool {
 	continued := len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t')
 	if bytes.HasPrefix(line, []byte("From ")) || continued && bytes.Contains(line, []byte(":")) {
-		return 1
+		return true
 	}
-	for n := 1; n <= 50; n++ {
-		if line, rest = cutLine(rest); rfcField.Match(line) {
-			return n
-		} else if len(line) == 0 {
-			return 0
+	for range 3 {
+		line, rest = cutLine(rest)
+		if ok := rfcField.Match(line); ok || len(line) == 0 {
+			return ok
 		}
 	}
-	return 0
+	return false
 }
 
 // cutLine cuts the first line off b, at CRLF, LF or a lone CR.
@@ -963,13 +962,17 @@ func decodeCharset(charset string, b []byte, log *slog.Logger) string {
 	if label == "utf-7" || label == "unicode-1-1-utf-7" || label == "csunicode11utf7" {
 		return decodeUTF7(b)
 	}
-	if enc := lookupCharset(label); enc != nil {
-		if text, err := enc.NewDecoder().Bytes(b); err == nil {
-			return string(text)
-		}
+	enc := lookupCharset(label)
+	if enc == nil {
+		log.Warn("e-mail charset not known, text kept as written", "charset", charset)
+		return string([]rune(string(b))) // each byte that is not UTF-8 a U+FFFD
 	}
-	log.Warn("e-mail charset not known or text not decodable, kept as written", "charset", charset)
-	return string([]rune(string(b))) // each byte that is not UTF-8 a U+FFFD
+	text, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		log.Warn("e-mail text not decodable in its charset, kept as written", "charset", charset, "err", err)
+		return string([]rune(string(b)))
+	}
+	return string(text)
 }
 
 // charsetAliases are labels mailers write (Python's codec names, Windows') unknown to both.
@@ -1003,7 +1006,7 @@ func decodeUTF7(b []byte) string {
 			return "+"
 		}
 		wide, _ := base64.RawStdEncoding.DecodeString(strings.TrimSuffix(run[1:], "-"))
-		be := unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
+		be := xunicode.UTF16(xunicode.BigEndian, xunicode.IgnoreBOM)
 		text, _ := be.NewDecoder().Bytes(wide[:len(wide)&^1]) // past the last unit: padding
 		return string(text)
 	})
