@@ -141,7 +141,10 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			return l.err // past pdfMaxPages: the rest would not be drawn
 		}
 	}
-	return l.pdf.Output(buf)
+	if err := l.pdf.Output(buf); err != nil {
+		return fmt.Errorf("pdf output: %w", err)
+	}
+	return nil
 }
 
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
@@ -229,6 +232,8 @@ type pdfLayout struct {
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
+	at        []float64 // drawLine's, kept for the next line
+	pos       []int
 	err       error // errPDFTooLong once a page past the bound was asked for
 }
 
@@ -637,8 +642,13 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
+// markBox measures a glyph's font only for a mark: a CJK font takes a second to measure.
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
-	box, ok := l.drawnFrom[g.font].measured().marks[g.r]
+	f := l.drawnFrom[g.font]
+	if f == nil || !unicode.In(g.r, unicode.Mn, unicode.Me) {
+		return markBox{}, false
+	}
+	box, ok := f.measured().marks[g.r]
 	return box, ok
 }
 
@@ -728,16 +738,20 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	for i, g := range gs {
 		levels[i] = g.level
 	}
-	at, pos := make([]float64, len(gs)), make([]int, len(gs))
+	l.at = slices.Grow(l.at[:0], len(gs))[:len(gs)]
+	l.pos = slices.Grow(l.pos[:0], len(gs))[:len(gs)]
 	for v, i := range visualOrder(levels) {
-		at[i], pos[i] = x, v
+		l.at[i], l.pos[i] = x, v
 		x += gs[i].w
 	}
-	for i, n := 0, 1; i < len(gs); i, n = i+n, 1 {
-		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
+	for i := 0; i < len(gs); {
+		n := 1
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font &&
+			l.pos[i+n] == l.pos[i]+n {
 			n++
 		}
-		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
+		l.drawCell(gs[i:i+n], line.typed, l.at[i], y, size)
+		i += n
 	}
 }
 
@@ -851,9 +865,12 @@ func newFontIndex(dirs []string) *fontIndex {
 			for i := 2; ix.byName[family] != nil; i++ {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
-			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
-			m := fontStyleName.FindStringSubmatch(strings.ToLower(name))
-			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), m[1])}
+			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "";
+			// Foo-Bar.ttf is foo-bar, not FooBar-Bold.ttf's foobar.
+			base := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+			m := fontStyleName.FindStringSubmatch(strings.ToLower(base))
+			stem := filepath.Join(filepath.Dir(p), strings.TrimRight(m[1], "-_ "))
+			f := &fontFile{path: p, family: family, stem: stem}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
 			style := strings.TrimSuffix(m[2], "regular")
 			if key := [2]string{f.stem, style}; ix.faces[key] == nil {
@@ -886,14 +903,17 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 // (Korean, with fewer ideographs); then other regular faces; the styled faces last.
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	if styledFontName.MatchString(name) {
+	switch {
+	case styledFontName.MatchString(name):
 		return 5
-	}
-	prefixes := []string{"notosans", "droidsansfallback", "nanumgothic", "noto", "dejavusans"}
-	for rank, prefix := range prefixes {
-		if strings.HasPrefix(name, prefix) {
-			return min(rank, 3) // other Noto and DejaVu Sans share a rank
-		}
+	case strings.HasPrefix(name, "notosans"):
+		return 0
+	case name == "droidsansfallbackfull" || name == "droidsansfallback":
+		return 1
+	case strings.HasPrefix(name, "nanumgothic"):
+		return 2
+	case strings.HasPrefix(name, "noto"), strings.HasPrefix(name, "dejavusans"):
+		return 3
 	}
 	return 4
 }
@@ -1080,7 +1100,7 @@ func winAnsiByte(r rune) byte {
 // character is beyond it (wide) or its UTF-8 face is in already (fewer text operations).
 func (l *pdfLayout) face(font string, wide bool) string {
 	f := l.drawnFrom[font]
-	if f.ttf == nil || !wide && l.files[f.unicode] == nil {
+	if f == nil || f.ttf == nil || !wide && l.files[f.unicode] == nil {
 		return font
 	}
 	if l.files[f.unicode] == nil {
@@ -1276,7 +1296,8 @@ func strongDir(t bidi.Class) bidi.Class {
 	return bidi.ON
 }
 
-// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it).
+// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it):
+// ReverseString mirrors a paired bracket.
 func bracketPartner(r rune) rune { return []rune(bidi.ReverseString(string(r)))[0] }
 
 // mirrorOf maps each character drawn mirrored in right-to-left text (L4), the paired
@@ -1290,6 +1311,9 @@ var mirrorOf = func() map[rune]rune {
 	}
 	return mirror
 }()
+
+// canonicalBracket maps the brackets with a canonical decomposition to it (BD16).
+var canonicalBracket = map[rune]rune{'\u2329': '\u3008', '\u232A': '\u3009'}
 
 // bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
 // equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
@@ -1307,9 +1331,10 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 			stack = append(stack, i)
 			continue
 		}
-		opener := norm.NFC.String(string(bracketPartner(r)))
+		opener := mirrorOf[r] // a paired bracket's partner
+		opener = cmp.Or(canonicalBracket[opener], opener)
 		for k := len(stack) - 1; k >= 0; k-- {
-			if norm.NFC.String(string(rs[stack[k]])) == opener {
+			if o := rs[stack[k]]; cmp.Or(canonicalBracket[o], o) == opener {
 				pairs, stack = append(pairs, [2]int{stack[k], i}), stack[:k]
 				break
 			}
