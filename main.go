@@ -189,13 +189,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch {
 	case len(args) == 2 && args[0] == "backup":
 		// DATABASE_PATH alone: a typo in another setting must not stop the nightly copy.
-		size, err := Backup(ctx, cfg.DatabasePath, args[1])
-		if err != nil {
-			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
-		}
-		_, err = fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
-			cfg.DatabasePath, args[1], size)
-		return err
+		return backup(ctx, cfg.DatabasePath, args[1], stdout)
 	case err != nil:
 		return err
 	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
@@ -243,6 +237,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
+
+// backup writes a copy of the database at path to dest (formsvc backup DEST). The line
+// on stdout is a courtesy: failing to write it (cron closed stdout) does not fail the backup.
+func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
+	size, err := Backup(ctx, path, dest)
+	if err != nil {
+		return fmt.Errorf("backup of %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
+		path, dest, size)
+	return nil
+}
 
 // printPrompt writes the prompt the job of kind would send on the day given (today if none),
 // private content kept back, and sends nothing: what leaves is read before the first run.

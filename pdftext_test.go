@@ -579,7 +579,8 @@ func TestMarkBoxOnlyForMarks(t *testing.T) {
 	fonts := newFontIndex(nil)
 	l := newPDFLayout(FormDetail{}, time.Now(), fonts)
 	l.drawnFrom["GoBold"], l.drawnFrom["GoBoldfina"] = fonts.byName["GoBold"], nil
-	if _, ok := l.markBox(glyph{font: "GoBold", r: 'a'}); ok || fonts.byName["GoBold"].marks != nil {
+	_, ok := l.markBox(glyph{font: "GoBold", r: 'a'})
+	if ok || fonts.byName["GoBold"].marks != nil {
 		t.Errorf("a letter has a mark box, or its font was measured for one")
 	}
 	if _, ok := l.markBox(glyph{font: "GoBoldfina", r: '\u0301'}); ok {
@@ -595,7 +596,8 @@ func TestMarkBoxOnlyForMarks(t *testing.T) {
 func TestFontStems(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, name := range []string{"Foo-Bar.ttf", "FooBar-Bold.ttf", "Zz_Sans.ttf", "Zz_Sans_Bold.ttf"} {
+	files := []string{"Foo-Bar.ttf", "FooBar-Bold.ttf", "Zz_Sans.ttf", "Zz_Sans_Bold.ttf"}
+	for _, name := range files {
 		fontWithChars(t, dir, name, 'क')
 	}
 	ix := newFontIndex([]string{dir})

@@ -537,8 +537,13 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 type jsonColumn struct{ to any }
 
 func (c jsonColumn) Scan(src any) error {
-	text, _ := src.(string) // go-sqlite3 gives TEXT as a string; a NULL fails to decode
-	return json.Unmarshal([]byte(text), c.to)
+	switch src := src.(type) {
+	case string: // go-sqlite3 gives TEXT as a string
+		return json.Unmarshal([]byte(src), c.to)
+	case []byte:
+		return json.Unmarshal(src, c.to)
+	}
+	return fmt.Errorf("JSON column: got %T", src)
 }
 
 // CreateForm stores a form with its categories and fields as one unit.
