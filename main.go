@@ -635,12 +635,18 @@ func (s *server) queued(h handlerFunc) handlerFunc {
 
 // routeMethods lists the methods the route of r's path serves, if any.
 func (s *server) routeMethods(r *http.Request) []string {
-	return slices.DeleteFunc([]string{"GET", "HEAD", "POST", "PUT", "DELETE"}, func(m string) bool {
+	var methods []string
+	for _, m := range []string{
+		http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+	} {
 		probe := *r
 		probe.Method = m
-		_, pattern := s.mux.Handler(&probe)
-		return pattern == "/" || pattern == "" // no route, or the catch-all
-	})
+		// "" is no route and "/" the catch-all (handleNoRoute itself).
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			methods = append(methods, m)
+		}
+	}
+	return methods
 }
 
 // handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
@@ -726,9 +732,13 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 // handleHealth tells a monitor what clients meet; after a refused write it probes with one
 // of its own, to turn 200 again with no client writing (a balancer may have taken it out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
-	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
-		return &apiError{status: http.StatusServiceUnavailable, msg: "Database refuses writes: " + reason}
+	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
+		// Read again: the probe's failure may be another's (a cancelled request, not a
+		// refusal), and a client's write may have gone through since.
+		if reason := s.store.WriteRefusal(); reason != "" {
+			msg := "Database refuses writes: " + reason
+			return &apiError{status: http.StatusServiceUnavailable, msg: msg}
+		}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
@@ -760,23 +770,38 @@ type pagedWriter struct {
 	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	sep    byte // what nextItem writes: '[' before the first item, then ','
+	items  int // begun by nextItem
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK, sep: '[',
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
 		header: http.Header{"Content-Type": {jsonType}}}
 }
 
-// nextItem begins the next item of the JSON array the body is, which the caller then
-// writes into buf; endArray closes the array, an empty one too, and sends the rest.
+// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
+// closes the array, an empty one too, and sends the rest.
+func (p *pagedWriter) arrayItem(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode list item %d: %w", p.items, err)
+	}
+	p.nextItem()
+	p.buf.Write(b)
+	return nil
+}
+
+// nextItem begins the next item of the array, which the caller then writes into buf.
 func (p *pagedWriter) nextItem() {
-	p.buf.WriteByte(p.sep)
-	p.sep = ','
+	if p.items == 0 {
+		p.buf.WriteByte('[')
+	} else {
+		p.buf.WriteByte(',')
+	}
+	p.items++
 }
 
 func (p *pagedWriter) endArray() error {
-	if p.sep == '[' { // no item
+	if p.items == 0 {
 		p.buf.WriteByte('[')
 	}
 	p.buf.WriteString("]\n")
@@ -834,7 +859,9 @@ func (e *apiError) Error() string {
 func (e *apiError) Unwrap() error { return e.err }
 
 // invalid is the 400 of a request that breaks one of the API's rules.
-func invalid(msg string) error { return &apiError{status: http.StatusBadRequest, msg: msg} }
+func invalid(msg string) error {
+	return &apiError{status: http.StatusBadRequest, msg: msg}
+}
 
 // rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
 func rejected(msg string) error {
@@ -846,10 +873,13 @@ const internalError = "Internal server error"
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
-	// errNotFound is the store's; during makes it SPEC.md §7's "update form 7: Record not found".
+	// errNotFound is the store's error for a record that does not exist; during gives it
+	// docs/SPEC.md §7's words: "update form 7: Record not found".
 	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
-	errBodyTooLarge = &apiError{status: http.StatusRequestEntityTooLarge,
-		msg: "Request body too large"}
+	errBodyTooLarge = &apiError{
+		status: http.StatusRequestEntityTooLarge,
+		msg:    "Request body too large",
+	}
 )
 
 // during names the operation err happened in (SPEC.md §7's <context>): a failure of ours

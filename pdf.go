@@ -58,8 +58,12 @@ const (
 )
 
 // The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
-var pdfFonts = map[string][]byte{"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
-	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF}
+var pdfFonts = map[string][]byte{
+	"GoBold":    gobold.TTF,
+	"GoMedium":  gomedium.TTF,
+	"GoItalic":  goitalic.TTF,
+	"GoRegular": goregular.TTF,
+}
 
 var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
 	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
@@ -119,7 +123,11 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	for _, c := range form.Categories {
 		fields := make([]fieldBlock, len(c.Fields))
 		for i, fd := range c.Fields {
-			fields[i] = l.layoutField(fd, *cmp.Or(values[fd.ID], new("")))
+			value := ""
+			if v := values[fd.ID]; v != nil {
+				value = *v
+			}
+			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
 			heading := l.paragraph("GoBold", 14, c.Name, 0, false)
@@ -159,8 +167,12 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
-	files, drawnFrom := map[string][]byte{}, map[string]*fontFile{}
-	return &pdfLayout{pdf: pdf, fonts: fonts, files: files, drawnFrom: drawnFrom}
+	return &pdfLayout{
+		pdf:       pdf,
+		fonts:     fonts,
+		files:     map[string][]byte{},
+		drawnFrom: map[string]*fontFile{},
+	}
 }
 
 // utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
@@ -381,7 +393,8 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	}
 	levels, paraLevel := bidiLevels(rs, level)
 	for i := range gs {
-		gs[i].level, gs[i].font = levels[i], l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
+		gs[i].level = levels[i]
+		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
 		r := gs[i].r
 		if r == softHyphen {
 			r = '-' // its width where it prints
@@ -494,7 +507,7 @@ func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 		return g
 	}
 	letter, kind := typed[g.src], g.r-form.first
-	variant := f.family + [4]string{"", "fina", "init", "medi"}[kind]
+	variant := f.family + joinedKinds[kind]
 	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
 		g.r = letter
 	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
@@ -529,8 +542,10 @@ var arabicForms = map[rune]arabicForm{
 	0x06D2: {0xFBAE, 2},
 }
 
-// joinedForms give, for the final, initial and medial forms, the form whose glyph each
-// letter takes in a font's variant for that form.
+// joinedKinds name a font's variants for the final, initial and medial forms;
+// joinedForms give, for each, the form whose glyph each letter takes.
+var joinedKinds = [4]string{"", "fina", "init", "medi"}
+
 var joinedForms = func() (forms [4]map[rune]rune) {
 	for kind := range rune(4) {
 		forms[kind] = map[rune]rune{}
@@ -598,7 +613,8 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	for i := range gs {
 		box, ok := l.markBox(gs[i])
 		if !ok {
-			base, stackTop, widened = i, 0, l.widenForFrame(gs, i, size)
+			base, stackTop = i, 0
+			widened = l.widenForFrame(gs, i, size)
 			continue
 		}
 		if base < 0 || gs[i].w != 0 {
@@ -1144,8 +1160,9 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	codes, deltas = u16(codes, 0xFFFF), u16(deltas, 1) // the closing segment, to glyph 0
 	n := len(codes) / 2
 	e := bits.Len(uint(n)) - 1                           // 2^e: the largest power of two ≤ n
+	searchRange := 2 << e                                // 2 × 2^e
 	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
-	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 << e, e, 2*n - 2<<e} {
+	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, searchRange, e, 2*n - searchRange} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
 	// End codes, a reserved 0, start codes (the same), deltas, no range offsets.
@@ -1262,10 +1279,13 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	}
 	// W5: terminators (%, $, °) next to European numbers are numbers, before them and after.
 	for i, t := range types {
-		for j := i - 1; t == bidi.EN && j >= 0 && types[j] == bidi.ET; j-- {
+		if t != bidi.EN {
+			continue
+		}
+		for j := i - 1; j >= 0 && types[j] == bidi.ET; j-- {
 			types[j] = bidi.EN
 		}
-		for j := i + 1; t == bidi.EN && j < len(types) && types[j] == bidi.ET; j++ {
+		for j := i + 1; j < len(types) && types[j] == bidi.ET; j++ {
 			types[j] = bidi.EN
 		}
 	}

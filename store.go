@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -231,7 +230,7 @@ func (s *Store) noteWrite(err error) error {
 // exec runs one write statement on its own, its error wrapped with what.
 func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
 	_, err := s.write.ExecContext(ctx, query, args...)
-	if err := s.noteWrite(err); err != nil {
+	if err = s.noteWrite(err); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -242,16 +241,22 @@ func (s *Store) exec(ctx context.Context, what, query string, args ...any) error
 // control characters are refused), inserted and deleted in one transaction.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?);
-			 DELETE FROM settings WHERE key = ?`,
-			"\x00probe", strings.Repeat(" ", 8<<10), "\x00probe")
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)`,
+			"\x00probe", strings.Repeat(" ", 8<<10))
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, "\x00probe")
 		return err
 	})
 }
 
 // WriteRefusal is why the database refused the last write that reached it; "" if it took it.
 func (s *Store) WriteRefusal() string {
-	return *cmp.Or(s.refused.Load(), new(""))
+	if reason := s.refused.Load(); reason != nil {
+		return *reason
+	}
+	return ""
 }
 
 // Close closes both pools.
@@ -722,8 +727,13 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	defer rows.Close()
 	list := []Response{}
-	size := 0 // bytes of the values read
-	for size <= listPageBytes && rows.Next() {
+	size := 0    // bytes of the values read
+	cut := false // the page stopped at listPageBytes
+	for rows.Next() {
+		if size > listPageBytes {
+			cut = true
+			break
+		}
 		var r Response
 		var packed sql.NullString // NULL for a response without values
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
@@ -734,7 +744,6 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		size += n
 		list = append(list, r)
 	}
-	cut := size > listPageBytes && rows.Next() // stopped at listPageBytes, with more to come
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
@@ -792,8 +801,10 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 // Setting returns the value stored under key, or "" when there is none.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var value string
-	err := s.read.QueryRowContext(ctx,
-		`SELECT ifnull((SELECT value FROM settings WHERE key = ?), '')`, key).Scan(&value)
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("read setting: %w", err)
 	}
