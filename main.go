@@ -176,9 +176,10 @@ func checkTZ(tz string) error {
 		return err
 	}
 	data, err := os.ReadFile(tz)
-	if err == nil {
-		_, err = time.LoadLocationFromTZData(tz, data)
+	if err != nil {
+		return err
 	}
+	_, err = time.LoadLocationFromTZData(tz, data)
 	return err
 }
 

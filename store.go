@@ -140,10 +140,11 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	version := 0 // a database not there yet
 	if _, err := os.Stat(path); err == nil {
 		db, err := openReadOnly(path)
-		if err == nil {
-			err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
-			db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read schema version: %w", err)
 		}
+		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read schema version: %w", err)
 		}
@@ -282,10 +283,11 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
 	defer tmp.Close()
 	db, err := openReadOnly(path)
-	if err == nil {
-		_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
-		db.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy database: %w", err)
 	}
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+	db.Close()
 	if err != nil {
 		return 0, fmt.Errorf("copy database: %w", err)
 	}
@@ -293,13 +295,13 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 		return 0, err
 	}
 	info, err := tmp.Stat()
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err == nil {
-		err = os.Link(tmp.Name(), dest)
-	}
 	if err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	if err := os.Link(tmp.Name(), dest); err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
 	if dir, err := os.Open(filepath.Dir(dest)); err == nil { // the new name survives a crash
@@ -577,11 +579,12 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 			`DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
 			 DELETE FROM categories WHERE formId = ?`, id, id)
-		if err == nil {
-			err = tx.QueryRowContext(ctx,
-				`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-				f.Title, f.Description, id).Scan(&f.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("delete the old fields: %w", err)
 		}
+		err = tx.QueryRowContext(ctx,
+			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+			f.Title, f.Description, id).Scan(&f.CreatedAt)
 		if err != nil {
 			return queryError("update form", err)
 		}
