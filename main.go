@@ -51,13 +51,16 @@ type config struct {
 	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (docs/SUMMARIES.md).
-	TrackerIncludePrivate                                                    bool
-	GenAIKey, GenAIBaseURL, GenAIModel                                       string
-	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule, PDFFontDir string
-	CORSOrigins, AllowedHosts                                                []string
-	// HeaderTimeout bounds a client's headers; RequestGrace and JobGrace are what requests
-	// in flight, then jobs (and handlers past RequestGrace) get at shutdown; OutboundTimeout
-	// bounds every call to the tracker and the model, whose first backoff is OutboundRetryDelay.
+	TrackerIncludePrivate                                        bool
+	GenAIKey, GenAIBaseURL, GenAIModel                           string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
+	CORSOrigins, AllowedHosts                                    []string
+	// PDFFontDir is the folders (":"-separated) searched first for fallback fonts.
+	PDFFontDir string
+	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace and
+	// JobGrace are what requests in flight, then jobs (and handlers past RequestGrace) get at
+	// shutdown; OutboundTimeout bounds every call to the tracker and the model, whose first
+	// backoff is OutboundRetryDelay.
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
@@ -142,6 +145,7 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	}
 }
 
+// splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
 	items := strings.Split(s, sep)
 	for i, item := range items {
@@ -252,7 +256,8 @@ func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
 }
 
 // printPrompt writes the prompt the job of kind would send on the day given (today if none),
-// private content kept back, and sends nothing: what leaves is read before the first run.
+// private content kept back, and sends nothing: what would leave can be read before the
+// first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	var prompt, nothing string
@@ -434,6 +439,7 @@ func (s *server) routes() map[string]handlerFunc {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -885,7 +891,8 @@ var (
 
 // during names the operation err happened in (SPEC.md §7's <context>): a failure of ours
 // reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
-// "Failed to create form: Field label is required"; the client's own keep their message.
+// "Failed to create form: Field label is required", a missing record "update form 7: Record
+// not found"; the client's own keep their message.
 func during(op string, err error) error {
 	ae, ok := errors.AsType[*apiError](err)
 	switch {

@@ -52,8 +52,10 @@ const (
 
 // Bounds of a document, so that its cost follows its input (docs/DESIGN.md, PDF).
 const (
-	pdfMaxPages   = 1000             // far beyond any real form (hundreds of fields: tens of pages)
-	pdfNameBudget = 2000             // letters of the names printed per document (about 80 emoji)
+	pdfMaxPages = 1000 // far beyond any real form (hundreds of fields: tens of pages)
+	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
+	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
+	pdfNameBudget = 2000
 	pdfMaxLines   = pdfMaxPages * 60 // more than pdfMaxPages pages hold
 )
 

@@ -23,8 +23,9 @@ import (
 )
 
 // migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
-// migrations[n:] at start, so a released entry is never edited. Timestamps are TEXT in
-// toISOString() form (UTC, milliseconds), which sorts in time order.
+// migrations[n:] at start. A released entry is never edited; a change is a new entry at
+// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
+// form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -167,7 +168,8 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
-	// Each migration and its version commit together: a crash leaves the one or the other.
+	// Each migration commits with its version: a crash leaves the database at the version
+	// before or after it, never between.
 	for v := version + 1; v <= len(migrations); v++ {
 		// PRAGMA takes no parameters; v is this program's own counter, never input.
 		script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
@@ -438,6 +440,7 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 		}
 		s.forms.put(id, gen, f)
 	}
+	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
