@@ -70,28 +70,27 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
-		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
-		APIToken:              getenv("API_TOKEN"),
-		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:            getenv("TRACKER_API_KEY"),
-		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
-		GenAIKey:              getenv("GENAI_API_KEY"),
-		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
-		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
-		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
-		Maildir:               getenv("MAILDIR"),
-		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:            getenv("PDF_FONT_DIR"), // folders searched first for fallback fonts
-		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
-		HeaderTimeout:         5 * time.Second,
-		RequestGrace:          10 * time.Second,
-		JobGrace:              5 * time.Second,
-		OutboundTimeout:       60 * time.Second,
-		OutboundRetryDelay:    500 * time.Millisecond,
+		Addr:               cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:       cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
+		APIToken:           getenv("API_TOKEN"),
+		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:         getenv("TRACKER_API_KEY"),
+		TrackerProjectID:   cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
+		GenAIKey:           getenv("GENAI_API_KEY"),
+		GenAIBaseURL:       cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:         cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
+		TrackerPromptFile:  getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:    getenv("EMAIL_PROMPT_FILE"),
+		Maildir:            getenv("MAILDIR"),
+		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:         getenv("PDF_FONT_DIR"),
+		HeaderTimeout:      5 * time.Second,
+		RequestGrace:       10 * time.Second,
+		JobGrace:           5 * time.Second,
+		OutboundTimeout:    60 * time.Second,
+		OutboundRetryDelay: 500 * time.Millisecond,
 	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
@@ -99,8 +98,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
-	// "1" or "TRUE" too are refused: what opens private content to every reader is spelt one way.
-	if v := getenv("TRACKER_INCLUDE_PRIVATE"); v != "" && v != "true" && v != "false" {
+	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
+	case "true":
+		cfg.TrackerIncludePrivate = true
+	case "", "false":
+	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
 	return cfg, nil
@@ -120,19 +122,20 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // logReadiness tells the operator at start-up whether each summary can run, and if not
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
-	summary := func(kind string, template func(config) (string, error), missing []string) {
+	report := func(kind string, template func(config) (string, error), missing []string) {
 		if _, err := template(cfg); err != nil {
 			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", err)
 		} else if len(missing) == 0 {
 			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 		if len(missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
+			log.Warn("summaries cannot run until configured", "kind", kind,
+				"missing", strings.Join(missing, ", "))
 		}
 	}
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	summary(trackerJob, trackerTemplate, trackerGaps)
-	summary(emailJob, emailTemplate, emailGaps)
+	report(trackerJob, trackerTemplate, trackerGaps)
+	report(emailJob, emailTemplate, emailGaps)
 	if cfg.APIToken != "" {
 		return
 	}
@@ -613,7 +616,7 @@ func (s *server) readBody(next http.Handler) http.Handler {
 			}
 			defer release()
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-			if errors.As(err, new(*http.MaxBytesError)) {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				return errBodyTooLarge
 			}
 			if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
@@ -846,8 +849,10 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// apiError is the service's one error type, as wtf's Error: status is the reply's (0: a
-// failure of ours, a 500 whose cause is logged), msg what the client reads, err the cause.
+// apiError is the service's one error type, as wtf's Error: status is the reply's, msg what
+// the client reads, err the cause. Status 0 is a failure of ours: a 500 whose cause is
+// logged, never shown. A 500 set explicitly is a form rule broken (rejected, docs/SPEC.md
+// §7): the client reads why, and nothing is logged.
 type apiError struct {
 	status int
 	msg    string
@@ -936,7 +941,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.status == 0 && ae.err != nil:
+	case ae.status == 0 && ae.err != nil: // a failure of ours; not rejected's explicit 500
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))

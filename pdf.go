@@ -291,8 +291,8 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, a line at least for
 // each of its lines, text without letters at level (1: right to left). A framed one (a
 // textarea's value) keeps its newlines, lies inside the padding, has no lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
-	framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64,
+	s string, level int8, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {

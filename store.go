@@ -704,7 +704,7 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	fields := []*ListedField{}
 	for _, c := range form.Categories {
 		for _, f := range c.Fields {
-			fields = append(fields, &ListedField{f, len(fields)})
+			fields = append(fields, &ListedField{Field: f, position: len(fields)})
 		}
 	}
 	return form.Title, fields, nil
