@@ -91,9 +91,9 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 			return during("fetch forms", err)
 		}
 		for _, f := range page {
-			item, _ := json.Marshal(f) // ints and strings never fail to encode
-			out.nextItem()
-			out.buf.Write(item)
+			if err := out.arrayItem(f); err != nil {
+				return err
+			}
 		}
 		if err := out.flush(); err != nil {
 			return err

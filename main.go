@@ -51,13 +51,16 @@ type config struct {
 	TrackerEndpoint, TrackerKey, TrackerProjectID string
 	// TrackerIncludePrivate sends private issues and notes to the model too; then every
 	// reader of the summaries reads what they say (docs/SUMMARIES.md).
-	TrackerIncludePrivate                                                    bool
-	GenAIKey, GenAIBaseURL, GenAIModel                                       string
-	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule, PDFFontDir string
-	CORSOrigins, AllowedHosts                                                []string
-	// HeaderTimeout bounds a client's headers; RequestGrace and JobGrace are what requests
-	// in flight, then jobs (and handlers past RequestGrace) get at shutdown; OutboundTimeout
-	// bounds every call to the tracker and the model, whose first backoff is OutboundRetryDelay.
+	TrackerIncludePrivate                                        bool
+	GenAIKey, GenAIBaseURL, GenAIModel                           string
+	TrackerPromptFile, EmailPromptFile, Maildir, SummarySchedule string
+	CORSOrigins, AllowedHosts                                    []string
+	// PDFFontDir is the folders (":"-separated) searched first for fallback fonts.
+	PDFFontDir string
+	// HeaderTimeout bounds how long a client may take to send its headers; RequestGrace and
+	// JobGrace are what requests in flight, then jobs (and handlers past RequestGrace) get at
+	// shutdown; OutboundTimeout bounds every call to the tracker and the model, whose first
+	// backoff is OutboundRetryDelay.
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
 }
 
@@ -67,28 +70,27 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
 		// client that reaches the port reads and changes every form.
-		Addr:                  cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
-		DatabasePath:          cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
-		APIToken:              getenv("API_TOKEN"),
-		TrackerEndpoint:       getenv("TRACKER_API_ENDPOINT"),
-		TrackerKey:            getenv("TRACKER_API_KEY"),
-		TrackerProjectID:      cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
-		GenAIKey:              getenv("GENAI_API_KEY"),
-		GenAIBaseURL:          cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
-		GenAIModel:            cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
-		TrackerPromptFile:     getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
-		EmailPromptFile:       getenv("EMAIL_PROMPT_FILE"),
-		Maildir:               getenv("MAILDIR"),
-		SummarySchedule:       getenv("SUMMARY_SCHEDULE"),
-		CORSOrigins:           splitList(getenv("CORS_ORIGINS"), ","),
-		AllowedHosts:          splitList(getenv("ALLOWED_HOSTS"), ","),
-		PDFFontDir:            getenv("PDF_FONT_DIR"), // folders searched first for fallback fonts
-		TrackerIncludePrivate: getenv("TRACKER_INCLUDE_PRIVATE") == "true",
-		HeaderTimeout:         5 * time.Second,
-		RequestGrace:          10 * time.Second,
-		JobGrace:              5 * time.Second,
-		OutboundTimeout:       60 * time.Second,
-		OutboundRetryDelay:    500 * time.Millisecond,
+		Addr:               cmp.Or(getenv("ADDR"), "127.0.0.1:8080"),
+		DatabasePath:       cmp.Or(getenv("DATABASE_PATH"), "forms.db"),
+		APIToken:           getenv("API_TOKEN"),
+		TrackerEndpoint:    getenv("TRACKER_API_ENDPOINT"),
+		TrackerKey:         getenv("TRACKER_API_KEY"),
+		TrackerProjectID:   cmp.Or(getenv("TRACKER_PROJECT_ID"), "1"),
+		GenAIKey:           getenv("GENAI_API_KEY"),
+		GenAIBaseURL:       cmp.Or(getenv("GENAI_BASE_URL"), "https://generativelanguage.googleapis.com/v1beta/openai"),
+		GenAIModel:         cmp.Or(getenv("GENAI_MODEL"), "gemini-2.5-flash"),
+		TrackerPromptFile:  getenv("TRACKER_PROMPT_FILE"), // "": the built-in template
+		EmailPromptFile:    getenv("EMAIL_PROMPT_FILE"),
+		Maildir:            getenv("MAILDIR"),
+		SummarySchedule:    getenv("SUMMARY_SCHEDULE"),
+		CORSOrigins:        splitList(getenv("CORS_ORIGINS"), ","),
+		AllowedHosts:       splitList(getenv("ALLOWED_HOSTS"), ","),
+		PDFFontDir:         getenv("PDF_FONT_DIR"),
+		HeaderTimeout:      5 * time.Second,
+		RequestGrace:       10 * time.Second,
+		JobGrace:           5 * time.Second,
+		OutboundTimeout:    60 * time.Second,
+		OutboundRetryDelay: 500 * time.Millisecond,
 	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
@@ -96,8 +98,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
-	// "1" or "TRUE" too are refused: what opens private content to every reader is spelt one way.
-	if v := getenv("TRACKER_INCLUDE_PRIVATE"); v != "" && v != "true" && v != "false" {
+	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
+	case "true":
+		cfg.TrackerIncludePrivate = true
+	case "", "false":
+	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
 	return cfg, nil
@@ -117,19 +122,20 @@ func summaryConfigGaps(cfg config) (tracker, email []string) {
 // logReadiness tells the operator at start-up whether each summary can run, and if not
 // why (a failed job shows only in the log), and whether the API is open to all.
 func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
-	summary := func(kind string, template func(config) (string, error), missing []string) {
+	report := func(kind string, template func(config) (string, error), missing []string) {
 		if _, err := template(cfg); err != nil {
 			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", err)
 		} else if len(missing) == 0 {
 			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
 		}
 		if len(missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind, "missing", strings.Join(missing, ", "))
+			log.Warn("summaries cannot run until configured", "kind", kind,
+				"missing", strings.Join(missing, ", "))
 		}
 	}
 	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	summary(trackerJob, trackerTemplate, trackerGaps)
-	summary(emailJob, emailTemplate, emailGaps)
+	report(trackerJob, trackerTemplate, trackerGaps)
+	report(emailJob, emailTemplate, emailGaps)
 	if cfg.APIToken != "" {
 		return
 	}
@@ -142,6 +148,7 @@ func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
 	}
 }
 
+// splitList splits a configured list, dropping blanks around and between items.
 func splitList(s, sep string) []string {
 	items := strings.Split(s, sep)
 	for i, item := range items {
@@ -176,9 +183,10 @@ func checkTZ(tz string) error {
 		return err
 	}
 	data, err := os.ReadFile(tz)
-	if err == nil {
-		_, err = time.LoadLocationFromTZData(tz, data)
+	if err != nil {
+		return err
 	}
+	_, err = time.LoadLocationFromTZData(tz, data)
 	return err
 }
 
@@ -189,13 +197,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch {
 	case len(args) == 2 && args[0] == "backup":
 		// DATABASE_PATH alone: a typo in another setting must not stop the nightly copy.
-		size, err := Backup(ctx, cfg.DatabasePath, args[1])
-		if err != nil {
-			return fmt.Errorf("backup of %s: %w", cfg.DatabasePath, err)
-		}
-		_, err = fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
-			cfg.DatabasePath, args[1], size)
-		return err
+		return backup(ctx, cfg.DatabasePath, args[1], stdout)
 	case err != nil:
 		return err
 	case (len(args) == 2 || len(args) == 3) && args[0] == "prompt":
@@ -244,8 +246,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = "usage: formsvc (serve, configured by environment variables: see README.md), " +
 	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
 
+// backup writes a copy of the database at path to dest (formsvc backup DEST). The line
+// on stdout is a courtesy: failing to write it (cron closed stdout) does not fail the backup.
+func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
+	size, err := Backup(ctx, path, dest)
+	if err != nil {
+		return fmt.Errorf("backup of %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
+		path, dest, size)
+	return nil
+}
+
 // printPrompt writes the prompt the job of kind would send on the day given (today if none),
-// private content kept back, and sends nothing: what leaves is read before the first run.
+// private content kept back, and sends nothing: what would leave can be read before the
+// first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	var prompt, nothing string
@@ -427,6 +442,7 @@ func (s *server) routes() map[string]handlerFunc {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// handle adapts a handlerFunc to net/http.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -600,7 +616,7 @@ func (s *server) readBody(next http.Handler) http.Handler {
 			}
 			defer release()
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-			if errors.As(err, new(*http.MaxBytesError)) {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				return errBodyTooLarge
 			}
 			if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
@@ -629,12 +645,18 @@ func (s *server) queued(h handlerFunc) handlerFunc {
 
 // routeMethods lists the methods the route of r's path serves, if any.
 func (s *server) routeMethods(r *http.Request) []string {
-	return slices.DeleteFunc([]string{"GET", "HEAD", "POST", "PUT", "DELETE"}, func(m string) bool {
+	var methods []string
+	for _, m := range []string{
+		http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+	} {
 		probe := *r
 		probe.Method = m
-		_, pattern := s.mux.Handler(&probe)
-		return pattern == "/" || pattern == "" // no route, or the catch-all
-	})
+		// "" is no route and "/" the catch-all (handleNoRoute itself).
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			methods = append(methods, m)
+		}
+	}
+	return methods
 }
 
 // handleNoRoute replies to what no pattern matched, in JSON where the mux writes text:
@@ -720,9 +742,13 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 // handleHealth tells a monitor what clients meet; after a refused write it probes with one
 // of its own, to turn 200 again with no client writing (a balancer may have taken it out).
 func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	probeFailed := s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil
-	if reason := s.store.WriteRefusal(); probeFailed && reason != "" {
-		return &apiError{status: http.StatusServiceUnavailable, msg: "Database refuses writes: " + reason}
+	if s.store.WriteRefusal() != "" && s.store.ProbeWrite(r.Context()) != nil {
+		// Read again: the probe's failure may be another's (a cancelled request, not a
+		// refusal), and a client's write may have gone through since.
+		if reason := s.store.WriteRefusal(); reason != "" {
+			msg := "Database refuses writes: " + reason
+			return &apiError{status: http.StatusServiceUnavailable, msg: msg}
+		}
 	}
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.Error("health check", "err", err)
@@ -754,23 +780,38 @@ type pagedWriter struct {
 	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	sep    byte // what nextItem writes: '[' before the first item, then ','
+	items  int // begun by nextItem
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK, sep: '[',
+	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
 		header: http.Header{"Content-Type": {jsonType}}}
 }
 
-// nextItem begins the next item of the JSON array the body is, which the caller then
-// writes into buf; endArray closes the array, an empty one too, and sends the rest.
+// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
+// closes the array, an empty one too, and sends the rest.
+func (p *pagedWriter) arrayItem(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode list item %d: %w", p.items, err)
+	}
+	p.nextItem()
+	p.buf.Write(b)
+	return nil
+}
+
+// nextItem begins the next item of the array, which the caller then writes into buf.
 func (p *pagedWriter) nextItem() {
-	p.buf.WriteByte(p.sep)
-	p.sep = ','
+	if p.items == 0 {
+		p.buf.WriteByte('[')
+	} else {
+		p.buf.WriteByte(',')
+	}
+	p.items++
 }
 
 func (p *pagedWriter) endArray() error {
-	if p.sep == '[' { // no item
+	if p.items == 0 {
 		p.buf.WriteByte('[')
 	}
 	p.buf.WriteString("]\n")
@@ -808,8 +849,10 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// apiError is the service's one error type, as wtf's Error: status is the reply's (0: a
-// failure of ours, a 500 whose cause is logged), msg what the client reads, err the cause.
+// apiError is the service's one error type, as wtf's Error: status is the reply's, msg what
+// the client reads, err the cause. Status 0 is a failure of ours: a 500 whose cause is
+// logged, never shown. A 500 set explicitly is a form rule broken (rejected, docs/SPEC.md
+// §7): the client reads why, and nothing is logged.
 type apiError struct {
 	status int
 	msg    string
@@ -828,7 +871,9 @@ func (e *apiError) Error() string {
 func (e *apiError) Unwrap() error { return e.err }
 
 // invalid is the 400 of a request that breaks one of the API's rules.
-func invalid(msg string) error { return &apiError{status: http.StatusBadRequest, msg: msg} }
+func invalid(msg string) error {
+	return &apiError{status: http.StatusBadRequest, msg: msg}
+}
 
 // rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
 func rejected(msg string) error {
@@ -840,15 +885,19 @@ const internalError = "Internal server error"
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
-	// errNotFound is the store's; during makes it SPEC.md §7's "update form 7: Record not found".
+	// errNotFound is the store's error for a record that does not exist; during gives it
+	// docs/SPEC.md §7's words: "update form 7: Record not found".
 	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
-	errBodyTooLarge = &apiError{status: http.StatusRequestEntityTooLarge,
-		msg: "Request body too large"}
+	errBodyTooLarge = &apiError{
+		status: http.StatusRequestEntityTooLarge,
+		msg:    "Request body too large",
+	}
 )
 
 // during names the operation err happened in (SPEC.md §7's <context>): a failure of ours
 // reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
-// "Failed to create form: Field label is required"; the client's own keep their message.
+// "Failed to create form: Field label is required", a missing record "update form 7: Record
+// not found"; the client's own keep their message.
 func during(op string, err error) error {
 	ae, ok := errors.AsType[*apiError](err)
 	switch {
@@ -892,7 +941,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.status == 0 && ae.err != nil:
+	case ae.status == 0 && ae.err != nil: // a failure of ours; not rejected's explicit 500
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))

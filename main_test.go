@@ -688,3 +688,26 @@ func TestPromptCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupStdoutClosed: a backup that succeeded succeeds though its line cannot be
+// written (cron closed stdout); the copy is there.
+func TestBackupStdoutClosed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dbPath, dest := filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	stdout, err := os.Open(os.DevNull) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	getenv := func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }
+	err = run(context.Background(), []string{"backup", dest}, getenv, stdout, &syncBuffer{})
+	if _, statErr := os.Stat(dest); err != nil || statErr != nil {
+		t.Errorf("backup with stdout closed = %v (copy: %v), want nil and a copy", err, statErr)
+	}
+}

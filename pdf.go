@@ -52,14 +52,20 @@ const (
 
 // Bounds of a document, so that its cost follows its input (docs/DESIGN.md, PDF).
 const (
-	pdfMaxPages   = 1000             // far beyond any real form (hundreds of fields: tens of pages)
-	pdfNameBudget = 2000             // letters of the names printed per document (about 80 emoji)
+	pdfMaxPages = 1000 // far beyond any real form (hundreds of fields: tens of pages)
+	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
+	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
+	pdfNameBudget = 2000
 	pdfMaxLines   = pdfMaxPages * 60 // more than pdfMaxPages pages hold
 )
 
 // The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
-var pdfFonts = map[string][]byte{"GoBold": gobold.TTF, "GoMedium": gomedium.TTF,
-	"GoItalic": goitalic.TTF, "GoRegular": goregular.TTF}
+var pdfFonts = map[string][]byte{
+	"GoBold":    gobold.TTF,
+	"GoMedium":  gomedium.TTF,
+	"GoItalic":  goitalic.TTF,
+	"GoRegular": goregular.TTF,
+}
 
 var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
 	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
@@ -119,7 +125,11 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 	for _, c := range form.Categories {
 		fields := make([]fieldBlock, len(c.Fields))
 		for i, fd := range c.Fields {
-			fields[i] = l.layoutField(fd, *cmp.Or(values[fd.ID], new("")))
+			value := ""
+			if v := values[fd.ID]; v != nil {
+				value = *v
+			}
+			fields[i] = l.layoutField(fd, value)
 		}
 		if c.Name != "" {
 			heading := l.paragraph("GoBold", 14, c.Name, 0, false)
@@ -141,7 +151,10 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			return l.err // past pdfMaxPages: the rest would not be drawn
 		}
 	}
-	return l.pdf.Output(buf)
+	if err := l.pdf.Output(buf); err != nil {
+		return fmt.Errorf("pdf output: %w", err)
+	}
+	return nil
 }
 
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
@@ -156,8 +169,12 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetLineWidth(1)
-	files, drawnFrom := map[string][]byte{}, map[string]*fontFile{}
-	return &pdfLayout{pdf: pdf, fonts: fonts, files: files, drawnFrom: drawnFrom}
+	return &pdfLayout{
+		pdf:       pdf,
+		fonts:     fonts,
+		files:     map[string][]byte{},
+		drawnFrom: map[string]*fontFile{},
+	}
 }
 
 // utf16BE is s as a PDF text string (fpdf's own conversion is wrong above U+FFFF).
@@ -229,6 +246,8 @@ type pdfLayout struct {
 	names     int                  // letters of character names printed
 	font      string               // the font selected (setFont), and its size
 	size      float64
+	at        []float64 // drawLine's, kept for the next line
+	pos       []int
 	err       error // errPDFTooLong once a page past the bound was asked for
 }
 
@@ -272,8 +291,8 @@ func (l *pdfLayout) keepTogether(height float64) {
 // paragraph lays out text of one font and size over the content width, a line at least for
 // each of its lines, text without letters at level (1: right to left). A framed one (a
 // textarea's value) keeps its newlines, lies inside the padding, has no lines when empty.
-func (l *pdfLayout) paragraph(font string, size float64, s string, level int8,
-	framed bool) paragraph {
+func (l *pdfLayout) paragraph(font string, size float64,
+	s string, level int8, framed bool) paragraph {
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
@@ -376,7 +395,8 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 	}
 	levels, paraLevel := bidiLevels(rs, level)
 	for i := range gs {
-		gs[i].level, gs[i].font = levels[i], l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
+		gs[i].level = levels[i]
+		gs[i].font = l.face(gs[i].font, winAnsiByte(gs[i].r) == 0)
 		r := gs[i].r
 		if r == softHyphen {
 			r = '-' // its width where it prints
@@ -489,7 +509,7 @@ func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
 		return g
 	}
 	letter, kind := typed[g.src], g.r-form.first
-	variant := f.family + [4]string{"", "fina", "init", "medi"}[kind]
+	variant := f.family + joinedKinds[kind]
 	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
 		g.r = letter
 	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
@@ -524,8 +544,10 @@ var arabicForms = map[rune]arabicForm{
 	0x06D2: {0xFBAE, 2},
 }
 
-// joinedForms give, for the final, initial and medial forms, the form whose glyph each
-// letter takes in a font's variant for that form.
+// joinedKinds name a font's variants for the final, initial and medial forms;
+// joinedForms give, for each, the form whose glyph each letter takes.
+var joinedKinds = [4]string{"", "fina", "init", "medi"}
+
 var joinedForms = func() (forms [4]map[rune]rune) {
 	for kind := range rune(4) {
 		forms[kind] = map[rune]rune{}
@@ -593,7 +615,8 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 	for i := range gs {
 		box, ok := l.markBox(gs[i])
 		if !ok {
-			base, stackTop, widened = i, 0, l.widenForFrame(gs, i, size)
+			base, stackTop = i, 0
+			widened = l.widenForFrame(gs, i, size)
 			continue
 		}
 		if base < 0 || gs[i].w != 0 {
@@ -637,8 +660,13 @@ func (l *pdfLayout) widenForFrame(gs []glyph, b int, size float64) bool {
 // markBox is the ink box of a mark with no advance of its own, in em, y up.
 type markBox struct{ minX, maxX, bottom, top float64 }
 
+// markBox measures a glyph's font only for a mark: a CJK font takes a second to measure.
 func (l *pdfLayout) markBox(g glyph) (markBox, bool) {
-	box, ok := l.drawnFrom[g.font].measured().marks[g.r]
+	f := l.drawnFrom[g.font]
+	if f == nil || !unicode.In(g.r, unicode.Mn, unicode.Me) {
+		return markBox{}, false
+	}
+	box, ok := f.measured().marks[g.r]
 	return box, ok
 }
 
@@ -728,16 +756,20 @@ func (l *pdfLayout) drawLine(line textLine, x, y, size float64) {
 	for i, g := range gs {
 		levels[i] = g.level
 	}
-	at, pos := make([]float64, len(gs)), make([]int, len(gs))
+	l.at = slices.Grow(l.at[:0], len(gs))[:len(gs)]
+	l.pos = slices.Grow(l.pos[:0], len(gs))[:len(gs)]
 	for v, i := range visualOrder(levels) {
-		at[i], pos[i] = x, v
+		l.at[i], l.pos[i] = x, v
 		x += gs[i].w
 	}
-	for i, n := 0, 1; i < len(gs); i, n = i+n, 1 {
-		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font && pos[i+n] == pos[i]+n {
+	for i := 0; i < len(gs); {
+		n := 1
+		for i+n < len(gs) && !ownCell(gs[i]) && !ownCell(gs[i+n]) && gs[i+n].font == gs[i].font &&
+			l.pos[i+n] == l.pos[i]+n {
 			n++
 		}
-		l.drawCell(gs[i:i+n], line.typed, at[i], y, size)
+		l.drawCell(gs[i:i+n], line.typed, l.at[i], y, size)
+		i += n
 	}
 }
 
@@ -851,9 +883,12 @@ func newFontIndex(dirs []string) *fontIndex {
 			for i := 2; ix.byName[family] != nil; i++ {
 				family = fmt.Sprintf("%s%d", name, i)
 			}
-			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "".
-			m := fontStyleName.FindStringSubmatch(strings.ToLower(name))
-			f := &fontFile{path: p, family: family, stem: filepath.Join(filepath.Dir(p), m[1])}
+			// NotoSansThai-Bold.ttf is notosansthai, bold; NanumGothic.ttf is nanumgothic, "";
+			// Foo-Bar.ttf is foo-bar, not FooBar-Bold.ttf's foobar.
+			base := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+			m := fontStyleName.FindStringSubmatch(strings.ToLower(base))
+			stem := filepath.Join(filepath.Dir(p), strings.TrimRight(m[1], "-_ "))
+			f := &fontFile{path: p, family: family, stem: stem}
 			ix.fallbacks, ix.byName[family] = append(ix.fallbacks, f), f
 			style := strings.TrimSuffix(m[2], "regular")
 			if key := [2]string{f.stem, style}; ix.faces[key] == nil {
@@ -886,14 +921,17 @@ func (ix *fontIndex) styled(f *fontFile, family string, r rune) *fontFile {
 // (Korean, with fewer ideographs); then other regular faces; the styled faces last.
 func fallbackRank(path string) int {
 	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	if styledFontName.MatchString(name) {
+	switch {
+	case styledFontName.MatchString(name):
 		return 5
-	}
-	prefixes := []string{"notosans", "droidsansfallback", "nanumgothic", "noto", "dejavusans"}
-	for rank, prefix := range prefixes {
-		if strings.HasPrefix(name, prefix) {
-			return min(rank, 3) // other Noto and DejaVu Sans share a rank
-		}
+	case strings.HasPrefix(name, "notosans"):
+		return 0
+	case name == "droidsansfallbackfull" || name == "droidsansfallback":
+		return 1
+	case strings.HasPrefix(name, "nanumgothic"):
+		return 2
+	case strings.HasPrefix(name, "noto"), strings.HasPrefix(name, "dejavusans"):
+		return 3
 	}
 	return 4
 }
@@ -1080,7 +1118,7 @@ func winAnsiByte(r rune) byte {
 // character is beyond it (wide) or its UTF-8 face is in already (fewer text operations).
 func (l *pdfLayout) face(font string, wide bool) string {
 	f := l.drawnFrom[font]
-	if f.ttf == nil || !wide && l.files[f.unicode] == nil {
+	if f == nil || f.ttf == nil || !wide && l.files[f.unicode] == nil {
 		return font
 	}
 	if l.files[f.unicode] == nil {
@@ -1124,8 +1162,9 @@ func withCmap(ttf []byte, glyphOf map[rune]rune) ([]byte, error) {
 	codes, deltas = u16(codes, 0xFFFF), u16(deltas, 1) // the closing segment, to glyph 0
 	n := len(codes) / 2
 	e := bits.Len(uint(n)) - 1                           // 2^e: the largest power of two ≤ n
+	searchRange := 2 << e                                // 2 × 2^e
 	table := []byte{0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12} // version, a subtable: Windows, Unicode, at 12
-	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, 2 << e, e, 2*n - 2<<e} {
+	for _, v := range []int{4, 16 + 8*n, 0, 2 * n, searchRange, e, 2*n - searchRange} {
 		table = u16(table, uint16(v)) // format, length, language, segments×2, search range ...
 	}
 	// End codes, a reserved 0, start codes (the same), deltas, no range offsets.
@@ -1242,10 +1281,13 @@ func resolveWeak(types []bidi.Class, sos bidi.Class) {
 	}
 	// W5: terminators (%, $, °) next to European numbers are numbers, before them and after.
 	for i, t := range types {
-		for j := i - 1; t == bidi.EN && j >= 0 && types[j] == bidi.ET; j-- {
+		if t != bidi.EN {
+			continue
+		}
+		for j := i - 1; j >= 0 && types[j] == bidi.ET; j-- {
 			types[j] = bidi.EN
 		}
-		for j := i + 1; t == bidi.EN && j < len(types) && types[j] == bidi.ET; j++ {
+		for j := i + 1; j < len(types) && types[j] == bidi.ET; j++ {
 			types[j] = bidi.EN
 		}
 	}
@@ -1276,7 +1318,8 @@ func strongDir(t bidi.Class) bidi.Class {
 	return bidi.ON
 }
 
-// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it).
+// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it):
+// ReverseString mirrors a paired bracket.
 func bracketPartner(r rune) rune { return []rune(bidi.ReverseString(string(r)))[0] }
 
 // mirrorOf maps each character drawn mirrored in right-to-left text (L4), the paired
@@ -1290,6 +1333,9 @@ var mirrorOf = func() map[rune]rune {
 	}
 	return mirror
 }()
+
+// canonicalBracket maps the brackets with a canonical decomposition to it (BD16).
+var canonicalBracket = map[rune]rune{'\u2329': '\u3008', '\u232A': '\u3009'}
 
 // bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
 // equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
@@ -1307,9 +1353,10 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 			stack = append(stack, i)
 			continue
 		}
-		opener := norm.NFC.String(string(bracketPartner(r)))
+		opener := mirrorOf[r] // a paired bracket's partner
+		opener = cmp.Or(canonicalBracket[opener], opener)
 		for k := len(stack) - 1; k >= 0; k-- {
-			if norm.NFC.String(string(rs[stack[k]])) == opener {
+			if o := rs[stack[k]]; cmp.Or(canonicalBracket[o], o) == opener {
 				pairs, stack = append(pairs, [2]int{stack[k], i}), stack[:k]
 				break
 			}

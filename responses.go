@@ -132,7 +132,8 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // eachResponse reads a form's responses a page at a time, has write put each into out,
 // and sends each page. A page is read and written in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
-func (s *server) eachResponse(ctx context.Context, formID int64, fields []*ListedField, out *pagedWriter, write func(Response)) error {
+func (s *server) eachResponse(ctx context.Context, formID int64, fields []*ListedField,
+	out *pagedWriter, write func(Response)) error {
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err == nil {

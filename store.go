@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -24,8 +23,9 @@ import (
 )
 
 // migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
-// migrations[n:] at start, so a released entry is never edited. Timestamps are TEXT in
-// toISOString() form (UTC, milliseconds), which sorts in time order.
+// migrations[n:] at start. A released entry is never edited; a change is a new entry at
+// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
+// form (UTC, milliseconds), which sorts in time order.
 var migrations = []string{
 	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
 	// then (user_version 0, every table present) take this step unchanged.
@@ -141,10 +141,11 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	version := 0 // a database not there yet
 	if _, err := os.Stat(path); err == nil {
 		db, err := openReadOnly(path)
-		if err == nil {
-			err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
-			db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read schema version: %w", err)
 		}
+		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read schema version: %w", err)
 		}
@@ -167,7 +168,8 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
-	// Each migration and its version commit together: a crash leaves the one or the other.
+	// Each migration commits with its version: a crash leaves the database at the version
+	// before or after it, never between.
 	for v := version + 1; v <= len(migrations); v++ {
 		// PRAGMA takes no parameters; v is this program's own counter, never input.
 		script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
@@ -231,7 +233,7 @@ func (s *Store) noteWrite(err error) error {
 // exec runs one write statement on its own, its error wrapped with what.
 func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
 	_, err := s.write.ExecContext(ctx, query, args...)
-	if err := s.noteWrite(err); err != nil {
+	if err = s.noteWrite(err); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -242,16 +244,22 @@ func (s *Store) exec(ctx context.Context, what, query string, args ...any) error
 // control characters are refused), inserted and deleted in one transaction.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?);
-			 DELETE FROM settings WHERE key = ?`,
-			"\x00probe", strings.Repeat(" ", 8<<10), "\x00probe")
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)`,
+			"\x00probe", strings.Repeat(" ", 8<<10))
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, "\x00probe")
 		return err
 	})
 }
 
 // WriteRefusal is why the database refused the last write that reached it; "" if it took it.
 func (s *Store) WriteRefusal() string {
-	return *cmp.Or(s.refused.Load(), new(""))
+	if reason := s.refused.Load(); reason != nil {
+		return *reason
+	}
+	return ""
 }
 
 // Close closes both pools.
@@ -277,10 +285,11 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
 	defer tmp.Close()
 	db, err := openReadOnly(path)
-	if err == nil {
-		_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
-		db.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy database: %w", err)
 	}
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
+	db.Close()
 	if err != nil {
 		return 0, fmt.Errorf("copy database: %w", err)
 	}
@@ -288,13 +297,13 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 		return 0, err
 	}
 	info, err := tmp.Stat()
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err == nil {
-		err = os.Link(tmp.Name(), dest)
-	}
 	if err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return 0, fmt.Errorf("backup destination: %w", err)
+	}
+	if err := os.Link(tmp.Name(), dest); err != nil {
 		return 0, fmt.Errorf("backup destination: %w", err)
 	}
 	if dir, err := os.Open(filepath.Dir(dest)); err == nil { // the new name survives a crash
@@ -431,6 +440,7 @@ func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 		}
 		s.forms.put(id, gen, f)
 	}
+	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
@@ -537,8 +547,13 @@ func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
 type jsonColumn struct{ to any }
 
 func (c jsonColumn) Scan(src any) error {
-	text, _ := src.(string) // go-sqlite3 gives TEXT as a string; a NULL fails to decode
-	return json.Unmarshal([]byte(text), c.to)
+	switch src := src.(type) {
+	case string: // go-sqlite3 gives TEXT as a string
+		return json.Unmarshal([]byte(src), c.to)
+	case []byte:
+		return json.Unmarshal(src, c.to)
+	}
+	return fmt.Errorf("JSON column: got %T", src)
 }
 
 // CreateForm stores a form with its categories and fields as one unit.
@@ -567,11 +582,12 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 			`DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
 			 DELETE FROM categories WHERE formId = ?`, id, id)
-		if err == nil {
-			err = tx.QueryRowContext(ctx,
-				`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
-				f.Title, f.Description, id).Scan(&f.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("delete the old fields: %w", err)
 		}
+		err = tx.QueryRowContext(ctx,
+			`UPDATE forms SET title = ?, description = ? WHERE id = ? RETURNING createdAt`,
+			f.Title, f.Description, id).Scan(&f.CreatedAt)
 		if err != nil {
 			return queryError("update form", err)
 		}
@@ -688,7 +704,7 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 	fields := []*ListedField{}
 	for _, c := range form.Categories {
 		for _, f := range c.Fields {
-			fields = append(fields, &ListedField{f, len(fields)})
+			fields = append(fields, &ListedField{Field: f, position: len(fields)})
 		}
 	}
 	return form.Title, fields, nil
@@ -717,8 +733,13 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 	}
 	defer rows.Close()
 	list := []Response{}
-	size := 0 // bytes of the values read
-	for size <= listPageBytes && rows.Next() {
+	size := 0    // bytes of the values read
+	cut := false // the page stopped at listPageBytes
+	for rows.Next() {
+		if size > listPageBytes {
+			cut = true
+			break
+		}
 		var r Response
 		var packed sql.NullString // NULL for a response without values
 		if err := rows.Scan(&r.ID, &r.SubmittedAt, &packed); err != nil {
@@ -729,7 +750,6 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 		size += n
 		list = append(list, r)
 	}
-	cut := size > listPageBytes && rows.Next() // stopped at listPageBytes, with more to come
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list responses: %w", err)
 	}
@@ -787,8 +807,10 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 // Setting returns the value stored under key, or "" when there is none.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var value string
-	err := s.read.QueryRowContext(ctx,
-		`SELECT ifnull((SELECT value FROM settings WHERE key = ?), '')`, key).Scan(&value)
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("read setting: %w", err)
 	}

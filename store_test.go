@@ -830,3 +830,19 @@ func TestStoreErrorsReachTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONColumnScan: a JSON column scans from TEXT as a string or as bytes; any other
+// value is an error that names its type.
+func TestJSONColumnScan(t *testing.T) {
+	t.Parallel()
+	for _, src := range []any{`{"a":1}`, []byte(`{"a":1}`)} {
+		var got map[string]int
+		if err := (jsonColumn{&got}).Scan(src); err != nil || got["a"] != 1 {
+			t.Errorf("Scan(%T) = %v, %v; want a: 1", src, err, got)
+		}
+	}
+	var got map[string]int
+	if err := (jsonColumn{&got}).Scan(nil); err == nil || err.Error() != "JSON column: got <nil>" {
+		t.Errorf("Scan(nil) = %v, want JSON column: got <nil>", err)
+	}
+}
