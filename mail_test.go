@@ -303,25 +303,6 @@ func TestMIMEDepthLinear(t *testing.T) {
 	}
 }
 
-// TestStrayHeaderLinesLinear: a 25 MiB header of fields each followed by two lines that are
-// no field (a Received: continued unindented, say) is read in time linear in its size.
-func TestStrayHeaderLinesLinear(t *testing.T) {
-	var sb strings.Builder
-	sb.WriteString("From: a@example.com\r\n")
-	for sb.Len() < maxEmailFileBytes {
-		sb.WriteString("X-Field: value\r\n" + strings.Repeat("a line that is no field, as a base64 line\r\n", 2))
-	}
-	sb.WriteString("Subject: last\r\n\r\nbody\r\n")
-	start := time.Now()
-	got, err := parseEmail([]byte(sb.String()), time.Time{}, slog.New(slog.DiscardHandler))
-	if err != nil || got.Subject != "last" || got.Body != "body" {
-		t.Errorf("got subject %q body %q, %v; want last, body", got.Subject, got.Body, err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("a 25 MiB header of stray lines took %s", d)
-	}
-}
-
 // TestMaildirCostsItsPrompt: messages are offered newest delivered first, and once the
 // prompt is full no other file is opened; a cancelled context ends the read before the
 // next file.
