@@ -219,7 +219,7 @@ func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
 	}
 }
 
-// TestRecoverPanics alone: a panic before any byte is a JSON 500 and a log line; after
+// TestRecoverPanics alone: a panic before any byte is a JSON 500 and one error line; after
 // bytes are out, the connection is aborted.
 func TestRecoverPanics(t *testing.T) {
 	t.Parallel()
@@ -232,6 +232,9 @@ func TestRecoverPanics(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "panic=boom") || !strings.Contains(logs.String(), "status=500") {
 		t.Errorf("log:\n%s", logs)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 { // the panic's line, once
+		t.Errorf("a panic logged %d error lines:\n%s", n, logs)
 	}
 	after := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "[")
