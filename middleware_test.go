@@ -535,10 +535,25 @@ func TestCORS(t *testing.T) {
 	}
 }
 
-func TestCORSOriginsConfig(t *testing.T) {
-	cfg := testConfig(t, map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "})
-	if want := []string{"https://a.example", "https://b.example:8443"}; !slices.Equal(cfg.CORSOrigins, want) {
-		t.Errorf("CORSOrigins = %q, want %q", cfg.CORSOrigins, want)
+// TestListConfig: CORS_ORIGINS and ALLOWED_HOSTS are lists split at commas, each item
+// trimmed and the empty ones dropped.
+func TestListConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		got         func(config) []string
+		want        []string
+	}{
+		{"CORS_ORIGINS", " https://a.example , https://b.example:8443,, ",
+			func(c config) []string { return c.CORSOrigins },
+			[]string{"https://a.example", "https://b.example:8443"}},
+		{"ALLOWED_HOSTS", "forms.example.com, wiki.example.com ,,",
+			func(c config) []string { return c.AllowedHosts },
+			[]string{"forms.example.com", "wiki.example.com"}},
+	} {
+		cfg := testConfig(t, map[string]string{tc.name: tc.value})
+		if got := tc.got(cfg); !slices.Equal(got, tc.want) {
+			t.Errorf("%s=%q: %q, want %q", tc.name, tc.value, got, tc.want)
+		}
 	}
 }
 
