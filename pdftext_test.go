@@ -586,7 +586,8 @@ func TestFontMapsCounted(t *testing.T) {
 	}
 	for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
 		if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
-			binary.BigEndian.PutUint16(ttf[binary.BigEndian.Uint32(rec[8:])+6:], 0) // Windows symbol
+			table := binary.BigEndian.Uint32(rec[8:])
+			binary.BigEndian.PutUint16(ttf[table+6:], 0) // its one map: Windows symbol
 		}
 	}
 	if (&fontFile{family: "T", ttf: ttf}).covers('\u0915') {
