@@ -106,6 +106,7 @@ func TestBreakLines(t *testing.T) {
 		{"東京「大阪」", 3, []string{"東京", "「大", "阪」"}},
 		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
 		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
+		{"end\u00AD", 6, []string{"end"}},            // not at the end of the text
 		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
 		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
 		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long

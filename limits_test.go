@@ -599,7 +599,8 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 }
 
 // TestDocumentedLimits reads each number of docs/DESIGN.md's "Limits" table (and the
-// shutdown grace, the PDF's name budget and the busy timeout it states elsewhere)
+// shutdown grace, the PDF's name budget, the busy timeout, the outbound timeout and the
+// size of the health check's write it states elsewhere)
 // literally, and compares it with the value the service runs with; the fields limit is
 // also tried at the documented number and one past it.
 func TestDocumentedLimits(t *testing.T) {
@@ -627,6 +628,21 @@ func TestDocumentedLimits(t *testing.T) {
 	hs := newHTTPServer(e.srv.cfg, nil, e.srv.log)
 	var busy int
 	if err := e.store.write.QueryRow("PRAGMA busy_timeout").Scan(&busy); err != nil {
+		t.Fatal(err)
+	}
+	// The size of the write /healthz tries, as a trigger on settings sees it.
+	var probe int
+	_, err = e.store.write.Exec(`CREATE TABLE probes (key TEXT, size INTEGER);
+		CREATE TRIGGER probe AFTER INSERT ON settings
+		BEGIN INSERT INTO probes VALUES (NEW.key, length(NEW.value)); END`)
+	if err == nil {
+		err = e.store.ProbeWrite(context.Background())
+	}
+	if err == nil {
+		row := e.store.write.QueryRow(`SELECT size FROM probes WHERE key = ?`, "\x00probe")
+		err = row.Scan(&probe)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -662,6 +678,8 @@ func TestDocumentedLimits(t *testing.T) {
 				secs(hs.IdleTimeout)}},
 		{`\((\d+ s): the single writer waits them out\)`,
 			[]string{secs(time.Duration(busy) * time.Millisecond)}},
+		{`Outbound calls time out \((\d+ s)\)`, []string{secs(e.srv.cfg.OutboundTimeout)}},
+		{`/healthz` + "`" + ` itself tries a write \((\d+ KiB) inserted`, []string{size(probe)}},
 	} {
 		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
 		if m == nil {

@@ -219,7 +219,7 @@ func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
 	}
 }
 
-// TestRecoverPanics alone: a panic before any byte is a JSON 500 and a log line; after
+// TestRecoverPanics alone: a panic before any byte is a JSON 500 and one error line; after
 // bytes are out, the connection is aborted.
 func TestRecoverPanics(t *testing.T) {
 	t.Parallel()
@@ -232,6 +232,9 @@ func TestRecoverPanics(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "panic=boom") || !strings.Contains(logs.String(), "status=500") {
 		t.Errorf("log:\n%s", logs)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 { // the panic's line, once
+		t.Errorf("a panic logged %d error lines:\n%s", n, logs)
 	}
 	after := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "[")
@@ -532,10 +535,25 @@ func TestCORS(t *testing.T) {
 	}
 }
 
-func TestCORSOriginsConfig(t *testing.T) {
-	cfg := testConfig(t, map[string]string{"CORS_ORIGINS": " https://a.example , https://b.example:8443,, "})
-	if want := []string{"https://a.example", "https://b.example:8443"}; !slices.Equal(cfg.CORSOrigins, want) {
-		t.Errorf("CORSOrigins = %q, want %q", cfg.CORSOrigins, want)
+// TestListConfig: CORS_ORIGINS and ALLOWED_HOSTS are lists split at commas, each item
+// trimmed and the empty ones dropped.
+func TestListConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		got         func(config) []string
+		want        []string
+	}{
+		{"CORS_ORIGINS", " https://a.example , https://b.example:8443,, ",
+			func(c config) []string { return c.CORSOrigins },
+			[]string{"https://a.example", "https://b.example:8443"}},
+		{"ALLOWED_HOSTS", "forms.example.com, wiki.example.com ,,",
+			func(c config) []string { return c.AllowedHosts },
+			[]string{"forms.example.com", "wiki.example.com"}},
+	} {
+		cfg := testConfig(t, map[string]string{tc.name: tc.value})
+		if got := tc.got(cfg); !slices.Equal(got, tc.want) {
+			t.Errorf("%s=%q: %q, want %q", tc.name, tc.value, got, tc.want)
+		}
 	}
 }
 

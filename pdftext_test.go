@@ -624,3 +624,27 @@ func TestFallbackRank(t *testing.T) {
 		}
 	}
 }
+
+// TestFontMapsCounted: parse looks through the maps the cmap table lists, as many as its
+// header says and no more: a symbol font's format 4 map of many segments (whose bytes,
+// read as records, would run past the table) draws nothing.
+func TestFontMapsCounted(t *testing.T) {
+	t.Parallel()
+	chars := map[rune]rune{}
+	for i := range rune(16) {
+		chars['\u0915'+2*i] = 'A' // one segment each
+	}
+	ttf, err := withCmap(goregular.TTF, chars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
+		if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
+			table := binary.BigEndian.Uint32(rec[8:])
+			binary.BigEndian.PutUint16(ttf[table+6:], 0) // its one map: Windows symbol
+		}
+	}
+	if (&fontFile{family: "T", ttf: ttf}).covers('\u0915') {
+		t.Error("a symbol font's map draws क")
+	}
+}

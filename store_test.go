@@ -646,6 +646,34 @@ func TestBackupLeavesOnlyTheCopy(t *testing.T) {
 	}
 }
 
+// TestBackupClosesTheSource: a backup closes what it opened of the database: once it
+// returns, the process holds no file of the source open (a service's CLI backup or a
+// caller in a loop would otherwise leak a connection each time).
+func TestBackupClosesTheSource(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("open files are read from /proc (Linux)")
+	}
+	path := filepath.Join(t.TempDir(), "forms.db")
+	store, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	dest := filepath.Join(t.TempDir(), "b.db")
+	if _, err := Backup(context.Background(), path, dest); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink("/proc/self/fd/" + fd.Name()); strings.HasPrefix(target, path) {
+			t.Errorf("after the backup, file descriptor %s still holds %s open", fd.Name(), target)
+		}
+	}
+}
+
 // TestBackupWritesNothingToTheSource: the backup reads the database read-only: of a
 // database left with commits in its WAL (a crashed service), the file and its WAL stay
 // as they were, where a read-write connection closing would checkpoint them.
