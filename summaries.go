@@ -430,11 +430,11 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary; it stores nothing.
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	text, err := s.trackerSummaryNow(r.Context())
-	if err != nil && !errors.As(err, new(*apiError)) { // missing configuration: its bare message
-		err = during("generate summary", err)
+	if _, ok := errors.AsType[*apiError](err); ok {
+		return err // missing configuration: its bare message
 	}
 	if err != nil {
-		return err
+		return during("generate summary", err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }

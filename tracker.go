@@ -229,8 +229,8 @@ var trackerRefusals = []struct {
 // trackerRefusal says what err means when it is a refusal of MantisBT: a 404 by its
 // reason or, without one, by MantisBT's own header; any other status by trackerRefusals.
 func trackerRefusal(err error, cfg config) string {
-	var se *statusError
-	if !errors.As(err, &se) {
+	se, ok := errors.AsType[*statusError](err)
+	if !ok {
 		return ""
 	}
 	if se.status == http.StatusNotFound {
