@@ -294,7 +294,8 @@ func (j *summaryJobs) start(name string, job func(ctx context.Context)) (started
 	old := j.running[name]
 	if j.ctx.Err() != nil || old != nil && j.now().Sub(old.started) < jobTimeout {
 		return false
-	} else if old != nil {
+	}
+	if old != nil {
 		old.cancel()
 	}
 	ctx, cancel := context.WithTimeout(j.ctx, jobTimeout)
