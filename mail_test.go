@@ -367,9 +367,7 @@ func BenchmarkEmailPromptBusyWindow(b *testing.B) {
 	for i := range 20_000 {
 		at := start.Add(time.Duration(i) * time.Second)
 		msg := maildirMessage(fmt.Sprint(i), at) + body + "\r\n"
-		if err := os.WriteFile(filepath.Join(dir, "cur", fmt.Sprintf("%d.M%dP1.host:2,S", at.Unix(), i)), []byte(msg), 0o600); err != nil {
-			b.Fatal(err)
-		}
+		writeFile(b, filepath.Join(dir, "cur", fmt.Sprintf("%d.M%dP1.host:2,S", at.Unix(), i)), msg)
 	}
 	log := slog.New(slog.DiscardHandler)
 	for b.Loop() {
@@ -702,22 +700,18 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 func BenchmarkMaildirWindow(b *testing.B) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	recent, full := newMaildir(b), newMaildir(b)
-	write := func(dir, name, content string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
 	for i := range 50 {
 		at := start.Add(time.Duration(i+1) * time.Hour)
 		msg := maildirMessage(fmt.Sprintf("new %d", i), at)
 		name := fmt.Sprintf("cur/%d.M%dP1.host,S=%d:2,S", at.Unix(), i, len(msg))
-		write(recent, name, msg)
-		write(full, name, msg)
+		writeFile(b, filepath.Join(recent, name), msg)
+		writeFile(b, filepath.Join(full, name), msg)
 	}
 	for i := range 100_000 {
 		at := start.Add(-time.Duration(i+1) * time.Minute)
 		msg := maildirMessage(fmt.Sprintf("old %d", i), at)
-		write(full, fmt.Sprintf("cur/%d.M%dP2.host,S=%d:2,S", at.Unix(), i, len(msg)), msg)
+		name := fmt.Sprintf("cur/%d.M%dP2.host,S=%d:2,S", at.Unix(), i, len(msg))
+		writeFile(b, filepath.Join(full, name), msg)
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	for _, bc := range []struct{ name, dir string }{{"50 new", recent}, {"100000 old + 50 new", full}} {
