@@ -75,10 +75,10 @@ func promptTemplate(file, variable, builtIn string) (string, error) {
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		err = &apiError{status: http.StatusInternalServerError, msg: "Prompt template not readable",
+		return "", &apiError{status: http.StatusInternalServerError, msg: "Prompt template not readable",
 			err: fmt.Errorf("%s: %w", variable, err)}
 	}
-	return string(data), err
+	return string(data), nil
 }
 
 // trackerPrompt is the prompt of the tracker summary of now's day, "" when the window holds

@@ -164,7 +164,7 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 	u := strings.TrimRight(cfg.TrackerEndpoint, "/") + "/issues?" + q.Encode()
 	body, header, err := callWithRetry(ctx, client, cfg, "tracker", http.MethodGet, u, cfg.TrackerKey, nil)
 	if meaning := trackerRefusal(err, cfg); meaning != "" {
-		err = fmt.Errorf("%s: %w", meaning, err)
+		return nil, fmt.Errorf("%s: %w", meaning, err)
 	}
 	if err != nil {
 		return nil, err
