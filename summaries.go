@@ -739,10 +739,11 @@ func (p *bodyPick) find(e mimeEntity, def, outer string, depth int) bool {
 	if len(parts) == 0 {
 		parts = splitMultipart(e.body, bodyDelimiter(e.body))
 	}
-	if text := e.decoded(); len(parts) == 0 {
+	if len(parts) == 0 {
 		// No boundary in the body: its text, where it is text and holds no delimiter
 		// line (MIME structure), as a mail program shows it rather than nothing.
-		ok := len(bytes.TrimSpace(text)) > 0 && readable(string(text)) && bodyDelimiter(text) == ""
+		body := e.decoded()
+		ok := len(bytes.TrimSpace(body)) > 0 && readable(string(body)) && bodyDelimiter(body) == ""
 		if ok {
 			*p = bodyPick{found: true, part: e, params: params, outer: outer}
 		}
