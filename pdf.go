@@ -1137,12 +1137,13 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 		return f != nil
 	}
 	variant, err := withCmap(l.files[family], glyphOf)
-	l.drawnFrom[name] = nil // tried
-	if err == nil {
-		l.pdf.AddUTF8FontFromBytes(name, "", variant)
-		l.drawnFrom[name] = l.drawnFrom[family]
+	if err != nil {
+		l.drawnFrom[name] = nil // tried: not again
+		return false
 	}
-	return err == nil
+	l.pdf.AddUTF8FontFromBytes(name, "", variant)
+	l.drawnFrom[name] = l.drawnFrom[family]
+	return true
 }
 
 // withCmap returns ttf with a character map, the format 4 one fpdf reads, of glyphOf's
