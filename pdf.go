@@ -76,7 +76,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		return invalid("Invalid response ID")
 	}
 	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
-	// JSON error, the document then holds its room in s.replies until the client has it.
+	// JSON error; the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
 		return err
