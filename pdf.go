@@ -76,7 +76,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		return invalid("Invalid response ID")
 	}
 	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
-	// JSON error, the document then holds its room in s.replies until the client has it.
+	// JSON error; the document then holds its room in s.replies until the client has it.
 	release, err := s.heavy.acquire(r.Context(), 1)
 	if err != nil {
 		return err
@@ -403,10 +403,10 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 		}
 		// fpdf measures only in the font selected, and writes each selection into the
 		// page: an 8-bit face's glyphs are measured by its own widths.
-		if f := l.drawnFrom[gs[i].font]; pdfFonts[gs[i].font] != nil {
-			gs[i].w = float64(f.winAnsiWidths[winAnsiByte(r)]) * size / 1000
+		if font := gs[i].font; pdfFonts[font] != nil {
+			gs[i].w = float64(l.drawnFrom[font].winAnsiWidths[winAnsiByte(r)]) * size / 1000
 		} else {
-			l.setFont(gs[i].font, size)
+			l.setFont(font, size)
 			gs[i].w = l.pdf.GetStringWidth(string(r))
 		}
 	}
@@ -627,8 +627,9 @@ func (l *pdfLayout) placeMarks(gs []glyph, size float64) {
 		if gs[base].level%2 == 1 {
 			pen = 0
 		}
-		if left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size; widened || left < 0 || centre >= gs[base].w {
-			gs[i].dx = float32(gs[base].w/2 - (box.minX+box.maxX)/2*size - pen)
+		left, centre := pen+box.minX*size, pen+(box.minX+box.maxX)/2*size
+		if widened || left < 0 || centre >= gs[base].w {
+			gs[i].dx = float32(gs[base].w/2 - centre)
 		}
 		if box.bottom < 0 {
 			continue // below the baseline or through it: not stacked
@@ -846,7 +847,7 @@ type fontFile struct {
 // fontDirs is the folders to search: PDF_FONT_DIR's (":"-separated), then the usual ones.
 func fontDirs(pdfFontDir string) []string {
 	dirs := append(splitList(pdfFontDir, ":"), "/usr/share/fonts", "/usr/local/share/fonts")
-	if home, err := os.UserHomeDir(); err == nil && home != "" {
+	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, ".local/share/fonts"), filepath.Join(home, ".fonts"))
 	}
 	return dirs
@@ -1136,12 +1137,13 @@ func (l *pdfLayout) addVariant(name, family string, glyphOf map[rune]rune) bool 
 		return f != nil
 	}
 	variant, err := withCmap(l.files[family], glyphOf)
-	l.drawnFrom[name] = nil // tried
-	if err == nil {
-		l.pdf.AddUTF8FontFromBytes(name, "", variant)
-		l.drawnFrom[name] = l.drawnFrom[family]
+	if err != nil {
+		l.drawnFrom[name] = nil // tried: not again
+		return false
 	}
-	return err == nil
+	l.pdf.AddUTF8FontFromBytes(name, "", variant)
+	l.drawnFrom[name] = l.drawnFrom[family]
+	return true
 }
 
 // withCmap returns ttf with a character map, the format 4 one fpdf reads, of glyphOf's

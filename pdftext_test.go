@@ -511,10 +511,10 @@ func TestExportPDFMarkWithoutInk(t *testing.T) {
 		"Zzb.ttf": {'क': 'a', '\u0301': '\u200B'},
 	} {
 		font, err := withCmap(ttf, glyphOf)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, name), font, 0o644)
-		}
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), font, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
