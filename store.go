@@ -192,7 +192,7 @@ func checkFolder(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".formsvc-check-*")
 	if err != nil {
-		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			err = pe.Err // the file's name is ours; the folder's is what the reader needs
 		}
 		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
