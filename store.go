@@ -578,10 +578,12 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Every field is replaced, so every value of the form goes (the schema says why
 		// this is not a cascade); the categories take their fields with them.
-		_, err := tx.ExecContext(ctx,
-			`DELETE FROM response_values
-			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
-			 DELETE FROM categories WHERE formId = ?`, id, id)
+		_, err := tx.ExecContext(ctx, `DELETE FROM response_values
+			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id)
+		if err != nil {
+			return fmt.Errorf("delete the old values: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id)
 		if err != nil {
 			return fmt.Errorf("delete the old fields: %w", err)
 		}
