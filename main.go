@@ -995,10 +995,10 @@ func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error))
 	list := make([]T, len(items))
 	for i, raw := range items {
 		item, err := readObject(raw, fmt.Sprintf("%s[%d]", o.at(name), i))
-		if err == nil {
-			list[i], err = read(item)
-		}
 		if err != nil {
+			return nil, err
+		}
+		if list[i], err = read(item); err != nil {
 			return nil, err
 		}
 	}
@@ -1016,13 +1016,18 @@ type jsonBody[T any] interface {
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
 	body, err := io.ReadAll(r.Body) // in memory: readBody has read it
-	if body = bytes.TrimSpace(body); err == nil && len(body) > 0 && body[0] != '[' {
-		err = P(&v).UnmarshalJSON(body)
+	if err != nil {
+		return v, err
 	}
-	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok && err == nil { // either receiver
-		err = valid.Valid()
+	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
+		if err := P(&v).UnmarshalJSON(body); err != nil {
+			return v, err
+		}
 	}
-	return v, err
+	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok { // either receiver
+		return v, valid.Valid()
+	}
+	return v, nil
 }
 
 // parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).

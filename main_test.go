@@ -24,10 +24,11 @@ import (
 // TestCheckTZ: TZ in every form the runtime reads it (a zone name, with a leading
 // colon, an absolute path to a zone file), and misspelt ones refused.
 func TestCheckTZ(t *testing.T) {
-	cases := []struct {
+	type tzCase struct {
 		tz     string
 		wantOK bool
-	}{
+	}
+	cases := []tzCase{
 		{"", true},
 		{"UTC", true},
 		{"Europe/Berlin", true},
@@ -39,10 +40,7 @@ func TestCheckTZ(t *testing.T) {
 	}
 	const zoneFile = "/usr/share/zoneinfo/Europe/Berlin"
 	if _, err := os.Stat(zoneFile); err == nil {
-		cases = append(cases, []struct {
-			tz     string
-			wantOK bool
-		}{{zoneFile, true}, {":" + zoneFile, true}}...)
+		cases = append(cases, tzCase{zoneFile, true}, tzCase{":" + zoneFile, true})
 	} else {
 		t.Logf("no %s (Debian's tzdata): the absolute-path forms are not checked", zoneFile)
 	}
@@ -196,10 +194,10 @@ func TestBodyLimitBoundary(t *testing.T) {
 			r = io.MultiReader(r) // hides the length: sent chunked
 		}
 		req, err := http.NewRequest("PUT", e.http.URL+"/api/settings/boundary", r)
-		req.Header.Set("Content-Type", "application/json")
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		res, err := e.http.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)

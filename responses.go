@@ -134,21 +134,23 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // so that no slot waits on a client that reads slowly.
 func (s *server) eachResponse(ctx context.Context, formID int64, fields []*ListedField,
 	out *pagedWriter, write func(Response)) error {
+	op := fmt.Sprintf("fetch responses for form %d", formID)
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
-		if err == nil {
-			var page []Response
-			page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
-			for _, resp := range page { // none after an error
-				write(resp)
-			}
-			release()
-		}
-		if err == nil {
-			err = out.flush()
-		}
 		if err != nil {
-			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
+			return during(op, err)
+		}
+		var page []Response
+		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
+		for _, resp := range page { // none after an error
+			write(resp)
+		}
+		release()
+		if err != nil {
+			return during(op, err)
+		}
+		if err := out.flush(); err != nil {
+			return during(op, err)
 		}
 	}
 	return nil

@@ -73,11 +73,11 @@ func TestSubmitStoresJavaScriptStrings(t *testing.T) {
 			t.Fatalf("submit %s = %d", tc.json, status)
 		}
 		var got *string
-		var stored = e.store.read.QueryRow(`SELECT value FROM response_values WHERE responseId = ?`, out.ResponseID)
+		stored := e.store.read.QueryRow(`SELECT value FROM response_values WHERE responseId = ?`, out.ResponseID)
 		if err := stored.Scan(&got); err != nil {
 			t.Fatalf("read %s back: %v", tc.json, err)
 		}
-		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+		if show(got) != show(tc.want) {
 			t.Errorf("String(%s) stored as %s, want %s", tc.json, show(got), show(tc.want))
 		}
 	}

@@ -192,7 +192,7 @@ func checkFolder(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".formsvc-check-*")
 	if err != nil {
-		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			err = pe.Err // the file's name is ours; the folder's is what the reader needs
 		}
 		return fmt.Errorf("database folder %s cannot be written: %w", dir, err)
@@ -578,10 +578,12 @@ func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Every field is replaced, so every value of the form goes (the schema says why
 		// this is not a cascade); the categories take their fields with them.
-		_, err := tx.ExecContext(ctx,
-			`DELETE FROM response_values
-			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?);
-			 DELETE FROM categories WHERE formId = ?`, id, id)
+		_, err := tx.ExecContext(ctx, `DELETE FROM response_values
+			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id)
+		if err != nil {
+			return fmt.Errorf("delete the old values: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM categories WHERE formId = ?`, id)
 		if err != nil {
 			return fmt.Errorf("delete the old fields: %w", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -251,19 +250,11 @@ func TestReadPoolIsReadOnly(t *testing.T) {
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	src, err := os.Open(from)
+	data, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(to, data, 0o666); err != nil {
 		t.Fatal(err)
 	}
 }
