@@ -125,6 +125,20 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
 }
 
+// newDatabaseFile creates an empty, migrated database in a new folder and closes it, for
+// the commands that open a database file themselves; dest is a free name beside it.
+func newDatabaseFile(t *testing.T) (dbPath, dest string) {
+	t.Helper()
+	dir := t.TempDir()
+	dbPath, dest = filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
+	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	return dbPath, dest
+}
+
 // do sends a request with an optional JSON body (a string is sent as is) and returns the
 // status and the raw body.
 func (e *testEnv) do(method, path string, body any, header ...string) (int, []byte) {

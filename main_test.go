@@ -691,13 +691,7 @@ func TestPromptCommand(t *testing.T) {
 // written (cron closed stdout); the copy is there.
 func TestBackupStdoutClosed(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	dbPath, dest := filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
-	store, err := OpenStore(context.Background(), dbPath, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
+	dbPath, dest := newDatabaseFile(t)
 	stdout, err := os.Open(os.DevNull) // read-only: every write fails
 	if err != nil {
 		t.Fatal(err)

@@ -139,13 +139,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 	// Only "backup" writes a copy: another word of two arguments is a usage error, and
 	// writes nothing.
-	dir := t.TempDir()
-	dbPath, dest := filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
-	store, err := OpenStore(context.Background(), dbPath, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
+	dbPath, dest := newDatabaseFile(t)
 	// A backup needs DATABASE_PATH alone: a typo in another setting does not stop it.
 	var out syncBuffer
 	env := map[string]string{"DATABASE_PATH": dbPath, "TRACKER_PROJECT_ID": "abc", "TZ": "Mars/Olympus"}
