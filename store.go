@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,92 +23,17 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// migrations are the schema, one step per entry: a database at PRAGMA user_version n gets
-// migrations[n:] at start. A released entry is never edited; a change is a new entry at
-// the end, so that every existing forms.db follows. Timestamps are TEXT in toISOString()
-// form (UTC, milliseconds), which sorts in time order.
-var migrations = []string{
-	// 1: the schema as it stood before versioning. IF NOT EXISTS lets a database written
-	// then (user_version 0, every table present) take this step unchanged.
-	`
-CREATE TABLE IF NOT EXISTS forms (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    title       TEXT NOT NULL,
-    description TEXT,
-    createdAt   TEXT NOT NULL
-);
+// migrations are the schema, one step per file: a database at PRAGMA user_version n gets
+// migrations[n:] at start. A released file is never edited; a change is a new file at the
+// end, so that every existing forms.db follows. (golink embeds its schema.sql alike.)
+var migrations = []string{migration1, migration2}
 
-CREATE TABLE IF NOT EXISTS categories (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    formId    INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
-    name      TEXT NOT NULL DEFAULT '',
-    sortOrder INTEGER NOT NULL
-);
-
--- The CHECK repeats the field-type rule of forms.go, so that no code path can store an
--- unknown type.
-CREATE TABLE IF NOT EXISTS fields (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    categoryId  INTEGER NOT NULL REFERENCES categories(id) ON DELETE CASCADE,
-    label       TEXT NOT NULL,
-    type        TEXT NOT NULL CHECK (type IN ('text', 'number', 'date', 'textarea', 'boolean')),
-    description TEXT,
-    sortOrder   INTEGER NOT NULL
-);
-
-CREATE TABLE IF NOT EXISTS responses (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    formId      INTEGER NOT NULL REFERENCES forms(id) ON DELETE CASCADE,
-    submittedAt TEXT NOT NULL
-);
-
--- fieldId has no foreign key on purpose. A cascade from fields would need an index on
--- fieldId, and that index costs every submit about fifty scattered page writes (one per
--- answered field), where the primary key below only appends. The store keeps the rule
--- itself, inside its transactions: a value is inserted only for a field of the
--- response's form (CreateResponse), and an update, which replaces every field of a form,
--- first deletes every value of the form's responses (UpdateForm).
-CREATE TABLE IF NOT EXISTS response_values (
-    responseId INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
-    fieldId    INTEGER NOT NULL,
-    value      TEXT,
-    PRIMARY KEY (responseId, fieldId)
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS settings (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-
--- One tracker summary per local day: summaryDate is that day's local midnight.
-CREATE TABLE IF NOT EXISTS tracker_summaries (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    summaryDate TEXT NOT NULL UNIQUE,
-    summaryText TEXT NOT NULL,
-    generatedAt TEXT NOT NULL
-);
-
-CREATE TABLE IF NOT EXISTS email_summaries (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    summaryDate TEXT NOT NULL,
-    summaryText TEXT NOT NULL,
-    generatedAt TEXT NOT NULL
-);
-
-CREATE INDEX IF NOT EXISTS categories_form ON categories(formId, sortOrder);
-CREATE INDEX IF NOT EXISTS fields_category ON fields(categoryId, sortOrder);
-CREATE INDEX IF NOT EXISTS responses_form ON responses(formId, submittedAt);
-CREATE INDEX IF NOT EXISTS email_summaries_date ON email_summaries(summaryDate);
-`,
-	// 2: the forms list pages newest first by (createdAt, id), the response list by
-	// (submittedAt, id): an index each finds a page without sorting the table. (SQLite ends
-	// every index with the rowid, id: the response index was rebuilt only to name it.)
-	`
-CREATE INDEX forms_created ON forms(createdAt, id);
-DROP INDEX responses_form;
-CREATE INDEX responses_form ON responses(formId, submittedAt, id);
-`,
-}
+var (
+	//go:embed migrations/1.sql
+	migration1 string
+	//go:embed migrations/2.sql
+	migration2 string
+)
 
 // Store is the SQLite database behind the service, as two pools on one file. write has one
 // connection: SQLite allows one writer at a time, and writers queued in database/sql's pool,
