@@ -504,61 +504,43 @@ func runeName(r rune) string {
 // variant of f that maps each letter to that form's glyph, so that the text layer holds the
 // letter; g stays where there is no such form (a lam-alef ligature) or variant.
 func (l *pdfLayout) joinedForm(f *fontFile, g glyph, typed []rune) glyph {
-	form, ok := arabicForms[typed[g.src]]
-	if !ok || g.chars != 1 || g.r < form.first || g.r > form.first+3 {
+	letter := typed[g.src]
+	kind := slices.IndexFunc(arabicForms[:], func(forms map[rune]rune) bool {
+		return forms[letter] == g.r
+	})
+	if kind < 0 {
 		return g
 	}
-	letter, kind := typed[g.src], g.r-form.first
 	variant := f.family + joinedKinds[kind]
 	if kind == 0 && f.covers(letter) { // isolated: the letter's own glyph
 		g.r = letter
-	} else if kind > 0 && l.addVariant(variant, f.family, joinedForms[kind]) {
+	} else if kind > 0 && l.addVariant(variant, f.family, arabicForms[kind]) {
 		g.r, g.font = letter, variant
 	}
 	return g
 }
 
-// arabicForm gives a letter's presentation forms from first: isolated, final, initial,
-// medial; n is 4 for a letter that joins on both sides, 2 for one that joins only to the
-// letter before it (alef, dal, reh, waw ...), 1 for hamza.
-type arabicForm struct {
-	first rune
-	n     int
-}
-
-// arabicForms joins the basic Arabic letters (U+0621–U+064A, forms in Presentation Forms-B)
-// and the Persian and Urdu letters most used (Forms-A: noon ghunna's isolated and final only).
-var arabicForms = map[rune]arabicForm{
-	0x0621: {0xFE80, 1}, 0x0622: {0xFE81, 2}, 0x0623: {0xFE83, 2}, 0x0624: {0xFE85, 2},
-	0x0625: {0xFE87, 2}, 0x0626: {0xFE89, 4}, 0x0627: {0xFE8D, 2}, 0x0628: {0xFE8F, 4},
-	0x0629: {0xFE93, 2}, 0x062A: {0xFE95, 4}, 0x062B: {0xFE99, 4}, 0x062C: {0xFE9D, 4},
-	0x062D: {0xFEA1, 4}, 0x062E: {0xFEA5, 4}, 0x062F: {0xFEA9, 2}, 0x0630: {0xFEAB, 2},
-	0x0631: {0xFEAD, 2}, 0x0632: {0xFEAF, 2}, 0x0633: {0xFEB1, 4}, 0x0634: {0xFEB5, 4},
-	0x0635: {0xFEB9, 4}, 0x0636: {0xFEBD, 4}, 0x0637: {0xFEC1, 4}, 0x0638: {0xFEC5, 4},
-	0x0639: {0xFEC9, 4}, 0x063A: {0xFECD, 4}, 0x0641: {0xFED1, 4}, 0x0642: {0xFED5, 4},
-	0x0643: {0xFED9, 4}, 0x0644: {0xFEDD, 4}, 0x0645: {0xFEE1, 4}, 0x0646: {0xFEE5, 4},
-	0x0647: {0xFEE9, 4}, 0x0648: {0xFEED, 2}, 0x0649: {0xFEEF, 2}, 0x064A: {0xFEF1, 4},
-	0x0679: {0xFB66, 4}, 0x067E: {0xFB56, 4}, 0x0686: {0xFB7A, 4}, 0x0688: {0xFB88, 2},
-	0x0691: {0xFB8C, 2}, 0x0698: {0xFB8A, 2}, 0x06A9: {0xFB8E, 4}, 0x06AF: {0xFB92, 4},
-	0x06BA: {0xFB9E, 2}, 0x06BE: {0xFBAA, 4}, 0x06C1: {0xFBA6, 4}, 0x06CC: {0xFBFC, 4},
-	0x06D2: {0xFBAE, 2},
-}
-
-// joinedKinds name a font's variants for the final, initial and medial forms;
-// joinedForms give, for each, the form whose glyph each letter takes.
-var joinedKinds = [4]string{"", "fina", "init", "medi"}
-
-var joinedForms = func() (forms [4]map[rune]rune) {
-	for kind := range rune(4) {
+// arabicForms gives, by kind (isolated, final, initial, medial), each Arabic letter's
+// presentation form, as Unicode's data has them (Forms-A and -B): a letter joins to the one
+// before it where it has a final form, to the one after where it has an initial form.
+var arabicForms = func() (forms [4]map[rune]rune) {
+	kinds := []string{" ISOLATED FORM", " FINAL FORM", " INITIAL FORM", " MEDIAL FORM"}
+	for kind := range forms {
 		forms[kind] = map[rune]rune{}
-		for letter, f := range arabicForms {
-			if f.n == 4 || f.n == 2 && kind == 1 {
-				forms[kind][letter] = f.first + kind
+	}
+	for r := rune(0xFB50); r <= 0xFEFC; r++ {
+		letter := []rune(norm.NFKC.String(string(r))) // a ligature's is more than one
+		for kind, suffix := range kinds {
+			if len(letter) == 1 && strings.HasSuffix(runenames.Name(r), suffix) {
+				forms[kind][letter[0]] = r
 			}
 		}
 	}
 	return forms
 }()
+
+// joinedKinds name a font's variants for the final, initial and medial forms.
+var joinedKinds = [4]string{"", "fina", "init", "medi"}
 
 // lamAlef gives the isolated lam-alef ligature of lam and each alef; the final follows.
 var lamAlef = map[rune]rune{0x0622: 0xFEF5, 0x0623: 0xFEF7, 0x0625: 0xFEF9, 0x0627: 0xFEFB}
@@ -580,21 +562,25 @@ func shapeArabic(rs []rune) (out []rune, src []int32) {
 	}
 	for i := 0; i < len(rs); i++ {
 		out, src = append(out, rs[i]), append(src, int32(i))
-		f, ok := arabicForms[rs[i]]
-		if !ok {
+		letter := rs[i]
+		if arabicForms[0][letter] == 0 {
 			continue
 		}
 		before, after := neighbour(i, -1), neighbour(i, 1)
-		form := f.first // isolated; then final, initial, medial
-		if f.n >= 2 && (before == tatweel || arabicForms[before].n == 4) {
-			form++
+		kind := 0 // isolated; 1 final, 2 initial, 3 medial
+		if arabicForms[1][letter] != 0 && (before == tatweel || arabicForms[2][before] != 0) {
+			kind = 1
 		}
-		if rs[i] == 0x0644 && i+1 < len(rs) && lamAlef[rs[i+1]] != 0 {
-			form, i = lamAlef[rs[i+1]]+form-f.first, i+1 // the ligature, final after a joining letter
-		} else if f.n == 4 && (after == tatweel || arabicForms[after].n >= 2) {
-			form += 2
+		if letter == 0x0644 && i+1 < len(rs) && lamAlef[rs[i+1]] != 0 {
+			// The ligature, final after a joining letter.
+			out[len(out)-1] = lamAlef[rs[i+1]] + rune(kind)
+			i++
+			continue
 		}
-		out[len(out)-1] = form
+		if arabicForms[2][letter] != 0 && (after == tatweel || arabicForms[1][after] != 0) {
+			kind += 2
+		}
+		out[len(out)-1] = arabicForms[kind][letter]
 	}
 	return out, append(src, int32(len(rs)))
 }

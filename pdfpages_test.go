@@ -208,8 +208,10 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	var sb sfnt.Buffer
 	r, _ := utf8.DecodeRuneInString(g.text)
 	chars := []rune{r}
-	if form, ok := arabicForms[r]; ok {
-		chars = append(chars, form.first, form.first+1, form.first+2, form.first+3)
+	for _, forms := range arabicForms {
+		if form, ok := forms[r]; ok {
+			chars = append(chars, form)
+		}
 	}
 	em := fixed.I(int(sf.UnitsPerEm()))
 	depth := 0.0
