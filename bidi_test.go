@@ -191,7 +191,7 @@ func TestShapeArabic(t *testing.T) {
 		{"abc", []rune("abc")},                   // nothing to shape
 		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
 		{"پی", []rune{0xFB58, 0xFBFD}},           // Persian: peh initial, Farsi yeh final (Forms-A)
-		{"ڤا", []rune{0xFB6C, 0xFE8E}},           // veh, one of the letters only Unicode's data lists
+		{"ڤا", []rune{0xFB6C, 0xFE8E}},           // veh: Forms-A, from Unicode's data
 	} {
 		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)
@@ -242,7 +242,8 @@ func TestArabicFormsAsUnicodeData(t *testing.T) {
 	}
 	// U+0677 decomposes further (to U+06C7 U+0674): NFKC cannot tell its one form, isolated.
 	for r := rune(0x0621); r <= 0x06FF; r++ {
-		if _, ok := arabicForms[0][r]; !ok && r != 0x0677 && forms[fmt.Sprintf("<isolated> %04X", r)] != nil {
+		_, ok := arabicForms[0][r]
+		if !ok && r != 0x0677 && forms[fmt.Sprintf("<isolated> %04X", r)] != nil {
 			t.Errorf("%U has presentation forms but is not joined", r)
 		}
 	}
