@@ -401,8 +401,7 @@ func (l *pdfLayout) layout(lines []textLine, family, para string, size, width fl
 		if r == softHyphen {
 			r = '-' // its width where it prints
 		}
-		// fpdf measures only in the font selected, and writes each selection into the
-		// page: an 8-bit face's glyphs are measured by its own widths.
+		// fpdf measures only in the font selected (setFont): an 8-bit face by its own widths.
 		if font := gs[i].font; pdfFonts[font] != nil {
 			gs[i].w = float64(l.drawnFrom[font].winAnsiWidths[winAnsiByte(r)]) * size / 1000
 		} else {
@@ -808,9 +807,9 @@ type fontIndex struct {
 	faces     map[[2]string]*fontFile // the fallbacks by stem and style, the first of each
 }
 
-// fontFile is one TrueType font: a Go font (ttf), or a fallback font's file (path), read
-// when a character is first looked up in it and then by each document that embeds it, as
-// fpdf parses a UTF-8 font afresh for each anyway. Its character map is a bitmap (8 KiB).
+// fontFile is one TrueType font: a Go font (ttf) or a fallback's file (path), read when a
+// character is first looked up in it and by each document that embeds it (as fpdf parses a
+// UTF-8 font afresh for each anyway).
 type fontFile struct {
 	family  string // the fpdf family name, unique in the index
 	path    string
@@ -819,7 +818,7 @@ type fontFile struct {
 	unicode string // a Go font's UTF-8 face's family (face)
 
 	coverOnce sync.Once
-	cover     []uint64 // a bit per Basic Multilingual Plane character; nil if unusable
+	cover     []uint64 // a bit per Basic Multilingual Plane character (8 KiB); nil if unusable
 
 	measureOnce sync.Once
 	marks       map[rune]markBox // its combining marks without an advance, for placeMarks
@@ -1306,17 +1305,14 @@ func strongDir(t bidi.Class) bidi.Class {
 	return bidi.ON
 }
 
-// bracketPartner is a paired bracket's other half (BidiBrackets.txt, as x/text has it):
-// ReverseString mirrors a paired bracket.
-func bracketPartner(r rune) rune { return []rune(bidi.ReverseString(string(r)))[0] }
-
 // mirrorOf maps each character drawn mirrored in right-to-left text (L4), the paired
 // brackets and the angle quotation marks, to the one whose glyph it takes.
 var mirrorOf = func() map[rune]rune {
 	mirror := map[rune]rune{'<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹'}
 	for r := range rune(0x10000) {
 		if p, _ := bidi.LookupRune(r); p.IsBracket() {
-			mirror[r] = bracketPartner(r)
+			// Its partner (BidiBrackets.txt): x/text's ReverseString mirrors a paired bracket.
+			mirror[r] = []rune(bidi.ReverseString(string(r)))[0]
 		}
 	}
 	return mirror
