@@ -211,15 +211,13 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// windowStart is local midnight two days before now, four on a Monday to cover the weekend
-// (time.Date normalises across month ends and daylight-saving changes).
+// windowStart is local midnight two days before now, four on a Monday to cover the weekend.
 func windowStart(now time.Time) time.Time {
 	days := 2
 	if now.Weekday() == time.Monday {
 		days = 4
 	}
-	y, m, d := now.Date()
-	return time.Date(y, m, d-days, 0, 0, 0, 0, now.Location())
+	return startOfDay(now.AddDate(0, 0, -days))
 }
 
 // startOfDay is local midnight of now's day: the summaryDate of its summaries.
