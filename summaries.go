@@ -411,7 +411,7 @@ func positiveOr(s string, def int64) int64 {
 	case !ok || n == 0:
 		return def
 	case n < 0:
-		return math.MaxInt64 // out of range, the one error digits can give
+		return math.MaxInt64
 	}
 	return n
 }
