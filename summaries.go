@@ -771,10 +771,9 @@ func bodyDelimiter(body []byte) string {
 	for rest := body; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
-		line = bytes.TrimRight(line, " \t")
-		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
-		dashes := bytes.HasPrefix(line, []byte("--")) && strings.Trim(b, "-") != ""
-		if dashes && !bytes.ContainsAny(line, " \t") {
+		b, ok := strings.CutPrefix(string(bytes.TrimRight(line, " \t")), "--")
+		b = strings.TrimSuffix(b, "--")
+		if ok && strings.Trim(b, "-") != "" && !strings.ContainsAny(b, " \t") {
 			return b
 		}
 	}
