@@ -211,15 +211,13 @@ func (f *promptFit) json() []byte {
 	return append(append([]byte("["), bytes.Join(f.items, []byte(","))...), ']')
 }
 
-// windowStart is local midnight two days before now, four on a Monday to cover the weekend
-// (time.Date normalises across month ends and daylight-saving changes).
+// windowStart is local midnight two days before now, four on a Monday to cover the weekend.
 func windowStart(now time.Time) time.Time {
 	days := 2
 	if now.Weekday() == time.Monday {
 		days = 4
 	}
-	y, m, d := now.Date()
-	return time.Date(y, m, d-days, 0, 0, 0, 0, now.Location())
+	return startOfDay(now.AddDate(0, 0, -days))
 }
 
 // startOfDay is local midnight of now's day: the summaryDate of its summaries.
@@ -413,7 +411,7 @@ func positiveOr(s string, def int64) int64 {
 	case !ok || n == 0:
 		return def
 	case n < 0:
-		return math.MaxInt64 // out of range, the one error digits can give
+		return math.MaxInt64
 	}
 	return n
 }
@@ -773,10 +771,9 @@ func bodyDelimiter(body []byte) string {
 	for rest := body; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
-		line = bytes.TrimRight(line, " \t")
-		b := strings.TrimSuffix(strings.TrimPrefix(string(line), "--"), "--")
-		dashes := bytes.HasPrefix(line, []byte("--")) && strings.Trim(b, "-") != ""
-		if dashes && !bytes.ContainsAny(line, " \t") {
+		b, ok := strings.CutPrefix(string(bytes.TrimRight(line, " \t")), "--")
+		b = strings.TrimSuffix(b, "--")
+		if ok && strings.Trim(b, "-") != "" && !strings.ContainsAny(b, " \t") {
 			return b
 		}
 	}
