@@ -544,7 +544,6 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if err != nil {
 				return err
 			}
-			// An empty description is stored as none.
 			_, err = tx.ExecContext(ctx,
 				`INSERT INTO fields (categoryId, label, type, description, sortOrder)
 				 VALUES (?, ?, ?, nullif(?, ''), ?)`, catID, *fd.Label, typ, fd.Description, fi)
