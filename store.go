@@ -681,8 +681,8 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []Field,
 }
 
 // unpackValues reads a response's values as ListResponses' query packs them, "<field id>
-// <bytes> <value>" each, NULL a length of -1, and returns those of the fields in position
-// in form order, substrings of packed, and the bytes they hold.
+// <bytes> <value>" each, NULL a length of -1, and returns those of the fields that position
+// holds, in form order, substrings of packed, and the bytes they hold.
 func unpackValues(packed string, position map[int64]int) ([]ResponseValue, int) {
 	// A packed value takes 4 bytes at least.
 	values := make([]ResponseValue, 0, min(len(position), len(packed)/4))
