@@ -502,8 +502,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// Every field is replaced, so every value of the form goes (the schema says why
-		// this is not a cascade); the categories take their fields with them.
+		// fieldId has no cascade (migrations/1.sql says why); categories take their fields.
 		_, err := tx.ExecContext(ctx, `DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id)
 		if err != nil {
