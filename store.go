@@ -145,12 +145,12 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // noteWrite records the outcome of a write that reached the database, and returns it.
 func (s *Store) noteWrite(err error) error {
-	var se sqlite3.Error
 	refusals := []sqlite3.ErrNo{sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen}
+	se, isSQLite := errors.AsType[sqlite3.Error](err)
 	switch {
 	case err == nil:
 		s.refused.Store(nil)
-	case errors.As(err, &se) && slices.Contains(refusals, se.Code):
+	case isSQLite && slices.Contains(refusals, se.Code):
 		s.refused.Store(new(se.Code.Error()))
 	}
 	return err
