@@ -76,7 +76,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	out := s.newPagedWriter(w, r)
-	keys := make([][]byte, len(fields)) // `"<id>":{"label":…,"type":…,"value":` by position
+	keys := make([][]byte, len(fields)) // `"<id>":{"label":…,"type":…,"value":` by Position
 	for i, f := range fields {
 		label, _ := json.Marshal(f.Label) // strings never fail to encode
 		typ, _ := json.Marshal(f.Type)
@@ -100,7 +100,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 			if i > 0 {
 				out.buf.WriteByte(',')
 			}
-			out.buf.Write(keys[v.Field.position])
+			out.buf.Write(keys[v.Position])
 			if v.Value.Valid {
 				writeString(v.Value.String)
 			} else {
@@ -117,7 +117,7 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 }
 
 // responseFields reads the form id of the path and the form's title and fields.
-func (s *server) responseFields(r *http.Request) (id int64, title string, fields []*ListedField, err error) {
+func (s *server) responseFields(r *http.Request) (id int64, title string, fields []Field, err error) {
 	id, ok := parseID(r.PathValue("id"))
 	if !ok {
 		return 0, "", nil, errInvalidFormID
@@ -132,7 +132,7 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // eachResponse reads a form's responses a page at a time, has write put each into out,
 // and sends each page. A page is read and written in a heavy slot and sent outside it,
 // so that no slot waits on a client that reads slowly.
-func (s *server) eachResponse(ctx context.Context, formID int64, fields []*ListedField,
+func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 	out *pagedWriter, write func(Response)) error {
 	op := fmt.Sprintf("fetch responses for form %d", formID)
 	for after := new(listStart()); after != nil; {
@@ -183,7 +183,7 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
 		for _, v := range resp.Values {
 			if v.Value.Valid {
-				row[2+v.Field.position] = csvCell(v.Value.String)
+				row[2+v.Position] = csvCell(v.Value.String)
 			}
 		}
 		cw.Write(row)

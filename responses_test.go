@@ -271,9 +271,9 @@ func TestListResponsesBytes(t *testing.T) {
 	fmt.Fprintf(&want, `[{"id":%d,"submittedAt":%s,"values":{`, id, quote(list[0].SubmittedAt))
 	for i, fd := range f.Categories[0].Fields {
 		read := sql.NullString{String: text(values[i]), Valid: values[i] != nil}
-		if got := list[0].Values[i]; got.Field.ID != fd.ID || got.Value != read {
-			t.Errorf("value %d read back as %d %+v, want %d %+v",
-				i, got.Field.ID, got.Value, fd.ID, read)
+		if got := list[0].Values[i]; got.Position != i || got.Value != read {
+			t.Errorf("value %d read back at position %d %+v, want %d %+v (field %d)",
+				i, got.Position, got.Value, i, read, fd.ID)
 		}
 		if i > 0 {
 			want.WriteByte(',')

@@ -145,12 +145,12 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // noteWrite records the outcome of a write that reached the database, and returns it.
 func (s *Store) noteWrite(err error) error {
-	var se sqlite3.Error
 	refusals := []sqlite3.ErrNo{sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen}
+	se, isSQLite := errors.AsType[sqlite3.Error](err)
 	switch {
 	case err == nil:
 		s.refused.Store(nil)
-	case errors.As(err, &se) && slices.Contains(refusals, se.Code):
+	case isSQLite && slices.Contains(refusals, se.Code):
 		s.refused.Store(new(se.Code.Error()))
 	}
 	return err
@@ -502,8 +502,7 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// Every field is replaced, so every value of the form goes (the schema says why
-		// this is not a cascade); the categories take their fields with them.
+		// fieldId has no cascade (migrations/1.sql says why); categories take their fields.
 		_, err := tx.ExecContext(ctx, `DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id)
 		if err != nil {
@@ -544,7 +543,6 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 			if err != nil {
 				return err
 			}
-			// An empty description is stored as none.
 			_, err = tx.ExecContext(ctx,
 				`INSERT INTO fields (categoryId, label, type, description, sortOrder)
 				 VALUES (?, ?, ?, nullif(?, ''), ?)`, catID, *fd.Label, typ, fd.Description, fi)
@@ -610,30 +608,23 @@ type Response struct {
 	Values      []ResponseValue
 }
 
-// ResponseValue is one value of a listed response: not Valid for SQL NULL.
+// ResponseValue is one value of a listed response: Position is its field's index in the
+// fields given to ListResponses; Value is not Valid for SQL NULL.
 type ResponseValue struct {
-	Field *ListedField
-	Value sql.NullString
-}
-
-// ListedField is a field as the response list shows it, with its index in form order.
-type ListedField struct {
-	Field
-	position int
+	Position int
+	Value    sql.NullString
 }
 
 // ResponseFields returns the title and the fields of a form in form order, as the
 // response list and the CSV export show them, or errNotFound.
-func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*ListedField, error) {
+func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []Field, error) {
 	form, err := s.GetForm(ctx, formID)
 	if err != nil {
 		return "", nil, err
 	}
-	fields := []*ListedField{}
+	var fields []Field
 	for _, c := range form.Categories {
-		for _, f := range c.Fields {
-			fields = append(fields, &ListedField{Field: f, position: len(fields)})
-		}
+		fields = append(fields, c.Fields...)
 	}
 	return form.Title, fields, nil
 }
@@ -643,10 +634,10 @@ func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []*Li
 // and the next page's cursor, nil after the last; a missing form has no responses. SQLite
 // packs a response's values into one text (unpackValues): a row a value cost the list 1.7
 // times the time (a cgo call and the driver's allocations for every row).
-func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*ListedField, after Cursor) ([]Response, *Cursor, error) {
-	byID := make(map[int64]*ListedField, len(fields))
-	for _, f := range fields {
-		byID[f.ID] = f
+func (s *Store) ListResponses(ctx context.Context, formID int64, fields []Field, after Cursor) ([]Response, *Cursor, error) {
+	position := make(map[int64]int, len(fields)) // by field id
+	for i, f := range fields {
+		position[f.ID] = i
 	}
 	rows, err := s.read.QueryContext(ctx,
 		`SELECT id, submittedAt,
@@ -674,7 +665,7 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 			return nil, nil, fmt.Errorf("list responses: %w", err)
 		}
 		var n int
-		r.Values, n = unpackValues(packed.String, byID)
+		r.Values, n = unpackValues(packed.String, position)
 		size += n
 		list = append(list, r)
 	}
@@ -689,11 +680,11 @@ func (s *Store) ListResponses(ctx context.Context, formID int64, fields []*Liste
 }
 
 // unpackValues reads a response's values as ListResponses' query packs them, "<field id>
-// <bytes> <value>" each, NULL a length of -1, and returns those of the fields in byID in
-// form order, substrings of packed, and the bytes they hold.
-func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, int) {
+// <bytes> <value>" each, NULL a length of -1, and returns those of the fields that position
+// holds, in form order, substrings of packed, and the bytes they hold.
+func unpackValues(packed string, position map[int64]int) ([]ResponseValue, int) {
 	// A packed value takes 4 bytes at least.
-	values := make([]ResponseValue, 0, min(len(byID), len(packed)/4))
+	values := make([]ResponseValue, 0, min(len(position), len(packed)/4))
 	size := 0
 	for rest := packed; rest != ""; {
 		var id, length string
@@ -703,14 +694,12 @@ func unpackValues(packed string, byID map[int64]*ListedField) ([]ResponseValue, 
 		n, _ := strconv.Atoi(length)
 		value := sql.NullString{String: rest[:max(n, 0)], Valid: n >= 0}
 		rest = rest[len(value.String):]
-		if f, ok := byID[fieldID]; ok {
-			values = append(values, ResponseValue{f, value})
+		if i, ok := position[fieldID]; ok {
+			values = append(values, ResponseValue{Position: i, Value: value})
 			size += len(value.String)
 		}
 	}
-	slices.SortFunc(values, func(a, b ResponseValue) int {
-		return a.Field.position - b.Field.position
-	})
+	slices.SortFunc(values, func(a, b ResponseValue) int { return a.Position - b.Position })
 	return values, size
 }
 
@@ -736,10 +725,7 @@ func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetai
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var value string
 	err := s.read.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read setting: %w", err)
 	}
 	return value, nil

@@ -127,7 +127,6 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 			delete(s.kept, is.ID) // made private since it was read
 			continue
 		}
-		// Its notes created before the window and, unless included, private ones dropped.
 		is.Description = cutText(is.Description, maxTextChars)
 		is.ViewState.ID = 0
 		if is.Notes != nil {
