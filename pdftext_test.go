@@ -648,3 +648,15 @@ func TestFontMapsCounted(t *testing.T) {
 		t.Error("a symbol font's map draws क")
 	}
 }
+
+// TestFontDirs: PDF_FONT_DIR's folders come first, blanks dropped, then the folders where
+// Debian's font packages, an administrator and a user put fonts (fontconfig's defaults).
+func TestFontDirs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	want := []string{"/srv/fonts", "/opt/fonts", "/usr/share/fonts", "/usr/local/share/fonts",
+		filepath.Join(home, ".local/share/fonts"), filepath.Join(home, ".fonts")}
+	if got := fontDirs(" /srv/fonts : :/opt/fonts"); !slices.Equal(got, want) {
+		t.Errorf("fontDirs = %q, want %q", got, want)
+	}
+}

@@ -865,3 +865,36 @@ func TestJSONColumnScan(t *testing.T) {
 		t.Errorf("Scan(nil) = %v, want JSON column: got <nil>", err)
 	}
 }
+
+// TestUpdateFormNamesTheFailedStep: a statement of UpdateForm that fails is wrapped with
+// its step, which the log then names, and the update leaves the form as it was. A trigger
+// that raises an error stands in for a statement the database refuses.
+func TestUpdateFormNamesTheFailedStep(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ trigger, want string }{
+		{"BEFORE DELETE ON response_values", "delete the old values: "},
+		{"BEFORE DELETE ON categories", "delete the old fields: "},
+		{"BEFORE UPDATE ON forms", "update form: "},
+		{"BEFORE INSERT ON categories", "insert category: "},
+		{"BEFORE INSERT ON fields", "insert field: "},
+	} {
+		e := newTestEnv(t)
+		f := e.createForm(fullForm())
+		e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "v"})
+		_, err := e.store.write.Exec(`CREATE TRIGGER refuse ` + tc.trigger +
+			` BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.snapshot()
+		in := FormInput{Title: "new", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{
+			{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}}
+		_, err = e.store.UpdateForm(context.Background(), f.ID, in)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("%s: UpdateForm = %v, want an error starting %q", tc.trigger, err, tc.want)
+		}
+		if after := e.snapshot(); after != before {
+			t.Errorf("%s: the failed update changed the database:\n%s\nwant\n%s", tc.trigger, after, before)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -303,6 +304,9 @@ func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 	close(e.model.release)
 	waitFor(t, func() bool { return e.count("tracker_summaries") == 1 })
 	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary job done") })
+	if !regexp.MustCompile(`msg="summary job done" job="tracker summary" duration=\d`).MatchString(e.logs.String()) {
+		t.Errorf("the job's log line does not say how long it took:\n%s", e.logs)
+	}
 	if n := len(e.model.calls()); n != 1 {
 		t.Errorf("model calls = %d, want 1 for two rapid generate requests", n)
 	}
