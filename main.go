@@ -771,8 +771,9 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	return p.flush()
 }
 
-// pagedWriter sends a body a page at a time (writeJSON's in one), each built in buf and held
-// in s.replies until sent; the header goes with the first page: an error before it is clean JSON.
+// pagedWriter sends a body a page at a time (writeJSON's and the PDF's in one), each built
+// in buf and held in s.replies until sent; the header goes with the first page: an error
+// before it is clean JSON.
 type pagedWriter struct {
 	s      *server
 	w      http.ResponseWriter

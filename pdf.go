@@ -81,26 +81,20 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out := s.newPagedWriter(w, r)
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
-	var buf bytes.Buffer
 	if err == nil {
-		err = writeResponsePDF(&buf, form, values, s.now(), s.fonts)
+		err = writeResponsePDF(&out.buf, form, values, s.now(), s.fonts)
 	}
 	release()
 	if err != nil {
 		op := fmt.Sprintf("generate PDF for response %d", responseID)
 		return missing(op, err, "Response not found")
 	}
-	release, err = s.replies.acquire(r.Context(), int64(buf.Len()))
-	if err != nil {
-		return err
-	}
-	defer release()
-	w.Header().Set("Content-Type", "application/pdf")
-	w.Header().Set("Content-Disposition", contentDisposition(responseID, form.Title))
-	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
-	_, err = w.Write(buf.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
-	return writeFailed(err)
+	out.header.Set("Content-Type", "application/pdf")
+	out.header.Set("Content-Disposition", contentDisposition(responseID, form.Title))
+	out.header.Set("Content-Length", fmt.Sprint(out.buf.Len()))
+	return out.flush() // once bytes are out, docs/SPEC.md ends the stream without a JSON error
 }
 
 func contentDisposition(responseID int64, title string) string {
