@@ -502,7 +502,8 @@ func (s *Store) CreateForm(ctx context.Context, in FormInput) (Form, error) {
 func (s *Store) UpdateForm(ctx context.Context, id int64, in FormInput) (Form, error) {
 	f := Form{ID: id, Title: in.Title, Description: in.Description}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// fieldId has no cascade (migrations/1.sql says why); categories take their fields.
+		// Every field is replaced, so every value of the form goes, by hand (migrations/1.sql
+		// says why it is no cascade); the categories take their fields with them.
 		_, err := tx.ExecContext(ctx, `DELETE FROM response_values
 			  WHERE responseId IN (SELECT id FROM responses WHERE formId = ?)`, id)
 		if err != nil {
