@@ -137,6 +137,24 @@ func TestWriteErrorCanceledWhileClientStays(t *testing.T) {
 	}
 }
 
+// TestWriteErrorAfterPartOfTheReply: an error once part of a reply is out (a list whose
+// later page fails) adds nothing to the body, which the client then sees cut (docs/SPEC.md),
+// and is logged with its request.
+func TestWriteErrorAfterPartOfTheReply(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	w := httptest.NewRecorder()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	rec.Write([]byte(`[{"id":1}`))
+	e.srv.writeError(rec, apiRequest("GET", "/api/forms/1/responses", nil), errors.New("disk I/O error"))
+	if w.Body.String() != `[{"id":1}` {
+		t.Errorf("body after the error = %q, want the part already out, nothing added", w.Body)
+	}
+	if want := `msg="reply cut" method=GET path=/api/forms/1/responses err="disk I/O error"`; !strings.Contains(e.logs.String(), want) {
+		t.Errorf("log %q, want the line %s", e.logs, want)
+	}
+}
+
 // TestBodyCheckedOnEveryRoute: a body that is not JSON, or is over 1 MiB, is refused
 // before any route runs, as the original's body parser did, on routes that read no body
 // too (a DELETE or a generate with a broken body does nothing), and on a path with a bad
@@ -615,6 +633,10 @@ func TestOneByteNotJSON(t *testing.T) {
 	}
 }
 
+// usageText is formsvc's usage line, word for word: its three commands.
+const usageText = "usage: formsvc (serve, configured by environment variables: see README.md), " +
+	"formsvc backup DEST, or formsvc prompt tracker|email [YYYY-MM-DD]"
+
 // TestPromptCommand: formsvc prompt prints exactly the prompt the day's job sends the
 // model (private content kept back), calls no model and opens no database; a missing
 // setting is named as the service names it, and a bad date, kind or window says so.
@@ -676,12 +698,12 @@ func TestPromptCommand(t *testing.T) {
 		{"TRACKER_API_ENDPOINT", []string{"tracker"}, "prompt tracker: TRACKER_API_ENDPOINT is not configured"},
 		{"TRACKER_API_KEY", []string{"tracker"}, "prompt tracker: TRACKER_API_KEY is not configured"},
 		{"", []string{"email", "25.11.2026"}, `prompt: date "25.11.2026": want YYYY-MM-DD`},
-		{"", []string{"forms"}, "usage: "},
-		{"", []string{"email", "2026-11-25", "extra"}, "usage: "},
+		{"", []string{"forms"}, usageText},
+		{"", []string{"email", "2026-11-25", "extra"}, usageText},
 	} {
 		env := maps.Clone(env)
 		delete(env, tc.unset)
-		if _, _, err := prompt(env, tc.args...); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if _, _, err := prompt(env, tc.args...); err == nil || err.Error() != tc.want {
 			t.Errorf("prompt %q without %s = %v, want %q", tc.args, tc.unset, err, tc.want)
 		}
 	}
