@@ -624,6 +624,11 @@ func TestDocumentedLimits(t *testing.T) {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	secs := func(d time.Duration) string { return fmt.Sprintf("%d s", int(d/time.Second)) }
+	fracSecs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s" }
+	defaults, err := loadConfig(func(string) string { return "" }) // the tests' own config is faster
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := newTestEnv(t)
 	hs := newHTTPServer(e.srv.cfg, nil, e.srv.log)
 	var busy int
@@ -679,6 +684,9 @@ func TestDocumentedLimits(t *testing.T) {
 		{`\((\d+ s): the single writer waits them out\)`,
 			[]string{secs(time.Duration(busy) * time.Millisecond)}},
 		{`Outbound calls time out \((\d+ s)\)`, []string{secs(e.srv.cfg.OutboundTimeout)}},
+		{`is retried twice, after ([\d.]+ s) and then ([\d.]+ s)`,
+			[]string{fracSecs(retryPause(defaults.OutboundRetryDelay, 0)),
+				fracSecs(retryPause(defaults.OutboundRetryDelay, 1))}},
 		{`/healthz` + "`" + ` itself tries a write \((\d+ KiB) inserted`, []string{size(probe)}},
 	} {
 		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)

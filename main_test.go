@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -723,5 +724,62 @@ func TestBackupStdoutClosed(t *testing.T) {
 	err = run(context.Background(), []string{"backup", dest}, getenv, stdout, &syncBuffer{})
 	if _, statErr := os.Stat(dest); err != nil || statErr != nil {
 		t.Errorf("backup with stdout closed = %v (copy: %v), want nil and a copy", err, statErr)
+	}
+}
+
+// TestDocumentedDefaults: the defaults of README's and docs/DESIGN.md's configuration
+// tables are the ones loadConfig takes with nothing set ("none" is unset, "off" false).
+func TestDocumentedDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := map[string]string{
+		"ADDR":                    cfg.Addr,
+		"DATABASE_PATH":           cfg.DatabasePath,
+		"API_TOKEN":               cfg.APIToken,
+		"ALLOWED_HOSTS":           strings.Join(cfg.AllowedHosts, ","),
+		"CORS_ORIGINS":            strings.Join(cfg.CORSOrigins, ","),
+		"TRACKER_API_ENDPOINT":    cfg.TrackerEndpoint,
+		"TRACKER_API_KEY":         cfg.TrackerKey,
+		"TRACKER_PROJECT_ID":      cfg.TrackerProjectID,
+		"TRACKER_INCLUDE_PRIVATE": strconv.FormatBool(cfg.TrackerIncludePrivate),
+		"GENAI_API_KEY":           cfg.GenAIKey,
+		"GENAI_BASE_URL":          cfg.GenAIBaseURL,
+		"GENAI_MODEL":             cfg.GenAIModel,
+		"MAILDIR":                 cfg.Maildir,
+		"SUMMARY_SCHEDULE":        cfg.SummarySchedule,
+		"PDF_FONT_DIR":            cfg.PDFFontDir,
+	}
+	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| ([^|]+) \\|")
+	for _, doc := range []string{"README.md", "docs/DESIGN.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for _, m := range row.FindAllStringSubmatch(string(text), -1) {
+			got, known := value[m[1]]
+			documented := strings.TrimSpace(m[2])
+			want, literal := strings.CutPrefix(strings.TrimSuffix(documented, "`"), "`")
+			switch {
+			case !known: // TZ, the prompt files: the system's or built in
+				continue
+			case documented == "none":
+				want = ""
+			case documented == "off":
+				want = "false"
+			case !literal:
+				t.Errorf("%s: %s's default %q is not one the test reads", doc, m[1], documented)
+			}
+			if got != want {
+				t.Errorf("%s: %s defaults to %q, the code to %q", doc, m[1], want, got)
+			}
+			checked++
+		}
+		if checked < 12 {
+			t.Errorf("%s: %d variables' defaults checked, want the table's (12 or more)", doc, checked)
+		}
 	}
 }
