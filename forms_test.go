@@ -232,6 +232,7 @@ func TestFormValidation(t *testing.T) {
 		{"number title", map[string]any{"title": 5}, 400, "Invalid JSON body: title must be a string"},
 		{"array body", "[]", 400, "Form title is required"}, // req.body.title of [] is undefined
 		{"string body", `"T"`, 400, "Invalid JSON body: expected an object"},
+		{"one-digit body", `7`, 400, "Invalid JSON body: expected an object"},
 		{"categories not array", map[string]any{"title": "T", "categories": "x"}, 400, "Invalid JSON body: categories must be an array"},
 		{"category not an object", map[string]any{"title": "T", "categories": []any{[]any{}}}, 400, "Invalid JSON body: categories[0] must be an object"},
 		{"fields not an array", map[string]any{"title": "T", "categories": []any{map[string]any{"fields": "x"}}}, 400, "Invalid JSON body: categories[0].fields must be an array"},

@@ -443,6 +443,7 @@ func TestBackup(t *testing.T) {
 	}
 
 	writeFile(t, filepath.Join(dir, "taken.db"), "not to be replaced")
+	writeFile(t, filepath.Join(dir, "notes.txt"), "a text file given for the database")
 	for _, tc := range []struct {
 		name, path, dest, want string
 	}{
@@ -462,12 +463,20 @@ func TestBackup(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "taken.db")); string(data) != "not to be replaced" {
 		t.Errorf("an existing destination was written: %q", data)
 	}
-	// The operator reads the missing database's message whole, with its cause.
+	// The operator reads the message whole, with its cause.
 	missing := filepath.Join(dir, "missing.db")
 	_, err = Backup(ctx, missing, filepath.Join(dir, "b4.db"))
 	want := "no database to back up: stat " + missing + ": no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("Backup of a missing database = %v, want %q", err, want)
+	}
+	before := listDir(t, dir)
+	_, err = Backup(ctx, filepath.Join(dir, "notes.txt"), filepath.Join(dir, "b5.db"))
+	if want := "copy database: file is not a database"; err == nil || err.Error() != want {
+		t.Errorf("Backup of a file that is no database = %v, want %q", err, want)
+	}
+	if after := listDir(t, dir); !slices.Equal(after, before) {
+		t.Errorf("a failed backup left %q where the folder held %q", after, before)
 	}
 	// The copy is written under a hidden temporary name beside dest.
 	_, err = Backup(ctx, path, filepath.Join(dir, "none", "b3.db"))
@@ -866,17 +875,38 @@ func TestJSONColumnScan(t *testing.T) {
 	}
 }
 
-// TestUpdateFormNamesTheFailedStep: a statement of UpdateForm that fails is wrapped with
-// its step, which the log then names, and the update leaves the form as it was. A trigger
-// that raises an error stands in for a statement the database refuses.
-func TestUpdateFormNamesTheFailedStep(t *testing.T) {
+// TestStoreNamesTheFailedStep: a statement the database refuses (a trigger raising an
+// error stands in for it) fails the write with the step's name, which the log then shows,
+// and leaves the database as it was.
+func TestStoreNamesTheFailedStep(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ trigger, want string }{
-		{"BEFORE DELETE ON response_values", "delete the old values: "},
-		{"BEFORE DELETE ON categories", "delete the old fields: "},
-		{"BEFORE UPDATE ON forms", "update form: "},
-		{"BEFORE INSERT ON categories", "insert category: "},
-		{"BEFORE INSERT ON fields", "insert field: "},
+	ctx := context.Background()
+	in := FormInput{Title: "new", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{
+		{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}}
+	for _, tc := range []struct {
+		trigger, want string
+		write         func(e *testEnv, f FormDetail) error
+	}{
+		{"BEFORE DELETE ON response_values", "delete the old values: ", updateForm(in)},
+		{"BEFORE DELETE ON categories", "delete the old fields: ", updateForm(in)},
+		{"BEFORE UPDATE ON forms", "update form: ", updateForm(in)},
+		{"BEFORE INSERT ON categories", "insert category: ", updateForm(in)},
+		{"BEFORE INSERT ON fields", "insert field: ", updateForm(in)},
+		{"BEFORE INSERT ON forms", "insert form: ", func(e *testEnv, _ FormDetail) error {
+			_, err := e.store.CreateForm(ctx, in)
+			return err
+		}},
+		{"BEFORE INSERT ON responses", "insert response: ", submitValue},
+		{"BEFORE INSERT ON response_values", "insert values: ", submitValue},
+		{"BEFORE INSERT ON settings", "write setting: ", func(e *testEnv, _ FormDetail) error {
+			return e.store.PutSetting(ctx, "k", "v")
+		}},
+		{"BEFORE INSERT ON tracker_summaries", "save tracker summary: ", func(e *testEnv, _ FormDetail) error {
+			return e.store.SaveTrackerSummary(ctx, startOfDay(time.Now()), "t")
+		}},
+		{"BEFORE INSERT ON email_summaries", "add email summary: ", func(e *testEnv, _ FormDetail) error {
+			return e.store.AddEmailSummary(ctx, startOfDay(time.Now()), "t")
+		}},
 	} {
 		e := newTestEnv(t)
 		f := e.createForm(fullForm())
@@ -887,14 +917,27 @@ func TestUpdateFormNamesTheFailedStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := e.snapshot()
-		in := FormInput{Title: "new", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{
-			{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}}
-		_, err = e.store.UpdateForm(context.Background(), f.ID, in)
+		err = tc.write(e, f)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !strings.Contains(err.Error(), "refused") {
-			t.Errorf("%s: UpdateForm = %v, want an error starting %q", tc.trigger, err, tc.want)
+			t.Errorf("%s: write = %v, want an error starting %q", tc.trigger, err, tc.want)
 		}
 		if after := e.snapshot(); after != before {
-			t.Errorf("%s: the failed update changed the database:\n%s\nwant\n%s", tc.trigger, after, before)
+			t.Errorf("%s: the failed write changed the database:\n%s\nwant\n%s", tc.trigger, after, before)
 		}
 	}
+}
+
+// updateForm is the write of TestStoreNamesTheFailedStep that replaces f with in.
+func updateForm(in FormInput) func(e *testEnv, f FormDetail) error {
+	return func(e *testEnv, f FormDetail) error {
+		_, err := e.store.UpdateForm(context.Background(), f.ID, in)
+		return err
+	}
+}
+
+// submitValue is the write of TestStoreNamesTheFailedStep that submits a value to f.
+func submitValue(e *testEnv, f FormDetail) error {
+	values := map[int64]*string{f.Categories[0].Fields[0].ID: ptr("x")}
+	_, err := e.store.CreateResponse(context.Background(), f.ID, values)
+	return err
 }
