@@ -271,10 +271,7 @@ func timedWriteLoad(base string, formID int64, stop <-chan struct{}) (
 // responseIDs reads the database file at path, read-only: its responses' ids, once
 // integrity_check passes.
 func responseIDs(path string) (map[int64]bool, error) {
-	db, err := openReadOnly(path)
-	if err != nil {
-		return nil, err
-	}
+	db := openReadOnly(path)
 	defer db.Close()
 	var integrity string
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {

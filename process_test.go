@@ -288,10 +288,7 @@ func createLoadForm(t *testing.T, base string) int64 {
 // waitRows waits until the database holds at least n responses.
 func waitRows(t *testing.T, dbPath string, n int) {
 	t.Helper()
-	db, err := openReadOnly(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openReadOnly(dbPath)
 	defer db.Close()
 	waitFor(t, func() bool {
 		var got int
@@ -634,6 +631,9 @@ func TestDatabaseGone(t *testing.T) {
 	}
 	if status, raw := e.do("GET", "/healthz", nil); status != 503 || strings.TrimSpace(string(raw)) != `{"error":"Database unavailable"}` {
 		t.Errorf("healthz = %d %s, want 503", status, raw)
+	}
+	if want := `msg="health check" err="sql: database is closed"`; !strings.Contains(e.logs.String(), want) {
+		t.Errorf("log %q, want the cause of the failed health check: %s", e.logs, want)
 	}
 }
 

@@ -66,11 +66,8 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	// connection turns a database in rollback-journal mode (a backup) into WAL mode.
 	version := 0 // a database not there yet
 	if _, err := os.Stat(path); err == nil {
-		db, err := openReadOnly(path)
-		if err != nil {
-			return nil, fmt.Errorf("read schema version: %w", err)
-		}
-		err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+		db := openReadOnly(path)
+		err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
 		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read schema version: %w", err)
@@ -210,10 +207,7 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 	}
 	defer os.Remove(tmp.Name()) // once linked to dest, only the temporary name goes
 	defer tmp.Close()
-	db, err := openReadOnly(path)
-	if err != nil {
-		return 0, fmt.Errorf("copy database: %w", err)
-	}
+	db := openReadOnly(path)
 	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, tmp.Name())
 	db.Close()
 	if err != nil {
@@ -242,20 +236,18 @@ func Backup(ctx context.Context, path, dest string) (int64, error) {
 // openReadOnly opens the database at path as a file: URI with mode=ro (go-sqlite3 drops
 // it from a plain path), so that nothing is written to it, not even the checkpoint of a
 // closing connection, and a missing database is an error rather than a new file.
-func openReadOnly(path string) (*sql.DB, error) {
+func openReadOnly(path string) *sql.DB {
 	query := fmt.Sprintf("mode=ro&_busy_timeout=%d", busyTimeout.Milliseconds())
 	// Cleaned, a path never starts with // (a URI's authority); OmitHost writes a relative
 	// one as file:dir/name, which SQLite reads as relative.
 	uri := url.URL{Scheme: "file", OmitHost: true, Path: filepath.Clean(path), RawQuery: query}
-	return sql.Open("sqlite3", uri.String())
+	db, _ := sql.Open("sqlite3", uri.String()) // as OpenStore's: errors come at the first query
+	return db
 }
 
 // checkCopy runs integrity_check on the copy at path.
 func checkCopy(ctx context.Context, path string) error {
-	db, err := openReadOnly(path)
-	if err != nil {
-		return fmt.Errorf("check copy: %w", err)
-	}
+	db := openReadOnly(path)
 	defer db.Close()
 	var result string
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&result); err != nil {
