@@ -789,19 +789,8 @@ func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWr
 		header: http.Header{"Content-Type": {jsonType}}}
 }
 
-// arrayItem adds v, encoded, as the next item of the JSON array the body is; endArray
-// closes the array, an empty one too, and sends the rest.
-func (p *pagedWriter) arrayItem(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode list item %d: %w", p.items, err)
-	}
-	p.nextItem()
-	p.buf.Write(b)
-	return nil
-}
-
-// nextItem begins the next item of the array, which the caller then writes into buf.
+// nextItem begins the next item of the JSON array the body is, which the caller then
+// writes into buf; endArray closes the array, an empty one too, and sends the rest.
 func (p *pagedWriter) nextItem() {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
@@ -1016,10 +1005,7 @@ type jsonBody[T any] interface {
 // body, or an array (the original read its members as undefined), is the zero T.
 func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
 	var v T
-	body, err := io.ReadAll(r.Body) // in memory: readBody has read it
-	if err != nil {
-		return v, err
-	}
+	body, _ := io.ReadAll(r.Body) // in memory (readBody read it) or none: no error
 	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
 		if err := P(&v).UnmarshalJSON(body); err != nil {
 			return v, err
