@@ -99,10 +99,11 @@ func TestBreakLines(t *testing.T) {
 		{"abcdefg", 3, []string{"abc", "def", "g"}},
 		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
 		{"a 北京北京", 4, []string{"a 北京", "北京"}},
-		{"a bc de", 4, []string{"a bc", "de"}}, // the space after a full line is no overflow
-		{"ab ＡＡＡ", 4, []string{"ab Ａ", "ＡＡ"}},  // full-width forms break like ideographs
-		{"ab ！！！", 4, []string{"ab", "！！！"}},   // but not before closing punctuation
-		{"東京です。", 4, []string{"東京で", "す。"}},    // a line never starts with 。
+		{"a bc de", 4, []string{"a bc", "de"}},        // the space after a full line is no overflow
+		{"ab  \u0301c", 3, []string{"ab", "\u0301c"}}, // the break between two spaces: neither is kept
+		{"ab ＡＡＡ", 4, []string{"ab Ａ", "ＡＡ"}},         // full-width forms break like ideographs
+		{"ab ！！！", 4, []string{"ab", "！！！"}},          // but not before closing punctuation
+		{"東京です。", 4, []string{"東京で", "す。"}},           // a line never starts with 。
 		{"東京「大阪」", 3, []string{"東京", "「大", "阪」"}},
 		{"hy\u00ADphen", 4, []string{"hy-", "phen"}}, // a soft hyphen prints where the line breaks
 		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else

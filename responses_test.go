@@ -112,6 +112,7 @@ func TestSubmitErrors(t *testing.T) {
 		{"array body", path, `[{"values": {"1": "x"}}]`, 400, "Response values are required"},
 		{"string", path, `{"values": "1"}`, 400, "Response values are required"},
 		{"number", path, `{"values": 1}`, 400, "Response values are required"},
+		{"string body", path, `"values"`, 400, "Invalid JSON body: expected an object"},
 		{"invalid JSON", path, `{"values": {"1": }`, 400, "Invalid JSON body"},
 		{"unknown form", "/api/forms/999/responses", `{"values": {"1": "a"}}`, 404, "submit response for form 999: Record not found"},
 		{"values checked before the form", "/api/forms/999/responses", `{"values": {}}`, 400, "Response values are required"},

@@ -46,6 +46,7 @@ func TestSettings(t *testing.T) {
 	e.wantError("PUT", "/api/settings/theme", ``, 400, "Setting value is required in the request body")
 	e.wantError("PUT", "/api/settings/theme", `{"value": `, 400, "Invalid JSON body")
 	e.wantError("PUT", "/api/settings/theme", `["x"]`, 400, "Setting value is required in the request body")
+	e.wantError("PUT", "/api/settings/theme", `5`, 400, "Invalid JSON body: expected an object")
 	long := strings.Repeat("k", 10*1024)
 	e.wantError("PUT", "/api/settings/"+long, `{"value": "x"}`, 400, "Setting key is too long")
 	e.wantError("GET", "/api/settings/"+long, nil, 400, "Setting key is too long")

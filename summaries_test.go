@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -894,5 +895,44 @@ func TestJobPanicLogged(t *testing.T) {
 	waitFor(t, func() bool { return strings.Count(e.logs.String(), "msg=panic") == 2 })
 	if status, _ := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz = %d after a job's panic", status)
+	}
+}
+
+// TestTrackerPromptWithinBudget: a busy window's tickets fill $TRACKER_TICKETS up to
+// maxPromptDataChars, newest-updated first; the first that does not fit ends them, though
+// older, shorter ones would fit: an older ticket never stands in for a newer one.
+func TestTrackerPromptWithinBudget(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	for i := range 150 { // three pages: 100 tickets of about 2,200 characters, 50 short ones
+		is := issue(i+1, mantisDate(now.Add(-time.Duration(i)*time.Minute)))
+		if i < 100 {
+			is["description"] = strings.Repeat("x", maxTextChars)
+		}
+		e.tracker.issues = append(e.tracker.issues, is)
+	}
+	prompt, err := trackerPrompt(context.Background(), e.srv.client, e.srv.cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := strings.TrimSuffix(strings.TrimPrefix(prompt, "Tickets of 2026-11-25:\n"), "\nEnd.")
+	var tickets []ticket
+	if err := json.Unmarshal([]byte(data), &tickets); err != nil {
+		t.Fatalf("$TRACKER_TICKETS is not a JSON array: %v", err)
+	}
+	n := len(tickets)
+	if n == 0 || n == 150 || utf8.RuneCountInString(data) > maxPromptDataChars {
+		t.Fatalf("%d tickets in %d characters, want some but not all within %d",
+			n, utf8.RuneCountInString(data), maxPromptDataChars)
+	}
+	for i, tk := range tickets {
+		if tk.ID != int64(i+1) || len(tk.Description) != maxTextChars {
+			t.Fatalf("ticket %d is #%d with %d characters, want #%d whole: the newest first",
+				i, tk.ID, len(tk.Description), i+1)
+		}
+	}
+	next, _ := json.Marshal(tickets[0]) // the next one is as long as the others
+	if room := maxPromptDataChars - utf8.RuneCountInString(data); room > len(next) {
+		t.Errorf("%d characters left, room for ticket #%d of %d", room, n+1, len(next))
 	}
 }
