@@ -20,6 +20,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path"
@@ -98,6 +99,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if id, ok := parseDigits(cfg.TrackerProjectID); !ok || id < 1 {
 		return cfg, fmt.Errorf("TRACKER_PROJECT_ID %q: want a project's number", cfg.TrackerProjectID)
 	}
+	if err := cmp.Or(checkURL("TRACKER_API_ENDPOINT", cfg.TrackerEndpoint),
+		checkURL("GENAI_BASE_URL", cfg.GenAIBaseURL)); err != nil {
+		return cfg, err
+	}
 	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
 	case "true":
 		cfg.TrackerIncludePrivate = true
@@ -106,6 +111,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
 	return cfg, nil
+}
+
+// checkURL refuses a base URL that is set but not http or https with a host
+// ("localhost:11434/v1"), at start, not at the first summary. The message leaves out the
+// value: a URL may carry a password.
+func checkURL(variable, value string) error {
+	u, err := url.Parse(value)
+	if value != "" && (err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%s: want an http or https URL, e.g. https://host/path", variable)
+	}
+	return nil
 }
 
 // summaryConfigGaps names the settings the tracker and the e-mail summary still lack.

@@ -113,7 +113,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TZ") {
 		t.Errorf("run with a bad TZ = %v, want a TZ error", err)
 	}
-	// Each configuration value that can be wrong stops the start with one line naming it.
 	// Each configuration value that can be wrong stops the start with one line naming it,
 	// before the database is created.
 	dbPath := filepath.Join(t.TempDir(), "never.db")
@@ -121,13 +120,16 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
 		{"TRACKER_PROJECT_ID", "0", `TRACKER_PROJECT_ID "0": want `},
 		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want `},
+		{"TRACKER_API_ENDPOINT", "tracker.example.com/api/rest", "TRACKER_API_ENDPOINT: want an http or https URL"},
+		{"GENAI_BASE_URL", "localhost:11434/v1", "GENAI_BASE_URL: want an http or https URL"},
+		{"GENAI_BASE_URL", "http://user:secret@/v1", "GENAI_BASE_URL: want an http or https URL"},
 		{"SUMMARY_SCHEDULE", "6:30", `SUMMARY_SCHEDULE "6:30": want `},
 		{"ADDR", "nonsense", "ADDR: listen tcp: address nonsense: missing port"},
 	} {
 		env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath, tc.variable: tc.value}
 		err := run(context.Background(), nil, func(k string) string { return env[k] }, &syncBuffer{}, &syncBuffer{})
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("run with %s=%s = %v, want %q", tc.variable, tc.value, err, tc.want)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("run with %s=%s = %v, want %q and no password", tc.variable, tc.value, err, tc.want)
 		}
 		if _, statErr := os.Stat(dbPath); statErr == nil {
 			t.Fatalf("run with %s=%s created the database", tc.variable, tc.value)
