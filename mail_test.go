@@ -132,6 +132,9 @@ func TestEmailAsAReaderSees(t *testing.T) {
 		// and Go's reader refuses (none of the corpus has one): the text is kept as written.
 		{"a quoted-printable text with a raw control byte", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\ncaf=C3=A9\x01\r\n",
 			"", "caf=C3=A9\x01", ""},
+		// Hand-made: lines ended by a lone CR, as classic Mac OS mail programs saved them.
+		{"lines ended by a lone CR", "From: a@example.com\rSubject: Mac\rDate: Wed, 25 Nov 2026 09:00:00 +0000\r\rBody line\rand more\r",
+			"Mac", "Body line\rand more", ""},
 		{"a raw UTF-8 Subject beside a Latin-1 body", from + date + "Subject: Grüße\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nGr\xfc\xdfe\r\n",
 			"Grüße", "Grüße", ""},
 		{"a Content-Type without a subtype before the real one (issue 23's two-field class; hand-made, no packaged message of it found)", from + date + "Content-Type: html\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",

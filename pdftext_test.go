@@ -660,3 +660,27 @@ func TestFontDirs(t *testing.T) {
 		t.Errorf("fontDirs = %q, want %q", got, want)
 	}
 }
+
+// TestExportPDFSoftHyphenTyped: a soft hyphen printed as a hyphen where a line breaks is,
+// in the text layer, the soft hyphen typed, in right-to-left text as in left-to-right.
+func TestExportPDFSoftHyphenTyped(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	for _, word := range []string{"abcdefgh", "אבגדהוזח"} {
+		form, values := oneFieldForm("T", "text", strings.Repeat(word+"\u00AD", 30))
+		broken := 0
+		for _, l := range exportDoc(t, form, values, fonts).textLines() {
+			if !strings.Contains(l.Text, "-") { // no hyphen drawn
+				continue
+			}
+			broken++
+			if strings.Contains(l.Typed, "-") || !strings.Contains(l.Typed, "\u00AD") {
+				t.Errorf("%s…: a line broken at a soft hyphen has the text layer %q, want the soft hyphen",
+					word, l.Typed)
+			}
+		}
+		if broken == 0 {
+			t.Errorf("%s…: no line broke at a soft hyphen", word)
+		}
+	}
+}

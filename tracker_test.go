@@ -834,12 +834,16 @@ func TestTrackerBadUpdateTimeFails(t *testing.T) {
 	badIssue["updated_at"] = "25/11/2026 10:00"
 	badNote := note(7, mantisDate(now), "a note")
 	badNote["created_at"] = "25/11/2026 09:00"
+	// A long value is quoted by its first 40 characters only.
+	longIssue := issue(2, mantisDate(now))
+	longIssue["updated_at"] = strings.Repeat("1", 40) + strings.Repeat("9", 60)
 	for _, tc := range []struct {
 		issue map[string]any
 		want  string
 	}{
-		{badIssue, "issue 2: updated_at"},
-		{issue(2, mantisDate(now), badNote), "issue 2: note 7's created_at"},
+		{badIssue, `issue 2: updated_at "25/11/2026 10:00" is not a date the tracker writes`},
+		{issue(2, mantisDate(now), badNote), `issue 2: note 7's created_at "25/11/2026 09:00" is not`},
+		{longIssue, `issue 2: updated_at "` + strings.Repeat("1", 40) + `" is not a date`},
 	} {
 		e := newSummaryEnv(t, now)
 		e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), tc.issue}
