@@ -107,7 +107,10 @@ func TestRunShutdownKeepsAcknowledged(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
-	err := run(context.Background(), nil, func(k string) string {
+	// Cancelled: a value wrongly accepted ends the run at once, not serves until the timeout.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := run(stopped, nil, func(k string) string {
 		return map[string]string{"TZ": "Mars/Olympus", "ADDR": "127.0.0.1:0"}[k]
 	}, &syncBuffer{}, &syncBuffer{})
 	if err == nil || !strings.Contains(err.Error(), "TZ") {
@@ -127,7 +130,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"ADDR", "nonsense", "ADDR: listen tcp: address nonsense: missing port"},
 	} {
 		env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath, tc.variable: tc.value}
-		err := run(context.Background(), nil, func(k string) string { return env[k] }, &syncBuffer{}, &syncBuffer{})
+		err := run(stopped, nil, func(k string) string { return env[k] }, &syncBuffer{}, &syncBuffer{})
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("run with %s=%s = %v, want %q and no password", tc.variable, tc.value, err, tc.want)
 		}
