@@ -698,6 +698,14 @@ func TestDocumentedLimits(t *testing.T) {
 			t.Errorf("docs/DESIGN.md: %s = %q, the code %q", tc.pattern, got, tc.want)
 		}
 	}
+	perf, err := os.ReadFile("docs/PERFORMANCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := regexp.MustCompile(`form cache\*\* \(store.go, (\d+ MiB)`).FindSubmatch(perf)
+	if cache == nil || string(cache[1]) != size(formCacheBytes) {
+		t.Errorf("docs/PERFORMANCE.md's form cache: %q, the code %s", cache, size(formCacheBytes))
+	}
 	if e.srv.cfg.RequestGrace != 2*writeWait {
 		t.Errorf("writeWait %v is not half the shutdown's grace %v", writeWait, e.srv.cfg.RequestGrace)
 	}

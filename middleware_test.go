@@ -339,6 +339,10 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatalf("a connection past the cap: %v", err)
 	}
 	reply, err := io.ReadAll(refused.Body)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second)) // reached only if the server keeps it open
+	if n, readErr := c.Read(make([]byte, 1)); n != 0 || readErr != io.EOF {
+		t.Errorf("a connection past the cap is still open after its 503: read %d, %v", n, readErr)
+	}
 	c.Close()
 	if err != nil || refused.StatusCode != 503 || refused.Header.Get("Retry-After") != "1" || string(reply) != "{\"error\":\"Too many connections\"}\n" {
 		t.Errorf("a connection past the cap got %d %q (Retry-After %q), %v", refused.StatusCode, reply, refused.Header.Get("Retry-After"), err)
