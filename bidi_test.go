@@ -100,6 +100,7 @@ func TestBreakLines(t *testing.T) {
 		{"a カタカナ", 4, []string{"a カタ", "カナ"}},
 		{"a 北京北京", 4, []string{"a 北京", "北京"}},
 		{"a bc de", 4, []string{"a bc", "de"}},        // the space after a full line is no overflow
+		{"\u0E48ก", 5, []string{"\u0E48ก"}},           // a tone mark first (no base: never from glyphs)
 		{"ab  \u0301c", 3, []string{"ab", "\u0301c"}}, // the break between two spaces: neither is kept
 		{"ab ＡＡＡ", 4, []string{"ab Ａ", "ＡＡ"}},         // full-width forms break like ideographs
 		{"ab ！！！", 4, []string{"ab", "！！！"}},          // but not before closing punctuation
@@ -193,6 +194,8 @@ func TestShapeArabic(t *testing.T) {
 		{"دب", []rune{0xFEA9, 0xFE8F}},           // dal does not join to the letter after it
 		{"پی", []rune{0xFB58, 0xFBFD}},           // Persian: peh initial, Farsi yeh final (Forms-A)
 		{"ڤا", []rune{0xFB6C, 0xFE8E}},           // veh: Forms-A, from Unicode's data
+		{"بـ", []rune{0xFE91, 0x0640}},           // tatweel joins: beh initial before it
+		{"ـب", []rune{0x0640, 0xFE90}},           // and final after it
 	} {
 		if got, _ := shapeArabic([]rune(tc.text)); !slices.Equal(got, tc.want) {
 			t.Errorf("shapeArabic(%q) = %U, want %U", tc.text, got, tc.want)

@@ -587,6 +587,10 @@ func TestRequestLogNamesClient(t *testing.T) {
 	if res.StatusCode != 200 || !peer.MatchString(line) || strings.Contains(line, "203.0.113.9") || strings.Contains(line, "1234 ") {
 		t.Errorf("%d; request log line %q, want client=127.0.0.1:<port>, no forwarded address, no Host", res.StatusCode, line)
 	}
+	fields := regexp.MustCompile(` method=GET path=/api/forms status=200 duration=[\d.]+[µm]?s aborted=false$`)
+	if !fields.MatchString(line) {
+		t.Errorf("request log line %q, want the method, path, status, duration and aborted=false", line)
+	}
 }
 
 // TestIncludePrivateOnlyWhenTrue: TRACKER_INCLUDE_PRIVATE opens private issues and notes
