@@ -53,8 +53,7 @@ func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
 	for _, key := range slices.Sorted(maps.Keys(object)) {
 		var text *string // null, stored as SQL NULL
 		if raw := object[key]; string(raw) != "null" {
-			s, _ := jsText(raw) // a member of a decoded body: valid JSON
-			text = &s
+			text = new(jsText(raw))
 		}
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
 			return nil, invalid(fmt.Sprintf("Response value is too long (at most %d characters)", maxValueChars))
@@ -241,26 +240,24 @@ func dispositionHeader(disposition, name string) string {
 	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc
 }
 
-// jsText returns JavaScript's String(value) of a JSON value, as the original service
-// stored every submitted value, so that its clients read back the same; null is "null", as
-// settings store it. It fails only on what is not JSON.
-func jsText(raw json.RawMessage) (string, error) {
+// jsText returns JavaScript's String(value) of raw, a member of a body readBody found to be
+// valid JSON, as the original service stored every submitted value, so that its clients
+// read back the same; null is "null", as settings store it.
+func jsText(raw json.RawMessage) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		// A number past float64's range, which JavaScript reads as ±Infinity: decoded
 		// again, with numbers kept as written for appendJS.
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return "", fmt.Errorf("decode value: %w", err)
-		}
+		dec.Decode(&v) // valid JSON: the range was the one failure
 	}
 	if s, ok := v.(string); ok {
-		return s, nil // most values, not copied again
+		return s // most values, not copied again
 	}
 	var b strings.Builder
 	appendJS(&b, v)
-	return b.String(), nil
+	return b.String()
 }
 
 // jsDisplay is a possibly absent JSON value as a JavaScript template string shows it.
@@ -268,8 +265,7 @@ func jsDisplay(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
-	s, _ := jsText(raw)
-	return s
+	return jsText(raw)
 }
 
 // appendJS writes String(v) to b: an array joins its elements with commas, an object is

@@ -42,12 +42,11 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	// null is stored as "null"; jsText cannot fail on a member of a valid body.
-	raw, ok := in.members["value"]
-	value, err := jsText(raw)
-	if !ok || err != nil {
+	raw, ok := in.members["value"] // null is there: stored as "null"
+	if !ok {
 		return invalid("Setting value is required in the request body")
 	}
+	value := jsText(raw)
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
 		return during(fmt.Sprintf("update setting '%s'", key), err)
 	}

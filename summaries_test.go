@@ -600,8 +600,9 @@ func TestEmailSummaryPrompt(t *testing.T) {
 	if !slices.Equal(subjects, want) {
 		t.Errorf("subjects sent = %q, want %q", subjects, want)
 	}
-	if strings.Count(e.logs.String(), "skip e-mail message") != 2 {
-		t.Errorf("want one skip line per job, for the file that is not a message:\n%s", e.logs)
+	if strings.Count(e.logs.String(), `msg="skip e-mail message" file=new/`) != 2 ||
+		strings.Count(e.logs.String(), `err="not a message: no header field and no text"`) != 2 {
+		t.Errorf("want one skip line per job, for the file that is not a message, saying so:\n%s", e.logs)
 	}
 	var list struct {
 		Summaries []Summary
