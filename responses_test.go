@@ -486,6 +486,26 @@ func FuzzSubmitBody(f *testing.F) {
 	})
 }
 
+// TestCSVCellFirstCharacters: of the ASCII characters, exactly OWASP's six (=, +, -, @,
+// tab, CR) disarm a cell they start; a plain number starting with + or - stays a number.
+func TestCSVCellFirstCharacters(t *testing.T) {
+	for c := range rune(0x80) {
+		cell := string(c) + "x"
+		want := cell
+		if strings.ContainsRune("=+-@\t\r", c) {
+			want = "'" + cell
+		}
+		if got := csvCell(cell); got != want {
+			t.Errorf("csvCell(%q) = %q, want %q", cell, got, want)
+		}
+	}
+	for _, n := range []string{"-5", "+1.5", "-2e3", ".5", "+.5e-3"} {
+		if got := csvCell(n); got != n {
+			t.Errorf("csvCell(%q) = %q, want the number as it is", n, got)
+		}
+	}
+}
+
 // TestExportCSV reads the export back through encoding/csv, as a spreadsheet would: RFC
 // 4180 quoting of commas, quotes and newlines, UTF-8 behind a byte-order mark, newest
 // response first, labels in form order, null as an empty cell, formulas disarmed and
