@@ -599,8 +599,8 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 }
 
 // TestDocumentedLimits reads each number of docs/DESIGN.md's "Limits" table (and the
-// shutdown grace, the PDF's name budget, the busy timeout, the outbound timeout and the
-// size of the health check's write it states elsewhere)
+// shutdown grace, the PDF's name budget, the busy timeout, the outbound timeout, the
+// size of the health check's write and the list's page it states elsewhere)
 // literally, and compares it with the value the service runs with; the fields limit is
 // also tried at the documented number and one past it.
 func TestDocumentedLimits(t *testing.T) {
@@ -688,6 +688,8 @@ func TestDocumentedLimits(t *testing.T) {
 			[]string{fracSecs(retryPause(defaults.OutboundRetryDelay, 0)),
 				fracSecs(retryPause(defaults.OutboundRetryDelay, 1))}},
 		{`/healthz` + "`" + ` itself tries a write \((\d+ KiB) inserted`, []string{size(probe)}},
+		{`written a page at a time \((\d+) rows,\s+and a page of responses ends after (\d+ KiB)`,
+			[]string{strconv.Itoa(listPageRows), size(listPageBytes)}},
 	} {
 		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
 		if m == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -732,30 +733,47 @@ func TestBackupStdoutClosed(t *testing.T) {
 }
 
 // TestDocumentedDefaults: the defaults of README's and docs/DESIGN.md's configuration
-// tables are the ones loadConfig takes with nothing set ("none" is unset, "off" false).
+// tables are the ones loadConfig takes with nothing set ("none" is unset, "off" false),
+// and each variable is read under its documented name.
 func TestDocumentedDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(func(string) string { return "" })
+	values := func(cfg config) map[string]string {
+		return map[string]string{
+			"ADDR":                    cfg.Addr,
+			"DATABASE_PATH":           cfg.DatabasePath,
+			"API_TOKEN":               cfg.APIToken,
+			"ALLOWED_HOSTS":           strings.Join(cfg.AllowedHosts, ","),
+			"CORS_ORIGINS":            strings.Join(cfg.CORSOrigins, ","),
+			"TRACKER_API_ENDPOINT":    cfg.TrackerEndpoint,
+			"TRACKER_API_KEY":         cfg.TrackerKey,
+			"TRACKER_PROJECT_ID":      cfg.TrackerProjectID,
+			"TRACKER_INCLUDE_PRIVATE": strconv.FormatBool(cfg.TrackerIncludePrivate),
+			"GENAI_API_KEY":           cfg.GenAIKey,
+			"GENAI_BASE_URL":          cfg.GenAIBaseURL,
+			"GENAI_MODEL":             cfg.GenAIModel,
+			"MAILDIR":                 cfg.Maildir,
+			"SUMMARY_SCHEDULE":        cfg.SummarySchedule,
+			"PDF_FONT_DIR":            cfg.PDFFontDir,
+		}
+	}
+	set := map[string]string{"TZ": "UTC", "TRACKER_PROJECT_ID": "7", "TRACKER_INCLUDE_PRIVATE": "true",
+		"TRACKER_API_ENDPOINT": "https://tracker.example/api/rest", "GENAI_BASE_URL": "https://model.example/v1"}
+	given := func(name string) string { return cmp.Or(set[name], "value of "+name) }
+	cfg, err := loadConfig(given)
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := map[string]string{
-		"ADDR":                    cfg.Addr,
-		"DATABASE_PATH":           cfg.DatabasePath,
-		"API_TOKEN":               cfg.APIToken,
-		"ALLOWED_HOSTS":           strings.Join(cfg.AllowedHosts, ","),
-		"CORS_ORIGINS":            strings.Join(cfg.CORSOrigins, ","),
-		"TRACKER_API_ENDPOINT":    cfg.TrackerEndpoint,
-		"TRACKER_API_KEY":         cfg.TrackerKey,
-		"TRACKER_PROJECT_ID":      cfg.TrackerProjectID,
-		"TRACKER_INCLUDE_PRIVATE": strconv.FormatBool(cfg.TrackerIncludePrivate),
-		"GENAI_API_KEY":           cfg.GenAIKey,
-		"GENAI_BASE_URL":          cfg.GenAIBaseURL,
-		"GENAI_MODEL":             cfg.GenAIModel,
-		"MAILDIR":                 cfg.Maildir,
-		"SUMMARY_SCHEDULE":        cfg.SummarySchedule,
-		"PDF_FONT_DIR":            cfg.PDFFontDir,
+	read := values(cfg)
+	read["TRACKER_PROMPT_FILE"], read["EMAIL_PROMPT_FILE"] = cfg.TrackerPromptFile, cfg.EmailPromptFile
+	for name, got := range read {
+		if got != given(name) {
+			t.Errorf("%s set to %q: the config holds %q", name, given(name), got)
+		}
 	}
+	if cfg, err = loadConfig(func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	value := values(cfg)
 	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| ([^|]+) \\|")
 	for _, doc := range []string{"README.md", "docs/DESIGN.md"} {
 		text, err := os.ReadFile(doc)

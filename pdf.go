@@ -954,8 +954,8 @@ func (f *fontFile) file() ([]byte, error) {
 // covers reports whether the font has a glyph for r; a file fpdf cannot embed has none.
 func (f *fontFile) covers(r rune) bool {
 	f.coverOnce.Do(func() {
-		sf, err := f.parse()
-		if err != nil {
+		sf := f.parse()
+		if sf == nil {
 			return
 		}
 		var sb sfnt.Buffer
@@ -974,8 +974,8 @@ func (f *fontFile) covers(r rune) bool {
 func (f *fontFile) measured() *fontFile {
 	f.measureOnce.Do(func() {
 		f.marks = map[rune]markBox{}
-		sf, err := f.parse()
-		if err != nil {
+		sf := f.parse()
+		if sf == nil {
 			return
 		}
 		var sb sfnt.Buffer
@@ -1000,16 +1000,16 @@ func (f *fontFile) measured() *fontFile {
 	return f
 }
 
-// parse reads and parses the font, which fpdf must be able to embed: one TrueType font (glyf,
-// not CFF) with the tables fpdf reads and a format 4 Unicode character map.
-func (f *fontFile) parse() (*sfnt.Font, error) {
+// parse reads and parses the font, nil where fpdf could not embed it: one TrueType font
+// (glyf, not CFF) with the tables fpdf reads and a format 4 Unicode character map.
+func (f *fontFile) parse() *sfnt.Font {
 	ttf, err := f.file()
 	if err != nil {
-		return nil, err
+		return nil
 	}
 	sf, err := sfnt.Parse(ttf) // one font, its tables inside the file
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.path, err)
+		return nil
 	}
 	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
 	tables := map[string][]byte{}
@@ -1019,7 +1019,7 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 	}
 	for _, t := range []string{"head", "hhea", "hmtx", "maxp", "name", "OS/2", "post", "cmap", "glyf", "loca"} {
 		if tables[t] == nil {
-			return nil, fmt.Errorf("%s: no %s table", f.path, t)
+			return nil
 		}
 	}
 	cmap := tables["cmap"] // with its header and records, as sfnt.Parse checks
@@ -1027,10 +1027,10 @@ func (f *fontFile) parse() (*sfnt.Font, error) {
 		rec := cmap[4+8*i:]
 		platform, encoding, off := be16(rec), be16(rec[2:]), int(be32(rec[4:]))
 		if (platform == 3 && encoding == 1 || platform == 0) && off+2 <= len(cmap) && be16(cmap[off:]) == 4 {
-			return sf, nil
+			return sf
 		}
 	}
-	return nil, fmt.Errorf("%s: no format 4 Unicode character map", f.path)
+	return nil
 }
 
 // addFont adds a font to the document once; one that can no longer be read reports false.
