@@ -471,6 +471,26 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 	}
 }
 
+// TestExportPDFPresentationFormOnly: an Arabic letter whose one font has its isolated
+// presentation form but not the letter (no real font is like this; a font made so) is
+// drawn as that form, a glyph the font has, not as the letter it lacks.
+func TestExportPDFPresentationFormOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fontWithChars(t, dir, "Zza.ttf", '\uFE8D') // ARABIC LETTER ALEF ISOLATED FORM
+	form, values := oneFieldForm("T", "text", "\u0627")
+	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
+	var drawn []string
+	for _, g := range doc.Pages[0].Glyphs {
+		if strings.HasSuffix(g.font, "utf8zza") {
+			drawn = append(drawn, g.text)
+		}
+	}
+	if !slices.Equal(drawn, []string{"\uFE8D"}) {
+		t.Errorf("drawn from the font: %q, want its isolated alef, U+FE8D", drawn)
+	}
+}
+
 // TestExportPDFFontGone: a fallback font removed while the service runs (its package
 // uninstalled) after the index found the character in it prints the character's name.
 func TestExportPDFFontGone(t *testing.T) {
