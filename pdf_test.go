@@ -370,6 +370,12 @@ func TestContentDisposition(t *testing.T) {
 			t.Errorf("ParseMediaType(%s) = %q %q %v, want inline with filename %q", got, disp, params, err, tc.wantName)
 		}
 	}
+	// fileTitle leaves no space in a name; dispositionHeader still writes one as RFC 8187
+	// does, %20, where url.QueryEscape writes +.
+	if got, want := dispositionHeader("attachment", "a b+c.csv"),
+		`attachment; filename="a_b+c.csv"; filename*=UTF-8''a%20b%2Bc.csv`; got != want {
+		t.Errorf("dispositionHeader(a b+c.csv) = %s, want %s", got, want)
+	}
 }
 
 // TestExportPDFHeaders goes through the server for the hostile titles of the issue.

@@ -669,6 +669,24 @@ func TestFontMapsCounted(t *testing.T) {
 	}
 }
 
+// TestWithCmapAligned: the character map withCmap adds starts on a 4-byte boundary, as
+// the OpenType file format wants every table, whatever the length of the font before it.
+func TestWithCmapAligned(t *testing.T) {
+	t.Parallel()
+	for extra := range 4 {
+		ttf := append(slices.Clip(goregular.TTF), make([]byte, extra)...)
+		out, err := withCmap(ttf, map[rune]rune{'क': 'A'})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(binary.BigEndian.Uint16(out[4:])) {
+			if rec := out[12+16*i:]; string(rec[:4]) == "cmap" && binary.BigEndian.Uint32(rec[8:])%4 != 0 {
+				t.Errorf("a font of %d bytes: its new cmap at %d", len(ttf), binary.BigEndian.Uint32(rec[8:]))
+			}
+		}
+	}
+}
+
 // TestFontDirs: PDF_FONT_DIR's folders come first, blanks dropped, then the folders where
 // Debian's font packages, an administrator and a user put fonts (fontconfig's defaults).
 func TestFontDirs(t *testing.T) {

@@ -248,6 +248,28 @@ func TestReadPoolIsReadOnly(t *testing.T) {
 	}
 }
 
+// TestReadPoolKeepsItsConnections: the read pool's connections stay open between
+// requests, all of them (database/sql keeps 2 idle by default), so that a read does not
+// pay to open the file and read the schema again.
+func TestReadPoolKeepsItsConnections(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	var conns []*sql.Conn
+	for range e.store.read.Stats().MaxOpenConnections {
+		c, err := e.store.read.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if st := e.store.read.Stats(); st.Idle != len(conns) || st.Idle < 4 {
+		t.Errorf("%d of the read pool's %d connections kept open", st.Idle, len(conns))
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	data, err := os.ReadFile(from)
