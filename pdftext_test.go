@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/sfnt"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -669,19 +670,52 @@ func TestFontMapsCounted(t *testing.T) {
 	}
 }
 
-// TestWithCmapAligned: the character map withCmap adds starts on a 4-byte boundary, as
-// the OpenType file format wants every table, whatever the length of the font before it.
-func TestWithCmapAligned(t *testing.T) {
+// TestWithCmapTable: the character map withCmap adds starts on a 4-byte boundary, as the
+// OpenType file format wants every table, whatever the length of the font before it, and
+// its one subtable is a format 4 map whose header fields are the specification's
+// ("cmap — Character to Glyph Index Mapping Table": language 0, searchRange 2 × 2^⌊log2
+// segCount⌋, entrySelector its log2, rangeShift the rest), read back by x/image's sfnt.
+func TestWithCmapTable(t *testing.T) {
 	t.Parallel()
+	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
+	orig, err := sfnt.Parse(goregular.TTF)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for extra := range 4 {
 		ttf := append(slices.Clip(goregular.TTF), make([]byte, extra)...)
-		out, err := withCmap(ttf, map[rune]rune{'क': 'A'})
+		out, err := withCmap(ttf, map[rune]rune{'क': 'A', 'ख': 'B', 'ग': 'C'}) // 3 segments and the last
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range int(binary.BigEndian.Uint16(out[4:])) {
-			if rec := out[12+16*i:]; string(rec[:4]) == "cmap" && binary.BigEndian.Uint32(rec[8:])%4 != 0 {
-				t.Errorf("a font of %d bytes: its new cmap at %d", len(ttf), binary.BigEndian.Uint32(rec[8:]))
+		var at uint32
+		for i := range int(be16(out[4:])) {
+			if rec := out[12+16*i:]; string(rec[:4]) == "cmap" {
+				at = be32(rec[8:])
+			}
+		}
+		if at%4 != 0 {
+			t.Errorf("a font of %d bytes: its new cmap at %d", len(ttf), at)
+		}
+		sub := out[at+be32(out[at+8:]):] // the one subtable, at its record's offset
+		want := []uint16{4, 16 + 8*4, 0, 2 * 4, 8, 2, 0}
+		var got []uint16
+		for i := range want {
+			got = append(got, be16(sub[2*i:]))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("format, length, language, segCountX2, searchRange, entrySelector, rangeShift = %v, want %v", got, want)
+		}
+		sf, err := sfnt.Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb sfnt.Buffer
+		for c, glyphOf := range map[rune]rune{'क': 'A', 'ख': 'B', 'ग': 'C'} {
+			got, _ := sf.GlyphIndex(&sb, c)
+			want, _ := orig.GlyphIndex(&sb, glyphOf)
+			if got != want || got == 0 {
+				t.Errorf("%c maps to glyph %d, want %c's, %d", c, got, glyphOf, want)
 			}
 		}
 	}
