@@ -220,7 +220,7 @@ func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
 }
 
 // TestRecoverPanics alone: a panic before any byte is a JSON 500 and one error line; after
-// bytes are out, the connection is aborted.
+// bytes are out, the connection is aborted; http.ErrAbortHandler passes through.
 func TestRecoverPanics(t *testing.T) {
 	t.Parallel()
 	s, logs := newBareServer(t, nil)
@@ -235,6 +235,21 @@ func TestRecoverPanics(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 { // the panic's line, once
 		t.Errorf("a panic logged %d error lines:\n%s", n, logs)
+	}
+	// net/http's own way to cut a reply short passes through as it came, unlogged.
+	abort := s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }))
+	before := len(logs.String())
+	w = httptest.NewRecorder()
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("http.ErrAbortHandler came out as %v", v)
+			}
+		}()
+		abort.ServeHTTP(w, apiRequest("GET", "/x", nil))
+	}()
+	if len(logs.String()) != before || w.Body.Len() != 0 {
+		t.Errorf("http.ErrAbortHandler answered %q and logged %q", w.Body, logs.String()[before:])
 	}
 	after := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "[")

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
@@ -484,6 +485,38 @@ func FuzzSubmitBody(f *testing.F) {
 		}
 		e.wantNoOrphans()
 	})
+}
+
+// cancelOnWrite is a ResponseWriter whose client leaves as the first bytes reach it.
+type cancelOnWrite struct {
+	*httptest.ResponseRecorder
+	cancel context.CancelFunc
+}
+
+func (w cancelOnWrite) Write(b []byte) (int, error) {
+	w.cancel()
+	return w.ResponseRecorder.Write(b)
+}
+
+// TestListStopsWhenTheClientLeaves: a client that leaves after the first page of a list
+// ends the list there: no further page is read, and the request is logged as the client's
+// leaving (499), not as a failure.
+func TestListStopsWhenTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "T"})
+	for range listPageRows + 1 {
+		e.submit(f.ID, map[string]any{"none": 1})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := cancelOnWrite{httptest.NewRecorder(), cancel}
+	e.srv.ServeHTTP(w, apiRequest("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil).WithContext(ctx))
+	if n := strings.Count(w.Body.String(), `"id":`); n != listPageRows || strings.HasSuffix(w.Body.String(), "]\n") {
+		t.Errorf("%d responses sent, the list closed: %v; want the first page alone, cut", n, strings.HasSuffix(w.Body.String(), "]\n"))
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, `msg="client gone"`) || !strings.Contains(logs, "status=499") || strings.Contains(logs, "level=ERROR") {
+		t.Errorf("log:\n%s\nwant the client's leaving, status 499, no error", logs)
+	}
 }
 
 // TestCSVCellFirstCharacters: of the ASCII characters, exactly OWASP's six (=, +, -, @,

@@ -480,6 +480,25 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 	}
 }
 
+// TestTrackerRereadFails: MantisBT going offline between the walk and the re-read of page
+// 1 fails the job, as a refusal during the walk does, rather than summarising what the
+// walk read as if it were whole.
+func TestTrackerRereadFails(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	for i := range trackerPageSize + 1 { // two pages: a walk that re-reads page 1
+		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
+	}
+	e.tracker.afterPage = func(f *fakeTracker, page int) { f.offline = page == 2 || f.offline }
+	_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
+	if err == nil || !strings.Contains(err.Error(), "MantisBT is offline") {
+		t.Errorf("recentTickets = %v, want the re-read's refusal", err)
+	}
+	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2}) {
+		t.Errorf("pages served = %v, want [1 2] before the refusals", pages)
+	}
+}
+
 // TestTrackerRefusals: each way MantisBT 2.26, and 2.27 and later, refuses, or answers as
 // an account other than the token's, fails the job with an error that says what it
 // means, without the token, before anything reaches the model.
@@ -779,6 +798,33 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 	e.clock.Set(now.Add(onDemandInterval))
 	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 2 {
 		t.Errorf("a caller after the interval = %d after %d model calls, want 200 and a new run", status, len(e.model.calls()))
+	}
+}
+
+// TestTrackerSummaryNowCallerLeaves: a caller that leaves while the shared run is on gets
+// its context's error at once; the run is not cancelled with it, and a caller after it
+// gets the run's text without a second model call.
+func TestTrackerSummaryNowCallerLeaves(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	e.model.release = make(chan struct{})
+	e.model.entered = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		_, err := e.srv.trackerSummaryNow(ctx)
+		left <- err
+	}()
+	<-e.model.entered
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Errorf("the caller that left got %v, want context.Canceled", err)
+	}
+	close(e.model.release)
+	text, err := e.srv.trackerSummaryNow(context.Background())
+	if err != nil || text != "The summary." || len(e.model.calls()) != 1 {
+		t.Errorf("the next caller = %q, %v after %d model calls, want the run's text after 1", text, err, len(e.model.calls()))
 	}
 }
 
