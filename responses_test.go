@@ -499,23 +499,30 @@ func (w cancelOnWrite) Write(b []byte) (int, error) {
 }
 
 // TestListStopsWhenTheClientLeaves: a client that leaves after the first page of a list
-// ends the list there: no further page is read, and the request is logged as the client's
-// leaving (499), not as a failure.
+// (the forms, a form's responses) ends the list there: no further page is read, and the
+// request is logged as the client's leaving (499), not as a failure.
 func TestListStopsWhenTheClientLeaves(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T"})
-	for range listPageRows + 1 {
+	for range listPageRows {
+		e.createForm(map[string]any{"title": "T"})
 		e.submit(f.ID, map[string]any{"none": 1})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := cancelOnWrite{httptest.NewRecorder(), cancel}
-	e.srv.ServeHTTP(w, apiRequest("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil).WithContext(ctx))
-	if n := strings.Count(w.Body.String(), `"id":`); n != listPageRows || strings.HasSuffix(w.Body.String(), "]\n") {
-		t.Errorf("%d responses sent, the list closed: %v; want the first page alone, cut", n, strings.HasSuffix(w.Body.String(), "]\n"))
-	}
-	if logs := e.logs.String(); !strings.Contains(logs, `msg="client gone"`) || !strings.Contains(logs, "status=499") || strings.Contains(logs, "level=ERROR") {
-		t.Errorf("log:\n%s\nwant the client's leaving, status 499, no error", logs)
+	e.submit(f.ID, map[string]any{"none": 1})
+	for _, path := range []string{"/api/forms", "/api/forms/" + itoa(f.ID) + "/responses"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := cancelOnWrite{httptest.NewRecorder(), cancel}
+		before := len(e.logs.String())
+		e.srv.ServeHTTP(w, apiRequest("GET", path, nil).WithContext(ctx))
+		body := w.Body.String()
+		if n := strings.Count(body, `"id":`); n != listPageRows || strings.HasSuffix(body, "]\n") {
+			t.Errorf("%s: %d items sent, the list closed: %v; want the first page alone, cut", path, n, strings.HasSuffix(body, "]\n"))
+		}
+		logs := e.logs.String()[before:]
+		if !strings.Contains(logs, `msg="client gone"`) || !strings.Contains(logs, "status=499") || strings.Contains(logs, "level=ERROR") {
+			t.Errorf("%s: log:\n%s\nwant the client's leaving, status 499, no error", path, logs)
+		}
 	}
 }
 
