@@ -501,23 +501,14 @@ func TestBidiRules(t *testing.T) {
 // (U+2329 with U+3009, U+3008 with U+232A), and a run of unmatched closing brackets costs
 // no allocation each (not parallel: AllocsPerRun).
 func TestBracketPairsCanonical(t *testing.T) {
-	classes := func(rs []rune) []bidi.Class {
-		types := make([]bidi.Class, len(rs))
-		for i, r := range rs {
-			p, _ := bidi.LookupRune(r)
-			types[i] = p.Class()
-		}
-		return types
-	}
 	for _, s := range []string{"\u2329a\u3009", "\u3008a\u232A", "\u2329a\u232A"} {
 		rs := []rune(s)
-		if got := bracketPairsOf(rs, classes(rs)); !slices.Equal(got, [][2]int{{0, 2}}) {
+		if got := bracketPairsOf(rs); !slices.Equal(got, [][2]int{{0, 2}}) {
 			t.Errorf("pairs of %U: %v, want [[0 2]]", rs, got)
 		}
 	}
 	rs := []rune(strings.Repeat("[", 63) + strings.Repeat(")", 1000))
-	types := classes(rs)
-	if allocs := testing.AllocsPerRun(3, func() { bracketPairsOf(rs, types) }); allocs > 50 {
+	if allocs := testing.AllocsPerRun(3, func() { bracketPairsOf(rs) }); allocs > 50 {
 		t.Errorf("1,000 unmatched closing brackets: %.0f allocations, want a few", allocs)
 	}
 }

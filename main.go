@@ -667,8 +667,8 @@ func (s *server) routeMethods(r *http.Request) []string {
 	} {
 		probe := *r
 		probe.Method = m
-		// "" is no route and "/" the catch-all (handleNoRoute itself).
-		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+		// "/" is the catch-all (handleNoRoute itself), which every path reaches.
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" {
 			methods = append(methods, m)
 		}
 	}

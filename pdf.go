@@ -1315,13 +1315,14 @@ var mirrorOf = func() map[rune]rune {
 // canonicalBracket maps the brackets with a canonical decomposition to it (BD16).
 var canonicalBracket = map[rune]rune{'\u2329': '\u3008', '\u232A': '\u3009'}
 
-// bracketPairsOf finds the bracket pairs still ON (BD16: at most 63 open at once), canonical
-// equivalents paired (U+2329 with U+3009), in the order of their opening brackets.
-func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
+// bracketPairsOf finds the bracket pairs (BD16: at most 63 open at once), canonical
+// equivalents paired (U+2329 with U+3009), in the order of their opening brackets. Every
+// bracket is still ON, as BD16 asks: only an override, dropped here, changes its class.
+func bracketPairsOf(rs []rune) [][2]int {
 	stack, pairs := []int{}, [][2]int{} // stack: the opening brackets still open
 	for i, r := range rs {
 		p, _ := bidi.LookupRune(r)
-		if types[i] != bidi.ON || !p.IsBracket() {
+		if !p.IsBracket() {
 			continue
 		}
 		if p.IsOpeningBracket() {
@@ -1347,7 +1348,7 @@ func bracketPairsOf(rs []rune, types []bidi.Class) [][2]int {
 // resolveBrackets applies N0: a bracket pair takes the embedding direction e where the text
 // inside has it; else the other one found inside if the text before the pair has it, else e.
 func resolveBrackets(rs []rune, types, orig []bidi.Class, e bidi.Class) {
-	for _, p := range bracketPairsOf(rs, types) {
+	for _, p := range bracketPairsOf(rs) {
 		dir := bidi.ON
 		for _, t := range types[p[0]+1 : p[1]] {
 			if d := strongDir(t); d != bidi.ON && dir != e {

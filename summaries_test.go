@@ -270,6 +270,11 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 			if tr, em := e.count("tracker_summaries"), e.count("email_summaries"); tr != tc.wantTracker || em != tc.wantEmail {
 				t.Errorf("stored %d tracker and %d e-mail summaries, want %d and %d", tr, em, tc.wantTracker, tc.wantEmail)
 			}
+			// A job that stores nothing says it failed; none says it is done.
+			failed := 2 - tc.wantTracker - tc.wantEmail
+			if n := strings.Count(e.logs.String(), `msg="summary job failed"`); n != failed {
+				t.Errorf("%d jobs logged as failed, want %d:\n%s", n, failed, e.logs)
+			}
 			if strings.Contains(e.logs.String(), testModelKey) || strings.Contains(e.logs.String(), testTrackerKey) {
 				t.Errorf("a key appears in the logs")
 			}
