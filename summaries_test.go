@@ -640,8 +640,9 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"6:30", "24:00", "06:60", "0630", "06:30:00", "x"} {
-		if _, _, err := parseSchedule(bad); err == nil {
-			t.Errorf("parseSchedule(%q) accepted", bad)
+		want := fmt.Sprintf("SUMMARY_SCHEDULE %q: want HH:MM, e.g. 06:30", bad)
+		if _, _, err := parseSchedule(bad); err == nil || err.Error() != want {
+			t.Errorf("parseSchedule(%q) = %v, want %s", bad, err, want)
 		}
 	}
 	if h, m, err := parseSchedule("23:05"); err != nil || h != 23 || m != 5 {
