@@ -348,6 +348,43 @@ func TestMaildirCostsItsPrompt(t *testing.T) {
 	}
 }
 
+// TestMaildirFileGone: a file listed in new/ but gone when it is opened (a mail program
+// moved it to cur/ meanwhile) is left out with a line naming it; the rest are read.
+func TestMaildirFileGone(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	fsys := fstest.MapFS{"cur": &fstest.MapFile{Mode: fs.ModeDir}}
+	for i := range 3 {
+		at := start.Add(time.Duration(i) * time.Hour)
+		fsys[fmt.Sprintf("new/%d.M%dP1.host", at.Unix(), i)] = &fstest.MapFile{Data: []byte(maildirMessage(fmt.Sprint(i), at))}
+	}
+	gone := fmt.Sprintf("new/%d.M1P1.host", start.Add(time.Hour).Unix())
+	var logs bytes.Buffer
+	got, err := readAllMail(goneFS{fsys, gone}, start, slog.New(slog.NewTextHandler(&logs, nil)))
+	var subjects []string
+	for _, m := range got {
+		subjects = append(subjects, m.Subject)
+	}
+	if err != nil || !slices.Equal(subjects, []string{"2", "0"}) {
+		t.Errorf("read %q, %v; want 2 and 0", subjects, err)
+	}
+	if want := `msg="skip e-mail message" file=` + gone + ` err="open ` + gone + `: file does not exist"`; !strings.Contains(logs.String(), want) {
+		t.Errorf("log:\n%s\nwant %s", logs.String(), want)
+	}
+}
+
+// goneFS is an fs.FS whose file gone is listed but no longer there to open.
+type goneFS struct {
+	fs.ReadDirFS
+	gone string
+}
+
+func (g goneFS) Open(name string) (fs.File, error) {
+	if name == g.gone {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return g.ReadDirFS.Open(name)
+}
+
 // TestUndatedMessageByFileTime: without a Date and a time in its name, a message is dated
 // by its file's modification time.
 func TestUndatedMessageByFileTime(t *testing.T) {
