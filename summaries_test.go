@@ -152,6 +152,17 @@ func newSummaryEnv(t *testing.T, now time.Time, change ...func(*config)) *summar
 	return &summaryEnv{testEnv: e, clock: clock, tracker: tracker, model: model, prompts: prompts}
 }
 
+// newHeldSummaryEnv is a summary environment with one ticket of the window whose model
+// holds every call until e.model.release is closed, each arrival sent on e.model.entered.
+func newHeldSummaryEnv(t *testing.T, now time.Time) *summaryEnv {
+	t.Helper()
+	e := newSummaryEnv(t, now)
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+	e.model.release = make(chan struct{})
+	e.model.entered = make(chan struct{}, 100)
+	return e
+}
+
 // testClock is a clock that tests move by hand.
 type testClock struct {
 	mu  sync.Mutex
@@ -287,10 +298,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 
 func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-	e.model.release = make(chan struct{})
-	e.model.entered = make(chan struct{}, 10)
+	e := newHeldSummaryEnv(t, now)
 
 	status, raw := e.do("POST", "/api/tracker-summaries/generate", nil)
 	if status != 202 || strings.TrimSpace(string(raw)) != `{"message":"Summary generation started."}` {

@@ -763,10 +763,7 @@ func TestTrackerPrivateContent(t *testing.T) {
 // after it gets the same text without a new run; after the interval a new run starts.
 func TestTrackerSummaryNowShared(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-	e.model.release = make(chan struct{})
-	e.model.entered = make(chan struct{}, 100)
+	e := newHeldSummaryEnv(t, now)
 	type result struct {
 		status int
 		body   string
@@ -806,10 +803,7 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 // gets the run's text without a second model call.
 func TestTrackerSummaryNowCallerLeaves(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-	e.model.release = make(chan struct{})
-	e.model.entered = make(chan struct{}, 1)
+	e := newHeldSummaryEnv(t, now)
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan error, 1)
 	go func() {
