@@ -527,7 +527,8 @@ func TestListStopsWhenTheClientLeaves(t *testing.T) {
 }
 
 // TestCSVCellFirstCharacters: of the ASCII characters, exactly OWASP's six (=, +, -, @,
-// tab, CR) disarm a cell they start; a plain number starting with + or - stays a number.
+// tab, CR) disarm a cell they start; a plain number starting with + or - stays a number,
+// and an empty value an empty cell.
 func TestCSVCellFirstCharacters(t *testing.T) {
 	for c := range rune(0x80) {
 		cell := string(c) + "x"
@@ -539,7 +540,7 @@ func TestCSVCellFirstCharacters(t *testing.T) {
 			t.Errorf("csvCell(%q) = %q, want %q", cell, got, want)
 		}
 	}
-	for _, n := range []string{"-5", "+1.5", "-2e3", ".5", "+.5e-3"} {
+	for _, n := range []string{"", "-5", "+1.5", "-2e3", ".5", "+.5e-3"} { // and the empty cell
 		if got := csvCell(n); got != n {
 			t.Errorf("csvCell(%q) = %q, want the number as it is", n, got)
 		}
