@@ -602,6 +602,9 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 		{404, "", http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
 		// MantisBT's header with a reason not issues_rest.php's: another route, not the list.
 		{404, "Route not found", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		// Half of issues_rest.php's reason is another server's.
+		{404, "Project 'x' moved", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{404, "File 'issues' doesn't exist", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
 		{401, "", mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, " +
 			"revoked or mistyped; MantisBT's tokens do not expire), and the tracker has no anonymous access"},
 		{403, "", mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
