@@ -625,6 +625,14 @@ func TestFormCacheBounded(t *testing.T) {
 			t.Errorf("form %d read back as %d", id, got.ID)
 		}
 	}
+	// Two forms that fill the bound exactly are both kept.
+	f := FormDetail{Form: Form{Title: "t"}}
+	exact := formCache{maxBytes: 2 * formSize(f)}
+	exact.put(1, 0, f)
+	exact.put(2, 0, f)
+	if len(exact.forms) != 2 || exact.bytes != exact.maxBytes {
+		t.Errorf("two forms filling the bound: %d kept, %d of %d bytes", len(exact.forms), exact.bytes, exact.maxBytes)
+	}
 }
 
 // TestBackupPathForms: the read-only opens (the schema version, the backup and its check)
