@@ -128,6 +128,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "see x--b here\r\nand on", ""},
 		{"a quoted-printable soft break before a lone CR", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\nsoft=\rbreak\r\n",
 			"", "softbreak", ""},
+		{"quoted-printable lines and a soft break ended by CRLF", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\none\r\ntwo =\r\nthree=3D3\r\n",
+			"", "one\ntwo three=3", ""},
 		// Hand-made: a raw control byte in quoted-printable text, which RFC 2045 6.7 forbids
 		// and Go's reader refuses (none of the corpus has one): the text is kept as written.
 		{"a quoted-printable text with a raw control byte", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\ncaf=C3=A9\x01\r\n",
