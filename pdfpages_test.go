@@ -351,6 +351,33 @@ func TestExportPDFLineSpacing(t *testing.T) {
 	}
 }
 
+// TestExportPDFTextareaPadding: a textarea's lines lie 5 pt inside its frame: the first
+// line's top 5 pt below the frame's top (its baseline 0.9 × 11 pt further), the frame's
+// bottom 5 pt below the last line's foot.
+func TestExportPDFTextareaPadding(t *testing.T) {
+	t.Parallel()
+	form, values := oneFieldForm("T", "textarea", "first\nsecond")
+	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
+	if len(page.Rects) != 1 {
+		t.Fatalf("frames %v, want one", page.Rects)
+	}
+	r := page.Rects[0] // x, y, width, height in PDF space, y up
+	top, bottom := max(r[1], r[1]+r[3]), min(r[1], r[1]+r[3])
+	var baselines []float64
+	for _, l := range page.TextLines {
+		if l.Size == 11 {
+			baselines = append(baselines, l.Y)
+		}
+	}
+	want := []float64{top - 5 - 0.9*11, top - 5 - 0.9*11 - 13.2}
+	if len(baselines) != 2 || math.Abs(baselines[0]-want[0]) > 0.01 || math.Abs(baselines[1]-want[1]) > 0.01 {
+		t.Errorf("baselines %v, want %v: 5 pt inside the frame's top at %.2f", baselines, want, top)
+	}
+	if foot := want[1] - 0.3*11; math.Abs(foot-5-bottom) > 0.01 {
+		t.Errorf("frame's bottom at %.2f, want 5 pt below the last line's foot at %.2f", bottom, foot)
+	}
+}
+
 // TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
 // whatever the rounding of their heights, in a frame (5 pt of padding, 30 pt high at
 // least) or not; one line too.
