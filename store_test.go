@@ -779,6 +779,13 @@ func TestCheckCopyFindsCorruption(t *testing.T) {
 	if err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "integrity_check says") {
 		t.Errorf("checkCopy of a corrupt index = %v, want integrity_check's finding", err)
 	}
+	// A file SQLite cannot read as a database at all fails the check too.
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkCopy(context.Background(), path); err == nil || !strings.Contains(err.Error(), "check copy: file is not a database") {
+		t.Errorf("checkCopy of a file that is no database = %v, want SQLite's refusal", err)
+	}
 }
 
 // TestListResponsesReadError: a row of a page that fails to read (here past SQLite's
