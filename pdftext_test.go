@@ -473,8 +473,8 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 }
 
 // TestExportPDFPresentationFormOnly: an Arabic letter whose one font has its isolated
-// presentation form but not the letter (no real font is like this; a font made so) is
-// drawn as that form, a glyph the font has, not as the letter it lacks.
+// presentation form but not the letter (a font made so: Go Regular with a character map
+// of U+FE8D alone) is drawn as that form, a glyph the font has, not as the letter it lacks.
 func TestExportPDFPresentationFormOnly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

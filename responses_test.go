@@ -499,8 +499,9 @@ func (w cancelOnWrite) Write(b []byte) (int, error) {
 }
 
 // TestListStopsWhenTheClientLeaves: a client that leaves after the first page of a list
-// (the forms, a form's responses) ends the list there: no further page is read, and the
-// request is logged as the client's leaving (499), not as a failure.
+// (the forms, a form's responses) ends the list there: nothing past that page is sent,
+// the array is not closed, and the request is logged as the client's leaving (499), not
+// as a failure.
 func TestListStopsWhenTheClientLeaves(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)

@@ -281,10 +281,11 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 			if tr, em := e.count("tracker_summaries"), e.count("email_summaries"); tr != tc.wantTracker || em != tc.wantEmail {
 				t.Errorf("stored %d tracker and %d e-mail summaries, want %d and %d", tr, em, tc.wantTracker, tc.wantEmail)
 			}
-			// A job that stores nothing says it failed; none says it is done.
-			failed := 2 - tc.wantTracker - tc.wantEmail
-			if n := strings.Count(e.logs.String(), `msg="summary job failed"`); n != failed {
-				t.Errorf("%d jobs logged as failed, want %d:\n%s", n, failed, e.logs)
+			// A job that stores nothing says it failed; one that stores its summary, done.
+			stored := tc.wantTracker + tc.wantEmail
+			failed, done := strings.Count(e.logs.String(), `msg="summary job failed"`), strings.Count(e.logs.String(), `msg="summary job done"`)
+			if failed != 2-stored || done != stored {
+				t.Errorf("%d jobs logged as failed and %d as done, want %d and %d:\n%s", failed, done, 2-stored, stored, e.logs)
 			}
 			if strings.Contains(e.logs.String(), testModelKey) || strings.Contains(e.logs.String(), testTrackerKey) {
 				t.Errorf("a key appears in the logs")

@@ -489,7 +489,11 @@ func TestTrackerRereadFails(t *testing.T) {
 	for i := range trackerPageSize + 1 { // two pages: a walk that re-reads page 1
 		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
 	}
-	e.tracker.afterPage = func(f *fakeTracker, page int) { f.offline = page == 2 || f.offline }
+	e.tracker.afterPage = func(f *fakeTracker, page int) {
+		if page == 2 {
+			f.offline = true // every later request: 503 Mantis Offline
+		}
+	}
 	_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
 	if err == nil || !strings.Contains(err.Error(), "MantisBT is offline") {
 		t.Errorf("recentTickets = %v, want the re-read's refusal", err)
