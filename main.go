@@ -66,7 +66,7 @@ type config struct {
 }
 
 // loadConfig reads the environment: a wrong value is an error naming the variable, not a
-// default the operator did not choose; the config holds every value even then, for a backup.
+// default the operator did not choose; the config holds DatabasePath even then, for a backup.
 func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		// Loopback unless told otherwise, as PocketBase's serve: without API_TOKEN every
@@ -206,8 +206,9 @@ func checkTZ(tz string) error {
 	return err
 }
 
-// run starts the service and blocks until ctx is cancelled (SIGINT or SIGTERM in main),
-// then shuts down: stop accepting, finish requests in flight, wait for jobs, close.
+// run runs the command args names (backup DEST, prompt KIND [DATE]); with none, it serves
+// until ctx is cancelled (SIGINT or SIGTERM in main), then shuts down: stop accepting,
+// finish requests in flight, wait for jobs, close.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig(getenv)
 	switch {
@@ -275,8 +276,8 @@ func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
 }
 
 // printPrompt writes the prompt the job of kind would send on the day given (today if none),
-// private content kept back, and sends nothing: what would leave can be read before the
-// first run.
+// private content left out as the job leaves it out (TRACKER_INCLUDE_PRIVATE), and sends
+// nothing to the model: what would leave can be read before the first run.
 func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	var prompt, nothing string
@@ -356,7 +357,10 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // Limits that no real form or client reaches, and the bounds on what all clients
-// together may hold: docs/DESIGN.md's "Limits" table.
+// together may hold: docs/DESIGN.md's "Limits" table. The others sit beside what they
+// bound: the PDF's (pdfMaxPages) in pdf.go, the pages of lists and the form cache in
+// store.go, the tracker's and the model's answers in tracker.go, prompts and mail in
+// summaries.go, the timeouts of a connection in newHTTPServer.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
@@ -399,8 +403,8 @@ type server struct {
 	client   *http.Client // for the outbound calls
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
-	// heavy admits the replies that are CPU-bound to build (a PDF, a page of a list or
-	// CSV), one per core, held while one is built, never while a client reads.
+	// heavy admits the replies that are CPU-bound to build (a PDF, a page of the response
+	// list or CSV), one per core, held while one is built, never while a client reads.
 	heavy, uploads, replies, writes *gate
 	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
@@ -529,9 +533,10 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// preflight lets the original's browser front end, served from another origin, call the
-// API: it sets CORS headers for an allowed origin and replies 204 to that origin's preflight.
-func (s *server) preflight(w http.ResponseWriter, r *http.Request) bool {
+// cors lets the original's browser front end, served from another origin, call the API: it
+// sets CORS headers for an allowed origin, and reports whether it answered the request (204
+// to that origin's preflight).
+func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.cfg.CORSOrigins) == 0 {
 		return false
 	}
@@ -567,7 +572,7 @@ func (s *server) guardAPI(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		api := r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") // else served to all
 		switch {
-		case s.preflight(w, r): // first: browsers send preflights without credentials
+		case s.cors(w, r): // first: browsers send preflights without credentials
 			return nil
 		case api && s.cfg.APIToken == "" && !s.knownHost(r.Host):
 			return &apiError{status: http.StatusForbidden, msg: "Host not allowed"}
@@ -752,7 +757,7 @@ var openAPI []byte // written by hand, kept true by tests
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", jsonType)
 	_, err := w.Write(openAPI)
-	return writeFailed(err)
+	return clientGone(err)
 }
 
 // handleHealth tells a monitor what clients meet; after a refused write it probes with one
@@ -824,6 +829,8 @@ func (p *pagedWriter) endArray() error {
 	return p.flush()
 }
 
+// flush sends buf, holding its size in s.replies until the client has it; the first flush
+// sends the status and header.
 func (p *pagedWriter) flush() error {
 	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
 	if err != nil {
@@ -837,13 +844,14 @@ func (p *pagedWriter) flush() error {
 	}
 	_, err = p.w.Write(p.buf.Bytes())
 	p.buf.Reset()
-	return writeFailed(err)
+	return clientGone(err)
 }
 
 // errClientGone marks an error writing a reply: writeError logs the client as gone.
 var errClientGone = errors.New("client gone")
 
-func writeFailed(err error) error {
+// clientGone marks err, from writing a reply, as errClientGone; nil stays nil.
+func clientGone(err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClientGone, err)
 	}
@@ -857,8 +865,8 @@ func retrySeconds(d time.Duration) int {
 
 // apiError is the service's one error type, as wtf's Error: status is the reply's, msg what
 // the client reads, err the cause. Status 0 is a failure of ours: a 500 whose cause is
-// logged, never shown. A 500 set explicitly is a form rule broken (rejected, docs/SPEC.md
-// §7): the client reads why, and nothing is logged.
+// logged, never shown. A 500 set explicitly (rejected) is one whose message the client
+// reads and nothing is logged: a form rule broken (docs/SPEC.md §7), a PDF past its pages.
 type apiError struct {
 	status int
 	msg    string
@@ -881,7 +889,8 @@ func invalid(msg string) error {
 	return &apiError{status: http.StatusBadRequest, msg: msg}
 }
 
-// rejected is a form rule broken, which docs/SPEC.md §7 makes a 500 with its message.
+// rejected is a 500 the client reads the reason of: a form rule broken (docs/SPEC.md §7
+// makes those 500s), missing configuration, a PDF past its pages.
 func rejected(msg string) error {
 	return &apiError{status: http.StatusInternalServerError, msg: msg}
 }
@@ -947,7 +956,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
-	case ae.status == 0 && ae.err != nil: // a failure of ours; not rejected's explicit 500
+	case ae.status == 0 && ae.err != nil: // a failure of ours; not an explicit 500 (rejected)
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))

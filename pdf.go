@@ -56,7 +56,7 @@ const (
 	// pdfNameBudget bounds the letters of the names printed for characters no font draws,
 	// per document (about 80 emoji names); past it such a character prints as U+FFFD.
 	pdfNameBudget = 2000
-	pdfMaxLines   = pdfMaxPages * 60 // more than pdfMaxPages pages hold
+	pdfMaxLines   = pdfMaxPages * 60 // more 11 pt lines than pdfMaxPages pages hold (56 a page)
 )
 
 // The Go fonts: title and categories bold, labels medium, descriptions italic, values regular.
@@ -67,8 +67,7 @@ var pdfFonts = map[string][]byte{
 	"GoRegular": goregular.TTF,
 }
 
-var errPDFTooLong = &apiError{status: http.StatusInternalServerError,
-	msg: fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages)}
+var errPDFTooLong = rejected(fmt.Sprintf("PDF would be longer than %d pages", pdfMaxPages))
 
 func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	responseID, ok := parseID(r.PathValue("responseId"))
@@ -92,12 +91,13 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 		return missing(op, err, "Response not found")
 	}
 	out.header.Set("Content-Type", "application/pdf")
-	out.header.Set("Content-Disposition", contentDisposition(responseID, form.Title))
+	out.header.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
 	out.header.Set("Content-Length", fmt.Sprint(out.buf.Len()))
 	return out.flush() // once bytes are out, docs/SPEC.md ends the stream without a JSON error
 }
 
-func contentDisposition(responseID int64, title string) string {
+// pdfDisposition is the PDF's Content-Disposition: shown in the browser, under a file name.
+func pdfDisposition(responseID int64, title string) string {
 	return dispositionHeader("inline", fmt.Sprintf("response_%d_%s.pdf", responseID, fileTitle(title)))
 }
 
@@ -290,11 +290,14 @@ func (l *pdfLayout) paragraph(font string, size float64,
 	l.addFont(l.fonts.byName[font], s)
 	p, width := paragraph{size: size, framed: framed}, pdfContentWidth
 	if framed {
+		if s == "" {
+			return p
+		}
 		width -= 2 * pdfPadding
 	}
 	for para := range strings.SplitSeq(pdfText(s, framed), "\n") {
-		if framed && s == "" || len(p.lines) > pdfMaxLines {
-			break // past pdfMaxLines, drawing fails with errPDFTooLong
+		if len(p.lines) > pdfMaxLines {
+			break // drawing fails with errPDFTooLong
 		}
 		n := len(p.lines)
 		if p.lines = l.layout(p.lines, font, para, size, width, level); len(p.lines) == n {

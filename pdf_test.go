@@ -358,13 +358,13 @@ func TestContentDisposition(t *testing.T) {
 		{`50% "off" it's*`, `inline; filename="response_7_50___off__it's*.pdf"; filename*=UTF-8''response_7_50%25_%22off%22_it%27s%2A.pdf`, `response_7_50%_"off"_it's*.pdf`},
 	}
 	for _, tc := range cases {
-		got := contentDisposition(7, tc.title)
+		got := pdfDisposition(7, tc.title)
 		if got != tc.want {
-			t.Errorf("contentDisposition(%q) = %s, want %s", tc.title, got, tc.want)
+			t.Errorf("pdfDisposition(%q) = %s, want %s", tc.title, got, tc.want)
 		}
 		disp, params, err := mime.ParseMediaType(got)
 		if fallback, _, _ := strings.Cut(got, "filename*"); strings.Contains(fallback, "%") {
-			t.Errorf("contentDisposition(%q) = %s: a %% in filename", tc.title, got)
+			t.Errorf("pdfDisposition(%q) = %s: a %% in filename", tc.title, got)
 		}
 		if err != nil || disp != "inline" || params["filename"] != tc.wantName {
 			t.Errorf("ParseMediaType(%s) = %q %q %v, want inline with filename %q", got, disp, params, err, tc.wantName)
@@ -566,7 +566,7 @@ func FuzzContentDisposition(f *testing.F) {
 		if id < 0 {
 			id = -id
 		}
-		h := contentDisposition(id, title)
+		h := pdfDisposition(id, title)
 		if strings.ContainsAny(h, "\r\n\x00") {
 			t.Fatalf("header holds a control character: %q", h)
 		}
@@ -594,7 +594,7 @@ func FuzzContentDisposition(f *testing.F) {
 }
 
 // sanitisedTitle is docs/SPEC.md's rule for the title in the file name, written out apart
-// from contentDisposition's own.
+// from pdfDisposition's own.
 func sanitisedTitle(title string) string {
 	var b strings.Builder
 	for _, r := range title {

@@ -83,8 +83,8 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 	}
 	enc := json.NewEncoder(&out.buf)
 	var text string // passed by pointer: a string put in an interface is allocated each time
-	writeString := func(s string) {
-		text = s
+	writeString := func(v string) {
+		text = v
 		enc.Encode(&text)                   // strings never fail to encode
 		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
 	}
@@ -133,11 +133,10 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // so that no slot waits on a client that reads slowly.
 func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 	out *pagedWriter, write func(Response)) error {
-	op := fmt.Sprintf("fetch responses for form %d", formID)
 	for after := new(listStart()); after != nil; {
 		release, err := s.heavy.acquire(ctx, 1)
 		if err != nil {
-			return during(op, err)
+			return err
 		}
 		var page []Response
 		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
@@ -146,18 +145,19 @@ func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 		}
 		release()
 		if err != nil {
-			return during(op, err)
+			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
 		if err := out.flush(); err != nil {
-			return during(op, err)
+			return err
 		}
 	}
 	return nil
 }
 
-// handleExportCSV writes a form's responses as RFC 4180 CSV, newest first, a page at a
-// time: UTF-8 with a byte-order mark, so that spreadsheet programs guess no other
-// charset, a header of id, submittedAt and the labels in form order, null an empty cell.
+// handleExportCSV writes a form's responses as CSV (RFC 4180's quoting; records end in LF,
+// see below), newest first, a page at a time: UTF-8 with a byte-order mark, so that
+// spreadsheet programs guess no other charset, a header of id, submittedAt and the labels in
+// form order, null an empty cell.
 func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	formID, title, fields, err := s.responseFields(r)
 	if err != nil {

@@ -36,9 +36,10 @@ var (
 )
 
 // Store is the SQLite database behind the service, as two pools on one file. write has one
-// connection: SQLite allows one writer at a time, and writers queued in database/sql's pool,
-// first come first served, never see "database is locked" nor sleep in SQLite's busy
-// handler. read's connections are query-only: in WAL mode they never wait for the writer.
+// connection: SQLite allows one writer at a time, so writers, queued in database/sql's pool
+// (main.go's write slots keep that queue short), never meet each other's locks; only an
+// outside one (Litestream's checkpoint) makes a write wait, up to busyTimeout. read's
+// connections are query-only: in WAL mode they never wait for the writer.
 type Store struct {
 	write *sql.DB
 	read  *sql.DB

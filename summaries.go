@@ -384,21 +384,23 @@ func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Reques
 }
 
 func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) error {
-	return during("fetch paginated tracker summaries", s.listSummaries(w, r, trackerSummaries))
+	return s.listSummaries(w, r, trackerSummaries, "fetch paginated tracker summaries")
 }
 
 func (s *server) handleListEmailSummaries(w http.ResponseWriter, r *http.Request) error {
-	return during("fetch paginated Email summaries", s.listSummaries(w, r, emailSummaries))
+	return s.listSummaries(w, r, emailSummaries, "fetch paginated Email summaries")
 }
 
-// listSummaries writes one page of a summary list, newest summaryDate first, and the total.
-func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind) error {
+// listSummaries writes one page of a summary list, newest summaryDate first, and the total;
+// op names the list in a failure's message.
+func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summaryKind,
+	op string) error {
 	// A page so far out that (page-1)*limit would overflow reads as one past every row.
 	page := min(positiveOr(r.URL.Query().Get("page"), 1), math.MaxInt64/maxSummaryPage)
 	limit := min(positiveOr(r.URL.Query().Get("limit"), 10), maxSummaryPage)
 	list, total, err := s.store.ListSummaries(r.Context(), kind, limit, (page-1)*limit)
 	if err != nil {
-		return err
+		return during(op, err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, map[string]any{"summaries": list, "total": total})
 }
@@ -430,7 +432,7 @@ func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Reque
 func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request) error {
 	text, err := s.trackerSummaryNow(r.Context())
 	if _, ok := errors.AsType[*apiError](err); ok {
-		return err // missing configuration: its bare message
+		return err // already a reply: missing configuration, or the 503 after a failed run
 	}
 	if err != nil {
 		return during("generate summary", err)
@@ -515,10 +517,11 @@ type email struct {
 	when    time.Time // Date, or the delivery time of an undated message
 }
 
-// readMaildir offers fit the messages of the Maildir fsys delivered and dated from start,
-// newest delivered first, until fit is full; files delivered before start are not opened.
+// readMaildir offers the messages of the Maildir fsys delivered and dated from start,
+// newest delivered first, until offer reports the prompt full; files delivered before start
+// are not opened.
 func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Logger,
-	fit func(email) bool) error {
+	offer func(email) bool) error {
 	type delivered struct {
 		name string
 		at   time.Time
@@ -551,7 +554,7 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 		case e.when.Before(start):
 			flog.Info("e-mail message dated before the window, left out", "date", e.Date)
 		default:
-			if !fit(e) {
+			if !offer(e) {
 				return nil
 			}
 		}
@@ -563,7 +566,7 @@ func readMaildir(ctx context.Context, fsys fs.FS, start time.Time, log *slog.Log
 // (1732590000.M123P456.host:2,S), else its modification time.
 func deliveryTime(entry fs.DirEntry) (time.Time, bool) {
 	if digits, _, found := strings.Cut(entry.Name(), "."); found {
-		if secs, ok := parseID(digits); ok && secs > 0 {
+		if secs, ok := parseDigits(digits); ok && secs > 0 {
 			return time.Unix(secs, 0), true
 		}
 	}

@@ -111,14 +111,14 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 	if err != nil {
 		return false, false, err
 	}
-	lastInWindow := false
+	inWindow := false // the issue read last is
 	for _, is := range issues {
 		updated, err := time.Parse(time.RFC3339, is.UpdatedAt)
 		if err != nil {
 			return false, false, fmt.Errorf("issue %d: updated_at %q is not a date the tracker writes: %w", is.ID, cutText(is.UpdatedAt, 40), err)
 		}
-		lastInWindow = !updated.Before(s.start)
-		if before, ok := s.seen[is.ID]; !lastInWindow || ok && !updated.After(before) {
+		inWindow = !updated.Before(s.start)
+		if before, ok := s.seen[is.ID]; !inWindow || ok && !updated.After(before) {
 			continue
 		}
 		news = true
@@ -146,7 +146,7 @@ func (s *ticketSet) read(ctx context.Context, client *http.Client, cfg config, p
 		}
 		s.kept[is.ID] = is
 	}
-	return news, len(issues) >= trackerPageSize && lastInWindow, nil
+	return news, len(issues) >= trackerPageSize && inWindow, nil
 }
 
 // fetchTicketPage reads one page of issues as TRACKER_API_KEY's user sees it. Its errors
