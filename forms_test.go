@@ -230,6 +230,7 @@ func TestFormValidation(t *testing.T) {
 		{"blank title", map[string]any{"title": " \t\n\u00a0"}, 400, "Form title is required"},
 		{"empty body", "", 400, "Form title is required"},
 		{"number title", map[string]any{"title": 5}, 400, "Invalid JSON body: title must be a string"},
+		{"number description", map[string]any{"title": "t", "description": 5}, 400, "Invalid JSON body: description must be a string"},
 		{"array body", "[]", 400, "Form title is required"}, // req.body.title of [] is undefined
 		{"string body", `"T"`, 400, "Invalid JSON body: expected an object"},
 		{"one-digit body", `7`, 400, "Invalid JSON body: expected an object"},

@@ -100,6 +100,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"plainGrüße", "b", ""},
 		{"a malformed word stops no other (1.8)", from + date + "Subject: =?utf-8?x?bad?= and =?utf-8?b?R3LDvMOfZQ==?=\r\n\r\nb\r\n",
 			"=?utf-8?x?bad?= and Grüße", "b", ""},
+		{"text between two words of one charset stays between them", from + date + "Subject: =?utf-8?q?caf=C3=A9?= and =?utf-8?q?cr=C3=A8me?=\r\n\r\nb\r\n",
+			"café and crème", "b", ""},
 		{"words in iso-8859-1 read as windows-1252, as in bodies", from + date + "Subject: =?iso-8859-1?q?=93quoted=94_=80?=\r\n\r\nb\r\n",
 			"“quoted” €", "b", ""},
 		{"8-bit bytes in a us-ascii word read as in bodies", from + date + "Subject: =?us-ascii?q?caf=C3=A9?=\r\n\r\nb\r\n",

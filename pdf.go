@@ -682,10 +682,7 @@ func breakLines(gs []glyph, width float64) [][]glyph {
 		if n < len(gs) && len(line) > 0 && line[len(line)-1].r == softHyphen {
 			line[len(line)-1].r = '-'
 		}
-		line = slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen })
-		if len(line) > 0 {
-			lines = append(lines, line)
-		}
+		lines = append(lines, slices.DeleteFunc(line, func(g glyph) bool { return g.r == softHyphen }))
 		for gs = gs[n:]; len(gs) > 0 && gs[0].r == ' '; {
 			gs = gs[1:]
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"mime"
@@ -329,6 +330,22 @@ func TestExportPDFErrors(t *testing.T) {
 	for _, id := range []string{"42", "0", "99999999999999999999999999999999999999"} {
 		e.wantError("GET", "/api/responses/"+id+"/export/pdf", nil, 404, "Response not found")
 	}
+	// A response whose form is gone by the time the form is read (a delete between the two
+	// reads of ResponseExport) is not found either, not a PDF of an empty form. The schema's
+	// cascade keeps such a row from lasting: it is made here with foreign keys off.
+	conn, err := e.store.write.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, stmt := range []string{`PRAGMA foreign_keys = OFF`,
+		`INSERT INTO responses (id, formId, submittedAt) VALUES (77, 999, '2026-11-25T10:00:00.000Z')`,
+		`PRAGMA foreign_keys = ON`} {
+		if _, err := conn.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	e.wantError("GET", "/api/responses/77/export/pdf", nil, 404, "Response not found")
 }
 
 func TestContentDisposition(t *testing.T) {

@@ -588,6 +588,27 @@ func TestTrackerRefusals(t *testing.T) {
 	}
 }
 
+// TestStatusErrorMessage: a refusal reads its service and status, then its reason phrase
+// and the provider's message where there are any, each once.
+func TestStatusErrorMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  statusError
+		want string
+	}{
+		{statusError{service: "tracker", status: 500}, "tracker answered 500"},
+		{statusError{service: "tracker", status: 404, reason: "Project '7' doesn't exist"},
+			"tracker answered 404 (Project '7' doesn't exist)"},
+		{statusError{service: "model", status: 400, message: "bad key"}, "model answered 400: bad key"},
+		{statusError{service: "model", status: 429, reason: "Slow down", message: "quota"},
+			"model answered 429 (Slow down): quota"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
 // TestTrackerRefusalOverHTTP2: over HTTP/2 no reason phrase arrives, and a refusal is read
 // by its status and MantisBT's own header alone; a 404 without X-Mantis-Version is another
 // server's, an endpoint that is not MantisBT's REST base.
