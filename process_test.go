@@ -500,6 +500,28 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
+// TestHealthProbeMustWrite: after a refused write, /healthz turns 200 again only when its
+// own probe's write goes through; a probe that fails for another reason keeps the 503.
+func TestHealthProbeMustWrite(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	// A trigger fails the probe's insert alone, inside its transaction, which stays open.
+	if _, err := e.store.write.Exec(`CREATE TRIGGER no_probe BEFORE INSERT ON settings
+		WHEN NEW.key = char(0) || 'probe' BEGIN SELECT RAISE(ABORT, 'no probe'); END`); err != nil {
+		t.Fatal(err)
+	}
+	e.store.refused.Store(new("database or disk is full"))
+	if status, raw := e.do("GET", "/healthz", nil); status != 503 {
+		t.Errorf("healthz with its probe failing = %d %s, want 503", status, raw)
+	}
+	if _, err := e.store.write.Exec(`DROP TRIGGER no_probe`); err != nil {
+		t.Fatal(err)
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz with its probe writing = %d %s, want 200", status, raw)
+	}
+}
+
 // TestHealthReadOnlyDatabase: a database that refuses writes as read-only makes /healthz
 // 503 with that reason from the first refused write until one succeeds; a write refused
 // for the request's own sake (a missing form) changes nothing.

@@ -169,13 +169,24 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 // TestOpenStoreRefusesURIPaths: '?' and '#' would start the query or fragment of the
 // file: URI the driver is given, so a path with them is refused rather than opening
-// another file.
+// another file; any other character a file name may hold is taken.
 func TestOpenStoreRefusesURIPaths(t *testing.T) {
 	for _, name := range []string{"a?b.db", "a#b.db"} {
 		path := filepath.Join(t.TempDir(), name)
 		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
 			s.Close()
 			t.Errorf("OpenStore(%q) succeeded", name)
+		}
+	}
+	for _, name := range []string{"Forms X&y=1 %41;!.db", "ü.db"} {
+		path := filepath.Join(t.TempDir(), name)
+		s, err := OpenStore(context.Background(), path, time.Now)
+		if err != nil {
+			t.Fatalf("OpenStore(%q): %v", name, err)
+		}
+		s.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("OpenStore(%q) made no file of that name: %v", name, err)
 		}
 	}
 }
