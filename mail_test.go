@@ -78,6 +78,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Stray.", ""},
 		{"a boundary parameter that is not the body's (issue 23; CPython's msg_31.txt)", from + date + "Content-Type: multipart/mixed; boundary=B_\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nmessage 1\r\n--B--\r\n",
 			"", "message 1", ""},
+		{"the same with an Exchange boundary, capitals and digits", from + date + "Content-Type: multipart/mixed; boundary=\"_000_\"\r\n\r\n--_000_DB6PR07MB1234XAB_\r\nContent-Type: text/plain\r\n\r\nmessage 2\r\n--_000_DB6PR07MB1234XAB_--\r\n",
+			"", "message 2", ""},
 		{"declared base64, written as text (issue 23; enmime's mime-bad-content-transfer-encoding.raw)", from + date + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nploozdect  nispplul swunkglap\r\n",
 			"", "ploozdect  nispplul swunkglap", ""},
 		{"real base64 with a stray character is still decoded", from + date + "Content-Transfer-Encoding: base64\r\n\r\nSGVsbG8g*d29ybGQ=\r\n",
