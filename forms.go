@@ -170,9 +170,12 @@ func checkField(fd FieldInput) (string, error) {
 	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
 		return "", rejected("Field label is required")
 	}
+	if len(fd.Type) == 0 { // no type member, as a JavaScript template string shows it
+		return "", rejected("Invalid field type: undefined")
+	}
 	var typ string
 	if json.Unmarshal(fd.Type, &typ) != nil || !fieldTypes[typ] {
-		return "", rejected("Invalid field type: " + jsDisplay(fd.Type))
+		return "", rejected("Invalid field type: " + jsText(fd.Type))
 	}
 	if utf8.RuneCountInString(*fd.Label) > maxLabelChars {
 		return "", rejected(fmt.Sprintf("Field label is too long (at most %d characters)", maxLabelChars))

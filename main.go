@@ -103,13 +103,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		checkURL("GENAI_BASE_URL", cfg.GenAIBaseURL)); err != nil {
 		return cfg, err
 	}
-	switch v := getenv("TRACKER_INCLUDE_PRIVATE"); v {
-	case "true":
-		cfg.TrackerIncludePrivate = true
-	case "", "false":
-	default: // "1" or "TRUE" too: what opens private content to every reader is spelt one way
+	// "1" or "TRUE" is refused too: what opens private content to every reader is spelt one way.
+	v := getenv("TRACKER_INCLUDE_PRIVATE")
+	if v != "" && v != "true" && v != "false" {
 		return cfg, fmt.Errorf("TRACKER_INCLUDE_PRIVATE %q: want true or false", v)
 	}
+	cfg.TrackerIncludePrivate = v == "true"
 	return cfg, nil
 }
 

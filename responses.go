@@ -260,14 +260,6 @@ func jsText(raw json.RawMessage) string {
 	return b.String()
 }
 
-// jsDisplay is a possibly absent JSON value as a JavaScript template string shows it.
-func jsDisplay(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "undefined"
-	}
-	return jsText(raw)
-}
-
 // appendJS writes String(v) to b: an array joins its elements with commas, an object is
 // "[object Object]". Nested arrays are written in place, so that the cost is linear in
 // the input however deep it nests.

@@ -349,13 +349,25 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns a copy of the form, its categories and fields, or errNotFound.
+// GetForm returns a copy of the form, its categories and fields, or errNotFound. A form
+// not kept is read with its tree in one statement, so from one snapshot, as SQLite writes
+// them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if !ok {
-		var err error
-		if f, err = s.readForm(ctx, id); err != nil {
-			return FormDetail{}, err
+		err := s.read.QueryRowContext(ctx,
+			`SELECT json_object('id', id, 'title', title, 'description', description,
+			        'createdAt', createdAt, 'categories', json((
+			   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
+			              'sortOrder', c.sortOrder, 'fields', json((
+			      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
+			                 'label', d.label, 'type', d.type, 'description', d.description,
+			                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
+			        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
+			     FROM categories c WHERE c.formId = f.id)))
+			   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
+		if err != nil {
+			return FormDetail{}, queryError("get form", err)
 		}
 		s.forms.put(id, gen, f)
 	}
@@ -439,27 +451,6 @@ func formSize(f FormDetail) int {
 		}
 	}
 	return n
-}
-
-// readForm reads a form and its tree in one statement, so from one snapshot, as SQLite
-// writes them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
-func (s *Store) readForm(ctx context.Context, id int64) (FormDetail, error) {
-	var f FormDetail
-	err := s.read.QueryRowContext(ctx,
-		`SELECT json_object('id', id, 'title', title, 'description', description,
-		        'createdAt', createdAt, 'categories', json((
-		   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
-		              'sortOrder', c.sortOrder, 'fields', json((
-		      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
-		                 'label', d.label, 'type', d.type, 'description', d.description,
-		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
-		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
-		     FROM categories c WHERE c.formId = f.id)))
-		   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
-	if err != nil {
-		return FormDetail{}, queryError("get form", err)
-	}
-	return f, nil
 }
 
 // jsonColumn scans a JSON text that SQLite wrote (json_object, json_group_array) into to.
