@@ -85,7 +85,7 @@ func recentTickets(ctx context.Context, client *http.Client, cfg config,
 		}
 	}
 	// Only a change between two reads shifts the pages: a walk of one page needs no re-read.
-	for news, i := true, 0; news && i < trackerRereads && pages > 1; i++ {
+	for news, i := pages > 1, 0; news && i < trackerRereads; i++ {
 		if news, _, err = set.read(ctx, client, cfg, 1); err != nil {
 			return nil, err
 		}
