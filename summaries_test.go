@@ -411,6 +411,8 @@ func TestSummaryLists(t *testing.T) {
 		{"?page=2", 10, 5},
 		{"?page=3", 15, 0},
 		{"?page=2&limit=4", 4, 4},
+		{"?page=1&limit=1", 0, 1},
+		{"?page=15&limit=1", 14, 1},
 		{"?limit=100", 0, 15},
 		{"?page=0&limit=0", 0, 10},
 		{"?page=abc&limit=x", 0, 10},
