@@ -154,7 +154,6 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf := fpdf.NewCustom(&fpdf.InitType{OrientationStr: "P", UnitStr: "pt", SizeStr: "A4"})
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
-	pdf.SetAutoPageBreak(false, pdfMargin) // print breaks pages, to bound them and keep a label with its value
 	pdf.SetTitle(utf16BE(pdfText(form.Title, false)), false)
 	pdf.SetCreator("formsvc", true)
 	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
