@@ -944,16 +944,19 @@ func TestUsedFontsEmptyDescription(t *testing.T) {
 }
 
 // TestExportPDFInvisibleAndEmpty: joiners, byte-order marks and bidi marks print as
-// nothing (not as their names), and an empty textarea still gets its 30 pt frame.
+// nothing (not as their names), an empty textarea still gets its 30 pt frame, and a value
+// of blanks alone exports.
 func TestExportPDFInvisibleAndEmpty(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(map[string]any{"title": "T", "categories": []any{map[string]any{"fields": []any{
 		map[string]any{"label": "Text", "type": "text"},
 		map[string]any{"label": "Notes", "type": "textarea"},
+		map[string]any{"label": "Blank", "type": "text"},
 	}}}})
-	text, notes := f.Categories[0].Fields[0].ID, f.Categories[0].Fields[1].ID
-	id := e.submit(f.ID, map[string]any{itoa(text): "a\u200Db\uFEFFc\u200Ed", itoa(notes): ""})
+	text, notes, blank := f.Categories[0].Fields[0].ID, f.Categories[0].Fields[1].ID, f.Categories[0].Fields[2].ID
+	// A value of blanks alone is a line with nothing on it.
+	id := e.submit(f.ID, map[string]any{itoa(text): "a\u200Db\uFEFFc\u200Ed", itoa(notes): "", itoa(blank): "   "})
 	body, _ := e.exportPDF(id)
 	doc := readPDF(t, body)
 	if !slices.Contains(doc.lines(), "abcd") {
