@@ -553,22 +553,29 @@ func TestExportPDFMarkWithoutInk(t *testing.T) {
 
 // TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
 // that font, so that a run of its words is one text operation; a space after a Go
-// font's glyph stays in the Go font.
+// font's glyph stays in the Go font, as does one after an invisible character dropped.
 func TestExportPDFSpaceInFallbackRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	fontWithChars(t, dir, "Zza.ttf", 'क', 'ख', ' ')
-	form, values := oneFieldForm("T", "text", "क ख a b")
-	var fonts []string
-	for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
-		if g.size == 11 {
-			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
-		}
-	}
 	fallback, goFont := "utf8zza", "goregular"
-	want := []string{fallback, fallback, fallback, fallback, goFont, goFont, goFont}
-	if !slices.Equal(fonts, want) {
-		t.Errorf("the value's glyphs drawn in %q, want %q", fonts, want)
+	for _, tc := range []struct {
+		value string
+		want  []string
+	}{
+		{"क ख a b", []string{fallback, fallback, fallback, fallback, goFont, goFont, goFont}},
+		{"क\u200B a", []string{fallback, goFont, goFont}},
+	} {
+		form, values := oneFieldForm("T", "text", tc.value)
+		var fonts []string
+		for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
+			if g.size == 11 {
+				fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
+			}
+		}
+		if !slices.Equal(fonts, tc.want) {
+			t.Errorf("the glyphs of %q drawn in %q, want %q", tc.value, fonts, tc.want)
+		}
 	}
 }
 
