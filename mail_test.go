@@ -66,6 +66,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "caf\ufffd", ""},
 		{"a body without the blank line after the fields still begins there", from + date + "Subject: s\r\nThis is a multi-part message in MIME format.\r\n\r\nText.\r\n",
 			"s", "This is a multi-part message in MIME format.\r\n\r\nText.", ""},
+		{"an empty HTML part, the HTML after it", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n \r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
+			"", "The text", ""},
 		{"an empty first part, the text after it (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
 			"", "The text", ""},
 		{"a boundary line repeated (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n--b\r\nContent-Type: text/plain\r\n\r\nSecond.\r\n--b--\r\n",
