@@ -124,6 +124,7 @@ func TestOutboundRetries(t *testing.T) {
 		{"tracker 500 three times", []int{500, 500, 500}, nil, "tracker answered 500", false},
 		{"tracker 401 not retried", []int{401, 200}, nil, "tracker answered 401 (Valid API token required)", false},
 		{"tracker 304 is no success", []int{304, 200}, nil, "tracker answered 304", false},
+		{"model 300, the first status past success", nil, []int{300, 200}, "model answered 300", false},
 		{"model 302 without Location is no success", nil, []int{302, 200}, "model answered 302", false},
 		{"model 429 twice", nil, []int{429, 429}, "", false},
 		{"model 503 three times", nil, []int{503, 503, 503}, "model answered 503: quota exceeded for key [redacted]", false},
