@@ -110,6 +110,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"“quoted” €", "b", ""},
 		{"8-bit bytes in a us-ascii word read as in bodies", from + date + "Subject: =?us-ascii?q?caf=C3=A9?=\r\n\r\nb\r\n",
 			"café", "b", ""},
+		{"UTF-8 under the label ascii, as under us-ascii", from + date + "Content-Type: text/plain; charset=ascii\r\n\r\ncaf\xc3\xa9\r\n",
+			"", "café", ""},
 		{"UTF-7 (1.9)", from + date + "Content-Type: text/plain; charset=utf-7\r\n\r\nHi +AOk-t+AOk-\r\n",
 			"", "Hi été", ""},
 		{"cp932 (1.9)", from + date + "Content-Type: text/plain; charset=cp932\r\n\r\n\x93\xfa\x96\x7b\r\n",
