@@ -138,6 +138,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			t.Fatalf("run with %s=%s created the database", tc.variable, tc.value)
 		}
 	}
+	// A folder that cannot take the database is named, with the reason, not our probe's file.
+	missing := filepath.Join(t.TempDir(), "missing")
+	inMissing := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(missing, "forms.db")}
+	err = run(stopped, nil, func(k string) string { return inMissing[k] }, &syncBuffer{}, &syncBuffer{})
+	if want := "DATABASE_PATH: database folder " + missing + " cannot be written: no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("run with DATABASE_PATH in a missing folder = %v, want %q", err, want)
+	}
 	err = run(context.Background(), []string{"extra"}, func(string) string { return "" }, &syncBuffer{}, &syncBuffer{})
 	if err == nil {
 		t.Errorf("run with arguments = nil, want a usage error")
