@@ -110,6 +110,7 @@ func TestBreakLines(t *testing.T) {
 		{"hy\u00ADphen", 6, []string{"hyphen"}},      // and nowhere else
 		{"end\u00AD", 6, []string{"end"}},            // not at the end of the text
 		{"ab hy\u00ADphen", 4, []string{"ab", "hy-", "phen"}},
+		{"ab cd\u00ADef", 5, []string{"ab", "cdef"}},                                // only where its hyphen fits
 		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
 		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long
 		{"กินแมว", 4, []string{"กิน", "แมว"}},                                       // Thai: never a break after a leading vowel (แ)
