@@ -308,6 +308,6 @@ func jsNumber(f float64) string {
 
 // isTokenChar reports an RFC 9110 token character.
 func isTokenChar(r rune) bool {
-	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
