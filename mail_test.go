@@ -860,6 +860,31 @@ func TestMaildirSkipsDotFiles(t *testing.T) {
 	}
 }
 
+// TestMaildirSkipsNonFiles: only regular files are messages: a folder, or a link (one may
+// point out of the Maildir: os.DirFS follows it), under a message's name is passed over
+// unread and without a log line.
+func TestMaildirSkipsNonFiles(t *testing.T) {
+	dir := t.TempDir()
+	const msg = "From: a@example.com\r\nSubject: %s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
+	for _, sub := range []string{"new/1795597200.M2P2.host", "cur"} {
+		if err := os.MkdirAll(filepath.Join(dir, "maildir", sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "outside.eml"), fmt.Sprintf(msg, "outside"))
+	writeFile(t, filepath.Join(dir, "maildir", "new", "1795597200.M1P1.host"), fmt.Sprintf(msg, "seen"))
+	link := filepath.Join(dir, "maildir", "new", "1795597200.M3P3.host")
+	if err := os.Symlink(filepath.Join(dir, "outside.eml"), link); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	emails, err := readAllMail(os.DirFS(filepath.Join(dir, "maildir")), start, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || len(emails) != 1 || emails[0].Subject != "seen" || logs.Len() > 0 {
+		t.Errorf("readMaildir = %+v (%v), log %q; want the file alone, nothing logged", emails, err, logs.String())
+	}
+}
+
 // TestMaildirDeliveryByFileTime: a file whose name carries no usable delivery time (no
 // leading seconds, or digits past int64) is placed in the window by its modification
 // time: read when that is inside, not opened when before.
