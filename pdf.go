@@ -130,17 +130,17 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			// A heading stays on the page of its first field's label and value.
 			keep := heading.height()
 			if len(fields) > 0 {
-				keep += lineHeight(14/2) + fields[0].keepHeight()
+				keep += lineHeight(14.0/2) + fields[0].keepHeight()
 			}
 			l.keepTogether(keep)
 			l.print(heading)
-			l.moveDown(14 / 2)
+			l.moveDown(14.0 / 2)
 		}
 		for _, f := range fields {
 			l.field(f)
 			l.moveDown(11)
 		}
-		l.moveDown(11 / 2)
+		l.moveDown(11.0 / 2) // half a line: 11 / 2 would be the integer 5
 		if l.err != nil {
 			return l.err // past pdfMaxPages: the rest would not be drawn
 		}

@@ -427,3 +427,27 @@ func TestExportPDFSoftHyphenCentred(t *testing.T) {
 		t.Errorf("%d title lines, want the title broken", lines)
 	}
 }
+
+// TestExportPDFVerticalRhythm: the original's spacing (pdfkit's moveDown, a line at the
+// size in use): a line under the title, half a line under a heading, a line under each
+// field and half an 11 pt line after each category. So a heading's baseline is 39.6 pt
+// under the title's (the title's line below its baseline 5.4, a line 21.6, the heading's
+// baseline 12.6 into its line), and two like categories stand 72.6 pt apart (heading 16.8,
+// 8.4, label 14.4, value 13.2, then 13.2 and 6.6).
+func TestExportPDFVerticalRhythm(t *testing.T) {
+	t.Parallel()
+	field := []Field{{ID: 1, Label: "L", Type: "text"}}
+	form := FormDetail{Form: Form{ID: 1, Title: "T"}, Categories: []Category{
+		{ID: 1, Name: "A", Fields: field}, {ID: 2, Name: "B", Fields: field}}}
+	value := "v"
+	y := map[string]float64{}
+	for _, l := range exportDoc(t, form, map[int64]*string{1: &value}, newFontIndex(nil)).Pages[0].TextLines {
+		y[l.Text] = l.Y
+	}
+	if gap := y["T"] - y["A"]; math.Abs(gap-39.6) > 0.01 {
+		t.Errorf("title and heading baselines %.2f pt apart, want 39.6", gap)
+	}
+	if gap := y["A"] - y["B"]; math.Abs(gap-72.6) > 0.01 {
+		t.Errorf("headings %.2f pt apart, want 72.6", gap)
+	}
+}
