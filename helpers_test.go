@@ -125,6 +125,16 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
 }
 
+// openStore opens the database at path, as the service does, or fails the test.
+func openStore(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := OpenStore(context.Background(), path, time.Now)
+	if err != nil {
+		t.Fatalf("OpenStore(%s): %v", path, err)
+	}
+	return s
+}
+
 // newDatabaseFile creates an empty, migrated database in a new folder and closes it, for
 // the commands that open a database file themselves; dest is a free name beside it.
 func newDatabaseFile(t *testing.T) (dbPath, dest string) {

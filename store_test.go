@@ -25,10 +25,7 @@ import (
 func TestMigrateKeepsExistingDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "forms.db")
 	copyFile(t, "testdata/forms-before-migrations.db", path)
-	store, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
-	}
+	store := openStore(t, path)
 	e := &testEnv{t: t, store: store}
 	t.Cleanup(func() { store.Close() })
 
@@ -79,10 +76,7 @@ tracker_summaries|1|
 
 	// Opening again finds everything as it was (TestMigrationsApplyOnce: nothing runs twice).
 	store.Close()
-	again, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatalf("second OpenStore: %v", err)
-	}
+	again := openStore(t, path)
 	defer again.Close()
 	e.store = again
 	if got := e.snapshot(); got != want {
@@ -99,10 +93,7 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	migrations = append(slices.Clip(saved), `INSERT INTO settings (key, value) VALUES ('probe', 'migrated')`)
 	path := filepath.Join(t.TempDir(), "forms.db")
 	for open := 1; open <= 3; open++ {
-		store, err := OpenStore(context.Background(), path, time.Now)
-		if err != nil {
-			t.Fatalf("open %d: %v", open, err)
-		}
+		store := openStore(t, path)
 		var version, probes int
 		if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 			t.Fatal(err)
@@ -125,10 +116,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		journal string // the refused database's journal mode: a backup's is delete
 	}{{len(migrations) + 1, "wal"}, {999, "wal"}, {len(migrations) + 1, "delete"}} {
 		version, path := tc.version, filepath.Join(t.TempDir(), "forms.db")
-		store, err := OpenStore(context.Background(), path, time.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := openStore(t, path)
 		if _, err := store.write.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
 			t.Fatal(err)
 		}
@@ -192,10 +180,7 @@ func TestOpenStoreRefusesURIPaths(t *testing.T) {
 	}
 	for _, name := range []string{"Forms X&y=1 %41;!.db", "ü.db"} {
 		path := filepath.Join(t.TempDir(), name)
-		s, err := OpenStore(context.Background(), path, time.Now)
-		if err != nil {
-			t.Fatalf("OpenStore(%q): %v", name, err)
-		}
+		s := openStore(t, path)
 		s.Close()
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("OpenStore(%q) made no file of that name: %v", name, err)
@@ -207,10 +192,7 @@ func TestOpenStoreRefusesURIPaths(t *testing.T) {
 // leaves nothing behind; the folder holds the database and SQLite's WAL files only.
 func TestOpenStoreLeavesOnlyItsFiles(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenStore(context.Background(), filepath.Join(dir, "forms.db"), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, filepath.Join(dir, "forms.db"))
 	defer s.Close()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -459,10 +441,7 @@ func TestBackup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "forms.db")
-	store, err := OpenStore(ctx, path, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, path)
 	defer store.Close()
 	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}})
 	if err != nil {
@@ -477,10 +456,7 @@ func TestBackup(t *testing.T) {
 	if info, err := os.Stat(dest); err != nil || info.Size() != size || size == 0 {
 		t.Errorf("backup reported %d bytes; the file: %v %v", size, info, err)
 	}
-	copied, err := OpenStore(ctx, dest, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	copied := openStore(t, dest)
 	got, err := copied.GetForm(ctx, form.ID)
 	copied.Close()
 	if err != nil || got.Title != "Kept" || len(got.Categories) != 1 || len(got.Categories[0].Fields) != 1 {
@@ -656,6 +632,11 @@ func TestFormCacheBounded(t *testing.T) {
 	if len(exact.forms) != 2 || exact.bytes != exact.maxBytes {
 		t.Errorf("two forms filling the bound: %d kept, %d of %d bytes", len(exact.forms), exact.bytes, exact.maxBytes)
 	}
+	// A form larger than the whole bound is not kept, and empties nothing to make room.
+	exact.put(3, 0, FormDetail{Form: Form{Title: strings.Repeat("t", exact.maxBytes)}})
+	if _, kept := exact.forms[3]; kept || len(exact.forms) != 2 {
+		t.Errorf("a form over the bound: kept %v, %d forms in the cache", kept, len(exact.forms))
+	}
 }
 
 // TestBackupPathForms: the read-only opens (the schema version, the backup and its check)
@@ -668,11 +649,8 @@ func TestBackupPathForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, path := range []string{"a %3F:b/forms.db", "/" + filepath.Join(dir, "abs.db")} {
-		for open := range 2 { // the second open reads the version of an existing file
-			store, err := OpenStore(context.Background(), path, time.Now)
-			if err != nil {
-				t.Fatalf("OpenStore(%q), open %d: %v", path, open+1, err)
-			}
+		for range 2 { // the second open reads the version of an existing file
+			store := openStore(t, path)
 			store.Close()
 		}
 		if _, err := Backup(context.Background(), path, fmt.Sprintf("backup%d.db", i)); err != nil {
@@ -685,10 +663,7 @@ func TestBackupPathForms(t *testing.T) {
 // there, no temporary file beside it.
 func TestBackupLeavesOnlyTheCopy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "forms.db")
-	store, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, path)
 	defer store.Close()
 	dir := t.TempDir()
 	if _, err := Backup(context.Background(), path, filepath.Join(dir, "b.db")); err != nil {
@@ -707,10 +682,7 @@ func TestBackupClosesTheSource(t *testing.T) {
 		t.Skip("open files are read from /proc (Linux)")
 	}
 	path := filepath.Join(t.TempDir(), "forms.db")
-	store, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, path)
 	store.Close()
 	dest := filepath.Join(t.TempDir(), "b.db")
 	if _, err := Backup(context.Background(), path, dest); err != nil {
@@ -733,10 +705,7 @@ func TestBackupClosesTheSource(t *testing.T) {
 func TestBackupWritesNothingToTheSource(t *testing.T) {
 	ctx := context.Background()
 	live := filepath.Join(t.TempDir(), "forms.db")
-	store, err := OpenStore(ctx, live, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, live)
 	defer store.Close()
 	if err := store.PutSetting(ctx, "k", "in the WAL"); err != nil {
 		t.Fatal(err)
@@ -754,10 +723,7 @@ func TestBackupWritesNothingToTheSource(t *testing.T) {
 	if wal, err := os.Stat(crashed + "-wal"); !bytes.Equal(before, after) || err != nil || wal.Size() == 0 {
 		t.Errorf("the backup wrote to its source: file changed %v, WAL %v %v", !bytes.Equal(before, after), wal, err)
 	}
-	copied, err := OpenStore(ctx, dest, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	copied := openStore(t, dest)
 	defer copied.Close()
 	if v, err := copied.Setting(ctx, "k"); err != nil || v != "in the WAL" {
 		t.Errorf("the copy's setting = %q, %v; want the WAL's commit", v, err)
