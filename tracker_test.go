@@ -481,6 +481,26 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 	}
 }
 
+// TestTrackerRereadsBounded: a project so busy that page 1 brings a new note at every
+// read is read again at most trackerRereads (3) times after the walk, not until it rests.
+func TestTrackerRereadsBounded(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now)
+	for i := range trackerPageSize + 1 { // two pages
+		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
+	}
+	e.tracker.afterPage = func(f *fakeTracker, page int) {
+		n := len(f.pages)
+		f.addNote(1, note(9000+n, mantisDate(now.Add(time.Duration(n)*time.Second)), "busy"))
+	}
+	if _, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now)); err != nil {
+		t.Fatal(err)
+	}
+	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2, 1, 1, 1}) {
+		t.Errorf("pages = %v, want the walk's two, then page 1 three times", pages)
+	}
+}
+
 // TestTrackerRereadFails: MantisBT going offline between the walk and the re-read of page
 // 1 fails the job, as a refusal during the walk does, rather than summarising what the
 // walk read as if it were whole.
