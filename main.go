@@ -919,7 +919,7 @@ func during(op string, err error) error {
 		return nil
 	case !ok:
 		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
-	case ae.status == 0 || ae.status == http.StatusInternalServerError:
+	case ae.status == http.StatusInternalServerError: // rejected's: its reason is the client's
 		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
 	case ae.status == http.StatusNotFound:
 		return &apiError{status: http.StatusNotFound, msg: op + ": " + ae.msg, err: err}

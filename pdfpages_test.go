@@ -451,3 +451,18 @@ func TestExportPDFVerticalRhythm(t *testing.T) {
 		t.Errorf("headings %.2f pt apart, want 72.6", gap)
 	}
 }
+
+// TestExportPDFDates: the document says it was made and last changed at the export, by
+// the service's clock.
+func TestExportPDFDates(t *testing.T) {
+	t.Parallel()
+	form, values := oneFieldForm("T", "text", "v")
+	var buf bytes.Buffer
+	at := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
+	if err := writeResponsePDF(&buf, form, values, at, newFontIndex(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readPDF(t, buf.Bytes()).Dates; got != [2]string{"D:20261125103000", "D:20261125103000"} {
+		t.Errorf("CreationDate, ModDate = %q, want the export's time twice", got)
+	}
+}

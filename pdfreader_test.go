@@ -103,6 +103,7 @@ func checkPopplerAgrees(t *testing.T, pdf []byte) {
 // pdfDoc is what readPDF finds in a document.
 type pdfDoc struct {
 	Title string    // of the document information dictionary
+	Dates [2]string // its CreationDate and ModDate, as written
 	Pages []pdfPage // in page-tree order
 	// Fonts are the BaseFont names of the fonts the document embeds (FontFile2).
 	Fonts []string
@@ -187,6 +188,11 @@ func parsePDF(data []byte) (doc pdfDoc, err error) {
 	if info, ok := r.resolve(trailer["Info"]).(pdfDict); ok {
 		if s, ok := r.resolve(info["Title"]).(pdfString); ok {
 			doc.Title = pdfTextString(s)
+		}
+		for i, key := range []string{"CreationDate", "ModDate"} {
+			if s, ok := r.resolve(info[key]).(pdfString); ok {
+				doc.Dates[i] = string(s)
+			}
 		}
 	}
 	root, ok := r.resolve(trailer["Root"]).(pdfDict)

@@ -159,6 +159,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		!strings.HasPrefix(out.String(), "backup of "+dbPath+" written to "+dest) {
 		t.Errorf("backup with a bad TRACKER_PROJECT_ID and TZ = %v, %q", err, out.String())
 	}
+	// A backup that fails (here: DEST taken) is an error naming the database, for cron.
+	err = run(context.Background(), []string{"backup", dest}, func(k string) string { return env[k] }, &out, &syncBuffer{})
+	if want := "backup of " + dbPath + ": " + dest + " already exists"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("backup onto an existing file = %v, want %q", err, want)
+	}
 	os.Remove(dest)
 	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
 		err = run(context.Background(), args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
