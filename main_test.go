@@ -130,6 +130,10 @@ func TestWriteErrorCanceledWhileClientStays(t *testing.T) {
 	if want := `{"error":"Failed to fetch forms: internal error"}`; rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != want {
 		t.Errorf("writeError = %d %s, want 500 %s", rec.Code, rec.Body, want)
 	}
+	// The cause goes to the log, with the request.
+	if want := `level=ERROR msg="request failed" method=GET path=/api/forms err="Failed to fetch forms: internal error: run job: context canceled"`; !strings.Contains(e.logs.String(), want) {
+		t.Errorf("log %q, want the line %s", e.logs, want)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rec = httptest.NewRecorder()
