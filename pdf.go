@@ -140,7 +140,7 @@ func writeResponsePDF(buf *bytes.Buffer, form FormDetail, values map[int64]*stri
 			l.field(f)
 			l.moveDown(11)
 		}
-		l.moveDown(11.0 / 2) // half a line: 11 / 2 would be the integer 5
+		l.moveDown(11.0 / 2) // half a line (11 / 2 would be the integer 5)
 		if l.err != nil {
 			return l.err // past pdfMaxPages: the rest would not be drawn
 		}

@@ -428,9 +428,10 @@ func TestExportPDFSoftHyphenCentred(t *testing.T) {
 	}
 }
 
-// TestExportPDFVerticalRhythm: the original's spacing (pdfkit's moveDown, a line at the
-// size in use): a line under the title, half a line under a heading, a line under each
-// field and half an 11 pt line after each category. So a heading's baseline is 39.6 pt
+// TestExportPDFVerticalRhythm: the original's moveDown steps, in this layout's lines (1.2
+// times the size; pdfkit's are the font's own line height, so the points differ): a line
+// under the title, half a line under a heading, a line under each field and half an 11 pt
+// line after each category. So a heading's baseline is 39.6 pt
 // under the title's (the title's line below its baseline 5.4, a line 21.6, the heading's
 // baseline 12.6 into its line), and two like categories stand 72.6 pt apart (heading 16.8,
 // 8.4, label 14.4, value 13.2, then 13.2 and 6.6).
