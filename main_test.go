@@ -611,8 +611,9 @@ func TestIncludePrivateOnlyWhenTrue(t *testing.T) {
 	}
 	for _, value := range []string{"TRUE", "1", "0", "yes", "on", " true"} {
 		_, err := loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": value}[k] })
-		if err == nil || !strings.HasPrefix(err.Error(), "TRACKER_INCLUDE_PRIVATE ") {
-			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: loadConfig = %v, want an error naming the variable", value, err)
+		want := fmt.Sprintf("TRACKER_INCLUDE_PRIVATE %q: want true or false", value)
+		if err == nil || err.Error() != want {
+			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: loadConfig = %v, want %q", value, err, want)
 		}
 	}
 }

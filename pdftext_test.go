@@ -134,6 +134,30 @@ func TestExportPDFKeycapsApart(t *testing.T) {
 	}
 }
 
+// TestExportPDFWideMarkKeepsItsBase: only an enclosing mark (a keycap's frame) widens its
+// base; a wide mark over two letters, IPA's tie bar in "t͡s" (U+0361, 0.77 em in Noto Sans
+// over a "t" of 0.3), leaves the letters as close as without it.
+func TestExportPDFWideMarkKeepsItsBase(t *testing.T) {
+	t.Parallel()
+	fonts := needFallbackFonts(t)
+	form, values := oneFieldForm("T", "text", "t\u0361s")
+	var tee, ess *pdfGlyph
+	for _, g := range exportDoc(t, form, values, fonts).Pages[0].Glyphs {
+		switch g.text {
+		case "t":
+			tee = &g
+		case "s":
+			ess = &g
+		}
+	}
+	if tee == nil || ess == nil {
+		t.Fatalf("t or s not drawn")
+	}
+	if gap := ess.x - tee.endX; math.Abs(gap) > 0.01 {
+		t.Errorf("s begins %.2f pt after the t ends, want 0: the tie bar widened its base", gap)
+	}
+}
+
 // markBoxOf is a mark's box in the fallback font whose BaseFont is font.
 func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	t.Helper()
