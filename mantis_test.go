@@ -2,9 +2,11 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,4 +292,138 @@ func note(id int, created, text string) map[string]any {
 	return map[string]any{"id": id, "text": text, "created_at": created, "updated_at": created,
 		"reporter":   map[string]any{"id": 2, "name": "dev", "real_name": "Dev Eloper", "email": "dev@example.com"},
 		"view_state": public, "type": "note", "attachments": []any{}}
+}
+
+// TestTrackerRefusals: each way MantisBT 2.26, and 2.27 and later, refuses, or answers as
+// an account other than the token's, fails the job with an error that says what it
+// means, without the token, before anything reaches the model.
+func TestTrackerRefusals(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	const (
+		wrongKey = "zz-0123456789abcdefghijklmnopqrs"
+		unknown  = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
+		asGuest  = `MantisBT did not accept TRACKER_API_KEY and served another account, "guest" (X-Mantis-LoginMethod: cookie)`
+	)
+	cases := []struct {
+		name     string
+		version  string
+		change   func(*config)
+		setup    func(*fakeTracker)
+		want     string
+		requests int // the tracker's answers, refused ones included
+	}{
+		{"unknown token", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+			unknown + ": tracker answered 403 (API token not found)", 1},
+		{"unknown token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
+			unknown + ": tracker answered 403 (API token not found)", 1},
+		{"unknown token", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+			unknown + ", and the tracker has no anonymous access: tracker answered 401 (Valid API token required)", 1},
+		{"token of the wrong length", "2.27.3", func(c *config) { c.TrackerKey = "short" }, nil,
+			"tracker answered 401 (Valid API token required)", 1},
+		{"unknown token, anonymous access", "2.27.3", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
+			asGuest, 1},
+		{"unknown token, anonymous access, REST API disabled", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous, f.restOff = "guest", true },
+			asGuest, 1},
+		// The anonymous account without a user row yet is logged in by name, not by cookie:
+		// the service must not take that login for the token's.
+		{"unknown token, anonymous access by name", "2.28.4",
+			func(c *config) { c.TrackerKey = wrongKey },
+			func(f *fakeTracker) { f.anonymous, f.anonymousByName = "guest", true },
+			`MantisBT did not accept TRACKER_API_KEY and served another account, "guest" ` +
+				`(X-Mantis-LoginMethod: anonymous)`, 1},
+		{"no token", "2.28.4", func(c *config) { c.TrackerKey = "" }, nil, "TRACKER_API_KEY is not configured", 0},
+		{"no token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = "guest" },
+			"TRACKER_API_KEY is not configured", 0},
+		{"the token's user disabled", "2.26.4", nil, func(f *fakeTracker) { f.disabled = true },
+			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
+		{"the token's user disabled", "2.28.4", nil, func(f *fakeTracker) { f.disabled = true },
+			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
+		{"the token's user below the API's access level", "2.27.3", nil, func(f *fakeTracker) { f.lowAccess = true },
+			"MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold): tracker answered 403 (Higher access level required for API access)", 1},
+		{"project missing", "2.26.4", func(c *config) { c.TrackerProjectID = "7" }, nil,
+			"MantisBT shows the token's user no project 7 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '7' doesn't exist)", 1},
+		{"project the token's user may not see", "2.28.4", nil, func(f *fakeTracker) { f.noAccess = true },
+			"MantisBT shows the token's user no project 1 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '1' doesn't exist)", 1},
+		{"project the token's user sees but may not read: a 200 with a fault", "2.28.4", nil, func(f *fakeTracker) { f.fault = true },
+			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): Access denied for user dev.", 1},
+		{"REST API disabled", "2.26.4", nil, func(f *fakeTracker) { f.restOff = true },
+			"MantisBT's REST API is disabled ($g_webservice_rest_enabled): tracker answered 503 (API disabled)", 3},
+		{"offline", "2.28.4", nil, func(f *fakeTracker) { f.offline = true },
+			"MantisBT is offline: an administrator took it offline (mantis_offline.php): tracker answered 503 (Mantis Offline)", 3},
+		{"a stored text not UTF-8: 500 with no body", "2.28.4", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
+			"MantisBT failed to write the list: an issue's stored text may not be valid UTF-8: tracker answered 500", 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.version+" "+tc.name, func(t *testing.T) {
+			e := newSummaryEnv(t, now, func(c *config) {
+				if tc.change != nil {
+					tc.change(c)
+				}
+			})
+			e.tracker.version = tc.version
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
+			if tc.setup != nil {
+				tc.setup(e.tracker)
+			}
+			err := e.srv.generateTrackerSummary(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("generate = %v,\nwant %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), testTrackerKey) || strings.Contains(err.Error(), wrongKey) || len(e.model.calls()) != 0 || e.count("tracker_summaries") != 0 {
+				t.Errorf("error %v; model calls %d; want no token, no call, nothing stored", err, len(e.model.calls()))
+			}
+			if e.tracker.requests != tc.requests {
+				t.Errorf("the tracker answered %d requests, want %d", e.tracker.requests, tc.requests)
+			}
+		})
+	}
+}
+
+// TestTrackerRefusalOverHTTP2: over HTTP/2 no reason phrase arrives, and a refusal is read
+// by its status and MantisBT's own header alone; a 404 without X-Mantis-Version is another
+// server's, an endpoint that is not MantisBT's REST base.
+func TestTrackerRefusalOverHTTP2(t *testing.T) {
+	t.Parallel()
+	cfg := config{TrackerProjectID: "6"}
+	mantis := http.Header{"X-Mantis-Version": {"2.28.4"}}
+	for _, tc := range []struct {
+		status int
+		reason string
+		header http.Header
+		want   string
+	}{
+		{404, "", mantis, "MantisBT shows the token's user no project 6 (TRACKER_PROJECT_ID): " +
+			"it does not exist, or the user has no access to it"},
+		{404, "", http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		// MantisBT's header with a reason not issues_rest.php's: another route, not the list.
+		{404, "Route not found", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		// Half of issues_rest.php's reason is another server's.
+		{404, "Project 'x' moved", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{404, "File 'issues' doesn't exist", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{401, "", mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, " +
+			"revoked or mistyped; MantisBT's tokens do not expire), and the tracker has no anonymous access"},
+		{403, "", mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
+		{503, "", http.Header{}, "MantisBT, or a proxy before it, is unavailable"},
+		// The reason of ApiEnabledMiddleware.php's first versions.
+		{503, "Mantis REST API disabled.", mantis, "MantisBT's REST API is disabled ($g_webservice_rest_enabled)"},
+		{418, "", mantis, ""}, // no meaning: the status speaks for itself
+	} {
+		if got := trackerRefusal(&statusError{status: tc.status, reason: tc.reason, header: tc.header}, cfg); got != tc.want {
+			t.Errorf("%d %q %v: %q, want %q", tc.status, tc.reason, tc.header, got, tc.want)
+		}
+	}
+
+	// Through a real call: MantisBT's 404 over a connection that drops the reason phrase
+	// is told from another server's by its header.
+	noReason := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Mantis-Version", "2.28.4")
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer noReason.Close()
+	e := newSummaryEnv(t, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), func(c *config) {
+		c.TrackerEndpoint, c.TrackerProjectID = noReason.URL+"/api/rest", "6"
+	})
+	if err := e.srv.generateTrackerSummary(context.Background()); err == nil || !strings.Contains(err.Error(), "MantisBT shows the token's user no project 6") {
+		t.Errorf("generate = %v, want no project 6", err)
+	}
 }

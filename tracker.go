@@ -328,7 +328,20 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, m
 		// Cut, it would read as malformed; refused, it says what it is.
 		return nil, nil, fmt.Errorf("answer larger than %d MiB (status %d)", maxAnswerBytes>>20, res.StatusCode)
 	}
-	return res, reply, nil
+	// A server may echo the key it was sent. It goes here, before any of the reply is cut
+	// into a message: redactedError would not find a key cut in two.
+	secret := strings.TrimPrefix(auth, "Bearer ")
+	res.Status = string(redact([]byte(res.Status), secret))
+	return res, redact(reply, secret), nil
+}
+
+// redact replaces secret in b, whole; b itself when it holds none.
+func redact(b []byte, secret string) []byte {
+	// An empty secret: ReplaceAll with an empty old text would insert everywhere.
+	if secret == "" || !bytes.Contains(b, []byte(secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(secret), []byte("[redacted]"))
 }
 
 // redactURLError strips user information (a name and a password, either of which may be
@@ -406,10 +419,7 @@ type redactedError struct {
 }
 
 func (e *redactedError) Error() string {
-	if e.secret == "" {
-		return e.err.Error() // ReplaceAll with an empty old text would insert everywhere
-	}
-	return strings.ReplaceAll(e.err.Error(), e.secret, "[redacted]")
+	return string(redact([]byte(e.err.Error()), e.secret))
 }
 
 func (e *redactedError) Unwrap() error { return e.err }
