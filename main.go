@@ -952,9 +952,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{msg: internalError, err: err}
 	}
 	switch {
-	case rec != nil && rec.wrote: // part of a list is out: the client sees it cut (SPEC.md)
+	case rec != nil && rec.wrote:
+		// Part of a list is out: the connection ends before the body does, so that the
+		// client sees it incomplete (SPEC.md), a CSV cut between two pages too, which
+		// would still parse. net/http ends it so for http.ErrAbortHandler.
 		s.log.Error("reply cut", "method", r.Method, "path", r.URL.Path, "err", err)
-		return
+		panic(http.ErrAbortHandler)
 	case ae.status == 0 && ae.err != nil: // a failure of ours; not an explicit 500 (rejected)
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	case ae.status == http.StatusServiceUnavailable:

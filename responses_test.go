@@ -8,7 +8,9 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"mime"
 	"net"
@@ -642,6 +644,41 @@ func TestFileTitle(t *testing.T) {
 	} {
 		if got := fileTitle(tc.title); got != tc.want {
 			t.Errorf("fileTitle(%q) = %q, want %q", tc.title, got, tc.want)
+		}
+	}
+}
+
+// TestListCutIsIncomplete: a list whose second page cannot be sent (its room among the
+// replies stays taken past maxReplyWait) ends its connection before its body's end, so that
+// the client reads it as incomplete: the CSV too, which cut between two pages still parses.
+func TestListCutIsIncomplete(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"name": "c",
+		"fields": []any{map[string]any{"label": "a", "type": "text"}}}}})
+	key := itoa(f.Categories[0].Fields[0].ID)
+	for range 3 { // the oldest: the second page, too large to go in uncounted
+		e.submit(f.ID, map[string]any{key: strings.Repeat("x", 30_000)})
+	}
+	for range listPageRows { // the first page, small
+		e.submit(f.ID, map[string]any{key: "small"})
+	}
+	e.srv.replies = newGate(maxReplyBytes, smallReplyBytes, maxConnections, 100*time.Millisecond)
+	release, err := e.srv.replies.acquire(context.Background(), maxReplyBytes) // others' replies
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, path := range []string{"/responses.csv", "/responses"} {
+		res, err := e.http.Client().Get(e.http.URL + "/api/forms/" + itoa(f.ID) + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%s: %d, %d bytes, read error %v; want 200 and the body cut (unexpected EOF)",
+				path, res.StatusCode, len(body), err)
 		}
 	}
 }
