@@ -86,8 +86,14 @@ type savedForm struct {
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
 	for after := new(listStart()); after != nil; {
+		// A page of long titles and descriptions runs to megabytes: built as the list's.
+		release, err := s.heavy.acquire(r.Context(), 1)
+		if err != nil {
+			return err
+		}
 		page, next, err := s.store.ListForms(r.Context(), *after)
 		if err != nil {
+			release()
 			return during("fetch forms", err)
 		}
 		for _, f := range page {
@@ -95,6 +101,7 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 			out.nextItem()
 			out.buf.Write(item)
 		}
+		out.slot = release
 		if err := out.flush(); err != nil {
 			return err
 		}
@@ -123,6 +130,9 @@ func (s *server) handleGetForm(w http.ResponseWriter, r *http.Request) error {
 	f, err := s.store.GetForm(r.Context(), id)
 	if err != nil {
 		return missing(fmt.Sprintf("fetch form %d", id), err, "Form not found")
+	}
+	if 6*formSize(f) > smallReplyBytes { // JSON writes a byte of text in 6 at most (\u0001)
+		return s.writeLargeJSON(w, r, http.StatusOK, f)
 	}
 	return s.writeJSON(w, r, http.StatusOK, f)
 }

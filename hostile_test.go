@@ -67,7 +67,9 @@ func (c *hostileChild) peakRSS() int64 {
 func (c *hostileChild) send(method, path string, body any) (int, []byte) {
 	c.t.Helper()
 	var r io.Reader = http.NoBody
-	if body != nil {
+	if raw, ok := body.(json.RawMessage); ok { // as written: Marshal would escape <, > and &
+		r = bytes.NewReader(raw)
+	} else if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
 			c.t.Fatal(err)
@@ -229,6 +231,22 @@ func TestHostile(t *testing.T) {
 			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("a long line of text\n", 5000)}}, 201, &id)
 			for range 60 {
 				c.rawConn("GET /api/responses/" + itoa(id.ResponseID) + "/export/pdf HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			}
+			return func() {}
+		}},
+		{"clients that never read a large form", nil, func(c *hostileChild, s setup) func() {
+			// Each < goes as written (encoding/json would send \u003c) and comes back as
+			// \u003c: a body of 1 MiB makes a reply of 6. Read at once by every client, the
+			// form is one statement, and its replies are built a heavy slot at a time.
+			lt := strings.Repeat("<", maxDescriptionChars)
+			var fields []string
+			for i := range 95 {
+				fields = append(fields, fmt.Sprintf(`{"label":"f%d","type":"text","description":"%s"}`, i, lt))
+			}
+			var f FormDetail
+			c.call("POST", "/api/forms", json.RawMessage(`{"title":"t","categories":[{"name":"c","fields":[`+strings.Join(fields, ",")+`]}]}`), 201, &f)
+			for range 300 {
+				c.rawConn("GET /api/forms/" + itoa(f.ID) + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
 			}
 			return func() {}
 		}},

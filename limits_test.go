@@ -544,41 +544,63 @@ func TestHeavyQueueBounded(t *testing.T) {
 	}
 }
 
-// TestHeavyRepliesWaitForASlot: with every heavy slot busy, a PDF export, a response
-// list and a CSV export wait; the moment a slot frees, the waiting one is answered.
+// TestHeavyRepliesWaitForASlot: with every heavy slot busy, the replies that may be large
+// wait (a PDF export, a response list, a CSV export, a large form, the form list, a setting,
+// the summaries), so that those built and waiting for room among the replies are as few as
+// the slots; the moment a slot frees, the waiting one is answered. A small form does not wait.
 func TestHeavyRepliesWaitForASlot(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
-	for _, path := range []string{
-		"/api/responses/" + itoa(responseID) + "/export/pdf",
-		"/api/forms/" + itoa(f.ID) + "/responses",
-		"/api/forms/" + itoa(f.ID) + "/responses.csv",
+	var fields []any
+	for i := range 20 { // 6 bytes of JSON a character at most: a reply past smallReplyBytes
+		fields = append(fields, map[string]any{"label": fmt.Sprint(i), "type": "text", "description": strings.Repeat("d", 1000)})
+	}
+	large := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
+	if err := e.srv.store.SaveTrackerSummary(context.Background(), startOfDay(e.srv.now()), "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/api/responses/" + itoa(responseID) + "/export/pdf", ""},
+		{"GET", "/api/forms/" + itoa(f.ID) + "/responses", ""},
+		{"GET", "/api/forms/" + itoa(f.ID) + "/responses.csv", ""},
+		{"GET", "/api/forms/" + itoa(large.ID), ""},
+		{"GET", "/api/forms", ""},
+		{"PUT", "/api/settings/k", `{"value": "v"}`},
+		{"GET", "/api/settings/k", ""},
+		{"GET", "/api/tracker-summary/today", ""},
+		{"GET", "/api/tracker-summaries", ""},
+		{"GET", "/api/email-summaries", ""},
 	} {
 		release := occupyHeavy(t, e.srv)
 		answered := make(chan int, 1)
 		go func() {
 			w := httptest.NewRecorder()
-			e.srv.ServeHTTP(w, apiRequest("GET", path, nil))
+			e.srv.ServeHTTP(w, apiRequest(req.method, req.path, strings.NewReader(req.body)))
 			answered <- w.Code
 		}()
 		select {
 		case status := <-answered:
-			t.Errorf("%s answered %d while every slot was busy", path, status)
+			t.Errorf("%s %s answered %d while every slot was busy", req.method, req.path, status)
 			release()
 			continue
-		case <-time.After(300 * time.Millisecond): // an reply without a slot takes a few ms
+		case <-time.After(300 * time.Millisecond): // a reply without a slot takes a few ms
 		}
 		release()
 		select {
 		case status := <-answered:
 			if status != 200 {
-				t.Errorf("%s = %d once a slot freed, want 200", path, status)
+				t.Errorf("%s %s = %d once a slot freed, want 200", req.method, req.path, status)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s still waits after a slot freed", path)
+			t.Fatalf("%s %s still waits after a slot freed", req.method, req.path)
 		}
+	}
+	release := occupyHeavy(t, e.srv)
+	defer release()
+	if status, raw := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
+		t.Errorf("a small form with every slot busy = %d %s, want 200 at once", status, raw)
 	}
 }
 

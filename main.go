@@ -783,12 +783,20 @@ const jsonType = "application/json; charset=utf-8"
 // writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
 // is still a clean 500, and held in s.replies until the client has it.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	p := s.newPagedWriter(w, r)
-	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
-		return fmt.Errorf("encode reply: %w", err)
+	return s.newPagedWriter(w, r).sendJSON(status, v)
+}
+
+// writeLargeJSON is writeJSON for a reply that may be large (a form, a setting, a
+// summary): encoded in a heavy slot, held until the reply has its room in s.replies, so
+// that the replies built and waiting for room are as few as the slots.
+func (s *server) writeLargeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
+	release, err := s.heavy.acquire(r.Context(), 1)
+	if err != nil {
+		return err
 	}
-	p.status = status
-	return p.flush()
+	p := s.newPagedWriter(w, r)
+	p.slot = release
+	return p.sendJSON(status, v)
 }
 
 // pagedWriter sends a body a page at a time (writeJSON's and the PDF's in one), each built
@@ -801,7 +809,8 @@ type pagedWriter struct {
 	status int
 	header http.Header // sent with the first page, then nil; JSON unless changed
 	buf    bytes.Buffer
-	items  int // begun by nextItem
+	items  int    // begun by nextItem
+	slot   func() // frees the heavy slot buf was built in, once buf has its room
 }
 
 func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
@@ -820,6 +829,24 @@ func (p *pagedWriter) nextItem() {
 	p.items++
 }
 
+// sendJSON sends v as the whole body with status.
+func (p *pagedWriter) sendJSON(status int, v any) error {
+	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
+		p.freeSlot()
+		return fmt.Errorf("encode reply: %w", err)
+	}
+	p.status = status
+	return p.flush()
+}
+
+// freeSlot frees the heavy slot buf was built in, if any.
+func (p *pagedWriter) freeSlot() {
+	if p.slot != nil {
+		p.slot()
+		p.slot = nil
+	}
+}
+
 func (p *pagedWriter) endArray() error {
 	if p.items == 0 {
 		p.buf.WriteByte('[')
@@ -829,9 +856,11 @@ func (p *pagedWriter) endArray() error {
 }
 
 // flush sends buf, holding its size in s.replies until the client has it; the first flush
-// sends the status and header.
+// sends the status and header. The heavy slot buf was built in, if any, is freed once buf
+// has its room, not while the client reads.
 func (p *pagedWriter) flush() error {
 	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
+	p.freeSlot()
 	if err != nil {
 		return err
 	}

@@ -85,11 +85,12 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	if err == nil {
 		err = writeResponsePDF(&out.buf, form, values, s.now(), s.fonts)
 	}
-	release()
 	if err != nil {
+		release()
 		op := fmt.Sprintf("generate PDF for response %d", responseID)
 		return missing(op, err, "Response not found")
 	}
+	out.slot = release
 	out.header.Set("Content-Type", "application/pdf")
 	out.header.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
 	out.header.Set("Content-Length", fmt.Sprint(out.buf.Len()))

@@ -129,8 +129,8 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 }
 
 // eachResponse reads a form's responses a page at a time, has write put each into out,
-// and sends each page. A page is read and written in a heavy slot and sent outside it,
-// so that no slot waits on a client that reads slowly.
+// and sends each page. A page is read and written in a heavy slot, held until the page has
+// its room in s.replies but not while it is sent: no slot waits on a client that reads slowly.
 func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 	out *pagedWriter, write func(Response)) error {
 	for after := new(listStart()); after != nil; {
@@ -140,13 +140,14 @@ func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 		}
 		var page []Response
 		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
-		for _, resp := range page { // none after an error
-			write(resp)
-		}
-		release()
 		if err != nil {
+			release()
 			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
+		for _, resp := range page {
+			write(resp)
+		}
+		out.slot = release
 		if err := out.flush(); err != nil {
 			return err
 		}

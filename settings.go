@@ -30,7 +30,7 @@ func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return during(fmt.Sprintf("fetch setting '%s'", key), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{"key": key, "value": value})
+	return s.writeLargeJSON(w, r, http.StatusOK, map[string]string{"key": key, "value": value})
 }
 
 func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error {
@@ -50,5 +50,5 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
 		return during(fmt.Sprintf("update setting '%s'", key), err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{"key": key, "value": value})
+	return s.writeLargeJSON(w, r, http.StatusOK, map[string]string{"key": key, "value": value})
 }

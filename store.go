@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+	"golang.org/x/sync/singleflight"
 )
 
 // migrations are the schema, one step per file: a database at PRAGMA user_version n gets
@@ -45,6 +46,9 @@ type Store struct {
 	read  *sql.DB
 	now   func() time.Time
 	forms formCache
+	// formReads shares one read of a form among the GetForm calls that miss it together:
+	// a burst of reads of a large form, uncached, is one statement, not one per reader.
+	formReads singleflight.Group
 	// refused is why the database refused the last write that reached it (disk full,
 	// read-only, I/O error), nil once one succeeds: /healthz reports what clients meet.
 	refused atomic.Pointer[string]
@@ -349,33 +353,49 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns a copy of the form, its categories and fields, or errNotFound. A form
-// not kept is read with its tree in one statement, so from one snapshot, as SQLite writes
-// them: the JSON of a FormDetail. (json() keeps a subquery's array an array.)
+// GetForm returns a copy of the form, its categories and fields, or errNotFound: the one
+// the cache keeps, else one read (readForm).
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
 	if !ok {
-		err := s.read.QueryRowContext(ctx,
-			`SELECT json_object('id', id, 'title', title, 'description', description,
-			        'createdAt', createdAt, 'categories', json((
-			   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
-			              'sortOrder', c.sortOrder, 'fields', json((
-			      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
-			                 'label', d.label, 'type', d.type, 'description', d.description,
-			                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
-			        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
-			     FROM categories c WHERE c.formId = f.id)))
-			   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
+		// Shared by the calls that began at one generation: one that began after an update
+		// never gets the form as it was. Run for all of them, it outlives a caller that left.
+		v, err, _ := s.formReads.Do(fmt.Sprint(id, "@", gen), func() (any, error) {
+			return s.readForm(context.WithoutCancel(ctx), id, gen)
+		})
 		if err != nil {
-			return FormDetail{}, queryError("get form", err)
+			return FormDetail{}, err
 		}
-		s.forms.put(id, gen, f)
+		f = v.(FormDetail)
 	}
 	// Copied, so that the cache and its callers never share what one of them might change.
 	f.Categories = slices.Clone(f.Categories)
 	for i := range f.Categories {
 		f.Categories[i].Fields = slices.Clone(f.Categories[i].Fields)
 	}
+	return f, nil
+}
+
+// readForm reads a form with its tree in one statement, so from one snapshot, as SQLite
+// writes them: the JSON of a FormDetail (json() keeps a subquery's array an array), and
+// keeps it unless a write moved the cache past gen.
+func (s *Store) readForm(ctx context.Context, id int64, gen uint64) (FormDetail, error) {
+	var f FormDetail
+	err := s.read.QueryRowContext(ctx,
+		`SELECT json_object('id', id, 'title', title, 'description', description,
+		        'createdAt', createdAt, 'categories', json((
+		   SELECT json_group_array(json_object('id', c.id, 'formId', c.formId, 'name', c.name,
+		              'sortOrder', c.sortOrder, 'fields', json((
+		      SELECT json_group_array(json_object('id', d.id, 'categoryId', d.categoryId,
+		                 'label', d.label, 'type', d.type, 'description', d.description,
+		                 'sortOrder', d.sortOrder) ORDER BY d.sortOrder, d.id)
+		        FROM fields d WHERE d.categoryId = c.id))) ORDER BY c.sortOrder, c.id)
+		     FROM categories c WHERE c.formId = f.id)))
+		   FROM forms f WHERE id = ?`, id).Scan(jsonColumn{&f})
+	if err != nil {
+		return FormDetail{}, queryError("get form", err)
+	}
+	s.forms.put(id, gen, f)
 	return f, nil
 }
 

@@ -380,7 +380,7 @@ func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return during("fetch today's tracker summary", err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, sum.DatedSummary)
+	return s.writeLargeJSON(w, r, http.StatusOK, sum.DatedSummary)
 }
 
 func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) error {
@@ -402,7 +402,7 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 	if err != nil {
 		return during(op, err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]any{"summaries": list, "total": total})
+	return s.writeLargeJSON(w, r, http.StatusOK, map[string]any{"summaries": list, "total": total})
 }
 
 // positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
@@ -437,7 +437,7 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return during("generate summary", err)
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
+	return s.writeLargeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
 }
 
 // errSummaryBusy refuses an on-demand summary within onDemandInterval of a failed run.
