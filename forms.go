@@ -85,15 +85,14 @@ type savedForm struct {
 // handleListForms replies with every form, newest first, a page at a time.
 func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 	out := s.newPagedWriter(w, r)
+	defer out.freeSlot()
 	for after := new(listStart()); after != nil; {
 		// A page of long titles and descriptions runs to megabytes: built as the list's.
-		release, err := s.heavy.acquire(r.Context(), 1)
-		if err != nil {
+		if err := out.takeSlot(); err != nil {
 			return err
 		}
 		page, next, err := s.store.ListForms(r.Context(), *after)
 		if err != nil {
-			release()
 			return during("fetch forms", err)
 		}
 		for _, f := range page {
@@ -101,7 +100,6 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 			out.nextItem()
 			out.buf.Write(item)
 		}
-		out.slot = release
 		if err := out.flush(); err != nil {
 			return err
 		}

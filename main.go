@@ -790,12 +790,11 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 // summary): encoded in a heavy slot, held until the reply has its room in s.replies, so
 // that the replies built and waiting for room are as few as the slots.
 func (s *server) writeLargeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	release, err := s.heavy.acquire(r.Context(), 1)
-	if err != nil {
+	p := s.newPagedWriter(w, r)
+	defer p.freeSlot()
+	if err := p.takeSlot(); err != nil {
 		return err
 	}
-	p := s.newPagedWriter(w, r)
-	p.slot = release
 	return p.sendJSON(status, v)
 }
 
@@ -832,11 +831,18 @@ func (p *pagedWriter) nextItem() {
 // sendJSON sends v as the whole body with status.
 func (p *pagedWriter) sendJSON(status int, v any) error {
 	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
-		p.freeSlot()
 		return fmt.Errorf("encode reply: %w", err)
 	}
 	p.status = status
 	return p.flush()
+}
+
+// takeSlot takes a heavy slot to build the next page in; flush frees it once the page has
+// its room in s.replies, or the caller, deferring freeSlot, on an error (a panic too).
+func (p *pagedWriter) takeSlot() error {
+	release, err := p.s.heavy.acquire(p.r.Context(), 1)
+	p.slot = release
+	return err
 }
 
 // freeSlot frees the heavy slot buf was built in, if any.

@@ -76,21 +76,19 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
 	// JSON error; the document then holds its room in s.replies until the client has it.
-	release, err := s.heavy.acquire(r.Context(), 1)
-	if err != nil {
+	out := s.newPagedWriter(w, r)
+	defer out.freeSlot()
+	if err := out.takeSlot(); err != nil {
 		return err
 	}
-	out := s.newPagedWriter(w, r)
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
 	if err == nil {
 		err = writeResponsePDF(&out.buf, form, values, s.now(), s.fonts)
 	}
 	if err != nil {
-		release()
 		op := fmt.Sprintf("generate PDF for response %d", responseID)
 		return missing(op, err, "Response not found")
 	}
-	out.slot = release
 	out.header.Set("Content-Type", "application/pdf")
 	out.header.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
 	out.header.Set("Content-Length", fmt.Sprint(out.buf.Len()))

@@ -635,13 +635,15 @@ func TestOutboundFaults(t *testing.T) {
 }
 
 // TestDatabaseGone: with the database unusable, every endpoint replies docs/SPEC.md's
-// 500 `Failed to <context>: <message>` as JSON, and healthz reports it.
+// 500 `Failed to <context>: <message>` as JSON, no failure keeps the heavy slot it took,
+// and healthz reports it.
 func TestDatabaseGone(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	e.submit(f.ID, map[string]any{"1": "x"})
 	e.store.forms.drop(f.ID) // so that the form read goes to the database
+	kept := itoa(e.createForm(fullForm()).ID) // kept: its responses are what fails
 	e.store.read.Close()
 	e.store.write.Close()
 	id := itoa(f.ID)
@@ -653,6 +655,8 @@ func TestDatabaseGone(t *testing.T) {
 		{"DELETE", "/api/forms/" + id, "", "delete form " + id},
 		{"POST", "/api/forms/" + id + "/responses", `{"values": {"1": "x"}}`, "submit response for form " + id},
 		{"GET", "/api/forms/" + id + "/responses", "", "fetch responses for form " + id},
+		{"GET", "/api/forms/" + kept + "/responses", "", "fetch responses for form " + kept},
+		{"GET", "/api/forms/" + kept + "/responses.csv", "", "fetch responses for form " + kept},
 		{"GET", "/api/responses/1/export/pdf", "", "generate PDF for response 1"},
 		{"GET", "/api/tracker-summary/today", "", "fetch today's tracker summary"},
 		{"GET", "/api/tracker-summaries", "", "fetch paginated tracker summaries"},
@@ -667,6 +671,9 @@ func TestDatabaseGone(t *testing.T) {
 		if want := "Failed to " + tc.context + ": "; status != 500 || !strings.HasPrefix(got.Error, want) {
 			t.Errorf("%s %s = %d %s, want 500 %q…", tc.method, tc.path, status, raw, want)
 		}
+	}
+	if !e.srv.heavy.sem.TryAcquire(e.srv.heavy.capacity) {
+		t.Error("a heavy slot is still taken after the failures")
 	}
 	if status, raw := e.do("GET", "/healthz", nil); status != 503 || strings.TrimSpace(string(raw)) != `{"error":"Database unavailable"}` {
 		t.Errorf("healthz = %d %s, want 503", status, raw)

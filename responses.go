@@ -133,21 +133,20 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 // its room in s.replies but not while it is sent: no slot waits on a client that reads slowly.
 func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
 	out *pagedWriter, write func(Response)) error {
+	defer out.freeSlot()
 	for after := new(listStart()); after != nil; {
-		release, err := s.heavy.acquire(ctx, 1)
-		if err != nil {
+		if err := out.takeSlot(); err != nil {
 			return err
 		}
 		var page []Response
+		var err error
 		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
 		if err != nil {
-			release()
 			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
 		for _, resp := range page {
 			write(resp)
 		}
-		out.slot = release
 		if err := out.flush(); err != nil {
 			return err
 		}
