@@ -642,8 +642,9 @@ func TestDatabaseGone(t *testing.T) {
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	e.submit(f.ID, map[string]any{"1": "x"})
-	e.store.forms.drop(f.ID)                  // so that the form read goes to the database
-	kept := itoa(e.createForm(fullForm()).ID) // kept: its responses are what fails
+	e.store.forms.drop(f.ID) // so that the form read goes to the database
+	// A form kept in the cache: the read of its responses is what fails.
+	kept := itoa(e.createForm(fullForm()).ID)
 	e.store.read.Close()
 	e.store.write.Close()
 	id := itoa(f.ID)
