@@ -358,7 +358,7 @@ func redactURLError(err error) error {
 
 // providerMessage picks the message out of an error body: OpenAI's {"error":
 // {"message"}}, Gemini's list of those, Ollama's {"error": "…"}, MantisBT's {"message"};
-// else the start of the body.
+// else the start of the body. Either is cut to 200 characters, for one line in the log.
 func providerMessage(body []byte) string {
 	var v any
 	json.Unmarshal(body, &v) // not JSON: v stays nil
@@ -369,7 +369,7 @@ func providerMessage(body []byte) string {
 	inner, _ := obj["error"].(map[string]any)
 	for _, m := range []any{inner["message"], obj["error"], obj["message"]} {
 		if s, ok := m.(string); ok && s != "" {
-			return s
+			return cutText(s, 200)
 		}
 	}
 	return cutText(strings.TrimSpace(string(body)), 200)

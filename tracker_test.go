@@ -470,6 +470,7 @@ func TestProviderMessage(t *testing.T) {
 		{"  Bad Gateway\n", "Bad Gateway"},
 		{"[]", "[]"}, // an empty list has no message: the body itself
 		{long, long[:200]},
+		{`{"error": {"message": "` + long + `"}}`, long[:200]},
 	} {
 		if got := providerMessage([]byte(tc.body)); got != tc.want {
 			t.Errorf("providerMessage(%.40q) = %.60q, want %.60q", tc.body, got, tc.want)
