@@ -718,7 +718,8 @@ func TestTrackerPrivateContent(t *testing.T) {
 
 // TestTrackerSummaryNowShared: 30 callers of GET /api/tracker-summary at once share one
 // tracker walk and one model call, and all get its text; within the interval a caller
-// after it gets the same text without a new run; after the interval a new run starts.
+// after it gets the same text without a new run (written in a heavy slot); after the
+// interval a new run starts.
 func TestTrackerSummaryNowShared(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newHeldSummaryEnv(t, now)
@@ -745,6 +746,22 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 	}
 	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
 		t.Errorf("a caller within the interval = %d after %d model calls, want 200 and the shared run", status, len(e.model.calls()))
+	}
+	// The model's text may be long: it is written in a heavy slot, as a list is.
+	release := occupyHeavy(t, e.srv)
+	answered := make(chan int, 1)
+	go func() {
+		status, _ := e.do("GET", "/api/tracker-summary", nil)
+		answered <- status
+	}()
+	select {
+	case status := <-answered:
+		t.Fatalf("a caller with every heavy slot busy = %d, want it to wait", status)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	if status := <-answered; status != 200 {
+		t.Errorf("a caller once a heavy slot freed = %d, want 200", status)
 	}
 	e.clock.Set(now.Add(onDemandInterval - time.Millisecond))
 	if status, _ := e.do("GET", "/api/tracker-summary", nil); status != 200 || len(e.model.calls()) != 1 {
