@@ -540,8 +540,8 @@ func TestRunWarnsOpenWithoutToken(t *testing.T) {
 	if addr := testConfig(t, nil).Addr; addr != "127.0.0.1:8080" {
 		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
 	}
-	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form`
-	const behindProxy = `level=WARN msg="no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form`
+	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN"`
+	const behindProxy = `level=WARN msg="no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN"`
 	for _, tc := range []struct {
 		addr, token, hosts string
 		warn               string

@@ -722,7 +722,8 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 			}
 			closed := e.srv.closeStore()
 			if stubborn {
-				if closed || !strings.Contains(e.logs.String(), "database left open") {
+				const line = `level=ERROR msg="work still running after the shutdown grace: database left open" jobs=false handlers=true grace=200ms`
+				if closed || !strings.Contains(e.logs.String(), line) {
 					t.Errorf("closeStore = %v with a handler running; logs:\n%s", closed, e.logs)
 				}
 				close(release)
