@@ -250,6 +250,19 @@ func TestHostile(t *testing.T) {
 			}
 			return func() {}
 		}},
+		{"clients that never read a large setting or form list", nil, func(c *hostileChild, s setup) func() {
+			lt := strings.Repeat("<", maxDescriptionChars) // six bytes in every answer: \u003c
+			c.call("PUT", "/api/settings/big", json.RawMessage(`{"value":"`+strings.Repeat("<", maxBodyBytes-100)+`"}`), 200, nil)
+			for range listPageRows {
+				c.call("POST", "/api/forms", json.RawMessage(`{"title":"t","description":"`+lt+`"}`), 201, nil)
+			}
+			for range 100 {
+				for _, path := range []string{"/api/settings/big", "/api/forms"} {
+					c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+				}
+			}
+			return func() {}
+		}},
 		{"the form list of many long titles, read at once", nil, func(c *hostileChild, s setup) func() {
 			for range 100 {
 				c.call("POST", "/api/forms", map[string]any{"title": strings.Repeat("T", maxTitleChars), "description": strings.Repeat("D", maxDescriptionChars)}, 201, nil)

@@ -378,7 +378,7 @@ const (
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
 	// maxReplyBytes bounds the replies built and not yet read, as maxUploadBytes bodies.
-	maxReplyBytes   = 64 << 20
+	maxReplyBytes   = 32 << 20
 	maxReplyWait    = 5 * time.Second
 	smallReplyBytes = 64 << 10
 	// heavyQueue wait at most, each up to heavyWait, for a heavy slot.
