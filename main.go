@@ -402,8 +402,9 @@ type server struct {
 	client   *http.Client // for the outbound calls
 	jobs     *summaryJobs
 	handlers sync.WaitGroup // the requests being served, for shutdown
-	// heavy admits the replies that are CPU-bound to build (a PDF, a page of the response
-	// list or CSV), one per core, held while one is built, never while a client reads.
+	// heavy admits the replies that are CPU-bound or large to build (a PDF, a page of a
+	// list or the CSV, a large form, a setting, a summary), one per core, each held until
+	// its reply has room in replies (pagedWriter.takeSlot), never while a client reads.
 	heavy, uploads, replies, writes *gate
 	fonts                           *fontIndex // the PDF's fallback fonts, found once
 }
