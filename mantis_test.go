@@ -77,6 +77,7 @@ type fakeTracker struct {
 	requests int              // requests answered, refused ones included
 	failures []int            // statuses refused with before the real answers, one per request
 	version  string           // MANTIS_VERSION; "2.28.4" when empty
+	token    string           // the API token its user has; testTrackerKey when empty
 	project  string           // the project that exists; "1" when empty
 	// anonymous is the tracker's anonymous account ($g_anonymous_account, with
 	// $g_allow_anonymous_login ON); "" when it has none. anonymousByName: the account has
@@ -182,7 +183,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeTracker) login(w http.ResponseWriter, token string) (method, user string, refused bool) {
 	v226 := strings.HasPrefix(f.version, "2.26.")
 	switch {
-	case token == testTrackerKey: // api_token_get_user finds the user, whatever the length
+	case token == cmp.Or(f.token, testTrackerKey): // api_token_get_user finds the user, whatever the length
 		method, user = "api-token", "dev"
 	case token != "" && v226:
 		f.refuse(w, 403, "API token not found")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,6 +45,7 @@ type fakeModel struct {
 	mu       sync.Mutex
 	prompts  []string
 	answer   string        // content of the answer
+	key      string        // the API key it takes; testModelKey when empty
 	raw      string        // when set, the whole answer body instead
 	failures []int         // statuses answered first, one per request
 	gemini   bool          // errors as Gemini's list
@@ -66,7 +68,7 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.t.Errorf("model body: %v", err)
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" ||
-		r.Header.Get("Authorization") != "Bearer "+testModelKey || r.Header.Get("Content-Type") != "application/json" ||
+		r.Header.Get("Authorization") != "Bearer "+cmp.Or(m.key, testModelKey) || r.Header.Get("Content-Type") != "application/json" ||
 		body.Model != "test-model" || len(body.Messages) != 1 || body.Messages[0].Role != "user" {
 		m.t.Errorf("model got %s %s %v %+v", r.Method, r.URL.Path, r.Header, body)
 	}
@@ -360,6 +362,28 @@ func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
 	}
 	if calls := e.model.calls(); len(calls) != 2 || !strings.HasPrefix(calls[1], "Edited 2026-11-25 [") {
 		t.Errorf("second prompt = %q, want the edited template", calls[len(calls)-1])
+	}
+}
+
+// TestKeysLeaveDataWhole: a key is hidden in errors and logs, never in the data. With the
+// tracker token "t", MantisBT's answer is read with every "t" in it, and a summary that
+// quotes the model's key ("x", as docs/SUMMARIES.md lets an Ollama user choose) is stored
+// as the model wrote it.
+func TestKeysLeaveDataWhole(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := newSummaryEnv(t, now, func(c *config) { c.TrackerKey, c.GenAIKey = "t", "x" })
+	e.tracker.token, e.model.key = "t", "x"
+	e.tracker.issues = []map[string]any{issue(1, mantisDate(now), note(7, mantisDate(now), "Next: fix the export."))}
+	e.model.answer = "Next: fix the mailbox export (ticket 1)."
+	if err := e.srv.generateTrackerSummary(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var today DatedSummary
+	if status := e.doJSON("GET", "/api/tracker-summary/today", nil, &today); status != 200 || today.SummaryText != e.model.answer {
+		t.Errorf("today's summary = %d %q, want %q", status, today.SummaryText, e.model.answer)
+	}
+	if calls := e.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], `"text":"Next: fix the export."`) {
+		t.Errorf("prompt = %q, want the note's text whole", calls)
 	}
 }
 

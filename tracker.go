@@ -191,7 +191,7 @@ func fetchTicketPage(ctx context.Context, client *http.Client, cfg config, page 
 		}
 		if json.Unmarshal(body, &fault) == nil {
 			return nil, fmt.Errorf("MantisBT refused the issue list, the token's user may not read the project (status_code %d): %s",
-				fault.Issues.StatusCode, cutText(fault.Issues.FaultString, 200))
+				fault.Issues.StatusCode, cutText(redact(fault.Issues.FaultString, cfg.TrackerKey), 200))
 		}
 		return nil, fmt.Errorf("answer is not MantisBT's issue list: %w", err)
 	}
@@ -261,22 +261,26 @@ func callWithRetry(ctx context.Context, client *http.Client, cfg config, service
 		case err != nil:
 			return nil, nil, fmt.Errorf("%s: %w", service, err)
 		case res.StatusCode >= 200 && res.StatusCode < 300:
-			return reply, res.Header, nil
+			return reply, res.Header, nil // the data as sent: a key is hidden in errors only
 		case (res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500) && attempt < 2:
 			select {
-			case <-time.After(retryPause(cfg.OutboundRetryDelay, attempt)):
+			case <-time.After(cfg.OutboundRetryDelay << attempt): // doubled: room for an overloaded provider
 				continue
 			case <-ctx.Done():
 				return nil, nil, fmt.Errorf("%s: %w", service, ctx.Err())
 			}
 		}
-		// res.Status is "404 Project '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
+		// A server may echo the key it was sent: it is hidden before the message is cut from
+		// the reply, as a key cut in two would no longer be found. res.Status is "404 Project
+		// '7' doesn't exist" over HTTP/1; over HTTP/2, the bare code.
+		secret := strings.TrimPrefix(auth, "Bearer ")
 		reason := strings.TrimSpace(strings.TrimPrefix(res.Status, strconv.Itoa(res.StatusCode)))
 		if reason == http.StatusText(res.StatusCode) {
 			reason = ""
 		}
-		return nil, nil, &statusError{service: service, status: res.StatusCode, reason: cutText(reason, 200),
-			header: res.Header, message: providerMessage(reply)}
+		return nil, nil, &statusError{service: service, status: res.StatusCode,
+			reason: cutText(redact(reason, secret), 200), header: res.Header,
+			message: providerMessage([]byte(redact(string(reply), secret)))}
 	}
 }
 
@@ -298,11 +302,6 @@ func (e *statusError) Error() string {
 		msg += ": " + e.message
 	}
 	return msg
-}
-
-// retryPause is the pause before retry attempt+1, doubling to give an overloaded provider room.
-func retryPause(first time.Duration, attempt int) time.Duration {
-	return first << attempt
 }
 
 // callOnce makes one request within timeout and returns its reply, body closed, and body;
@@ -328,20 +327,16 @@ func callOnce(ctx context.Context, client *http.Client, timeout time.Duration, m
 		// Cut, it would read as malformed; refused, it says what it is.
 		return nil, nil, fmt.Errorf("answer larger than %d MiB (status %d)", maxAnswerBytes>>20, res.StatusCode)
 	}
-	// A server may echo the key it was sent. It goes here, before any of the reply is cut
-	// into a message: redactedError would not find a key cut in two.
-	secret := strings.TrimPrefix(auth, "Bearer ")
-	res.Status = string(redact([]byte(res.Status), secret))
-	return res, redact(reply, secret), nil
+	return res, reply, nil
 }
 
-// redact replaces secret in b, whole; b itself when it holds none.
-func redact(b []byte, secret string) []byte {
-	// An empty secret: ReplaceAll with an empty old text would insert everywhere.
-	if secret == "" || !bytes.Contains(b, []byte(secret)) {
-		return b
+// redact replaces secret in s, whole. It is for what goes into an error or a log line,
+// never for data: a key of "t" would rewrite every "t" of a reply.
+func redact(s, secret string) string {
+	if secret == "" { // ReplaceAll with an empty old text would insert everywhere
+		return s
 	}
-	return bytes.ReplaceAll(b, []byte(secret), []byte("[redacted]"))
+	return strings.ReplaceAll(s, secret, "[redacted]")
 }
 
 // redactURLError strips user information (a name and a password, either of which may be
@@ -418,8 +413,6 @@ type redactedError struct {
 	secret string
 }
 
-func (e *redactedError) Error() string {
-	return string(redact([]byte(e.err.Error()), e.secret))
-}
+func (e *redactedError) Error() string { return redact(e.err.Error(), e.secret) }
 
 func (e *redactedError) Unwrap() error { return e.err }
