@@ -190,6 +190,46 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 	return res.StatusCode, out
 }
 
+// sendCtx sends a request with an optional JSON body (a string as is) within ctx and
+// returns the reply with its body read; a nil reply when ctx ended first.
+func (e *testEnv) sendCtx(ctx context.Context, method, path string, body any) (*http.Response, []byte) {
+	e.t.Helper()
+	var r io.Reader
+	if s, ok := body.(string); ok {
+		r = strings.NewReader(s)
+	} else if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.http.URL+path, r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := e.http.Client().Do(req)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil
+	}
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: reading the reply: %v", method, path, err)
+	}
+	return res, raw
+}
+
+// send is sendCtx for as long as the test runs.
+func (e *testEnv) send(method, path string, body any) (*http.Response, []byte) {
+	e.t.Helper()
+	return e.sendCtx(e.t.Context(), method, path, body)
+}
+
 // getRaw sends a GET with optional header pairs and returns the reply with its body read.
 func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
@@ -509,40 +549,10 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 // occupyHeavy takes every heavy slot; the function it returns gives them back.
 func occupyHeavy(t *testing.T, s *server) func() {
 	t.Helper()
-	release, err := s.heavy.acquire(context.Background(), s.heavy.capacity)
-	if err != nil {
+	if err := s.slots.Acquire(t.Context(), heavySlots); err != nil {
 		t.Fatalf("take every heavy slot: %v", err)
 	}
-	return release
-}
-
-// gateWaiting is how many wait at g.
-func gateWaiting(g *gate) int { return int(g.waiting.Load()) }
-
-// gateQueued reports whether someone waits at g, which has a unit free: semaphore's
-// TryAcquire refuses even what fits while anyone waits.
-func gateQueued(g *gate) bool {
-	if g.sem.TryAcquire(1) {
-		g.sem.Release(1)
-		return false
-	}
-	return true
-}
-
-// gateUsed is what g has handed out, found by taking the most it still gives at once
-// (and giving it back): while nobody waits at g, the rest is in use.
-func gateUsed(g *gate) int64 {
-	lo, hi := int64(0), g.capacity // lo can be taken; more than hi cannot
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if g.sem.TryAcquire(mid) {
-			g.sem.Release(mid)
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return g.capacity - lo
+	return func() { s.slots.Release(heavySlots) }
 }
 
 // serviceBinary is the service built once for the tests that run it as a process; a

@@ -30,8 +30,9 @@ const hostileRSSBudget = 256 << 20
 // hostileChild is the built service under attack.
 type hostileChild struct {
 	*child
-	t    *testing.T
-	addr string
+	t     *testing.T
+	addr  string
+	conns []net.Conn // the attack's raw connections, closed when it ends
 }
 
 func startHostileChild(t *testing.T, env ...string) *hostileChild {
@@ -157,8 +158,31 @@ func (c *hostileChild) rawConn(head string) net.Conn {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { conn.Close() })
+	c.conns = append(c.conns, conn)
 	io.WriteString(conn, head)
 	return conn
+}
+
+// submitWithin submits v to field of form and fails the test unless it is answered 201
+// within limit: a write waits for the database only, whatever else clients hold.
+func (c *hostileChild) submitWithin(form int64, field, v string, limit time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	body := `{"values":{"` + field + `":"` + v + `"}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/forms/"+itoa(form)+"/responses", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	res, err := (&http.Client{Transport: &http.Transport{}}).Do(req) // a connection of its own
+	if err != nil {
+		c.t.Errorf("submit during the attack: %v after %v", err, time.Since(start))
+		return
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		c.t.Errorf("submit during the attack = %d %s, want 201", res.StatusCode, raw)
+	}
 }
 
 // TestHostile runs each attack on a fresh service and checks the bounds meanwhile.
@@ -235,9 +259,8 @@ func TestHostile(t *testing.T) {
 			return func() {}
 		}},
 		{"clients that never read a large form", nil, func(c *hostileChild, s setup) func() {
-			// Each < goes as written (encoding/json would send \u003c) and comes back as
-			// \u003c: a body of 1 MiB makes a reply of 6. Read at once by every client, the
-			// form is one statement, and its replies are built a heavy slot at a time.
+			// A body of 1 MiB, read at once by every client: the form is one statement, and
+			// its answers are built and sent a heavy slot at a time.
 			lt := strings.Repeat("<", maxDescriptionChars)
 			var fields []string
 			for i := range 95 {
@@ -251,7 +274,7 @@ func TestHostile(t *testing.T) {
 			return func() {}
 		}},
 		{"clients that never read a large setting or form list", nil, func(c *hostileChild, s setup) func() {
-			lt := strings.Repeat("<", maxDescriptionChars) // six bytes in every answer: \u003c
+			lt := strings.Repeat("<", maxDescriptionChars)
 			c.call("PUT", "/api/settings/big", json.RawMessage(`{"value":"`+strings.Repeat("<", maxBodyBytes-100)+`"}`), 200, nil)
 			for range listPageRows {
 				c.call("POST", "/api/forms", json.RawMessage(`{"title":"t","description":"`+lt+`"}`), 201, nil)
@@ -260,6 +283,28 @@ func TestHostile(t *testing.T) {
 				for _, path := range []string{"/api/settings/big", "/api/forms"} {
 					c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
 				}
+			}
+			return func() {}
+		}},
+		{"clients that never read hold every large answer they can, while 60 submit", nil, func(c *hostileChild, s setup) func() {
+			c.call("PUT", "/api/settings/big", json.RawMessage(`{"value":"`+strings.Repeat("s", maxBodyBytes-100)+`"}`), 200, nil)
+			big := strings.Repeat("a long line of text\n", 5000)
+			field := itoa(s.form.Categories[1].Fields[0].ID)
+			var id struct{ ResponseID int64 }
+			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: big}}, 201, &id)
+			paths := []string{"/api/settings/big", "/api/forms", "/api/forms/" + itoa(s.form.ID) + "/responses",
+				"/api/forms/" + itoa(s.form.ID) + "/responses.csv", "/api/responses/" + itoa(id.ResponseID) + "/export/pdf"}
+			for i := range 200 {
+				c.rawConn("GET " + paths[i%len(paths)] + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			}
+			// Large writes whose answers are never read either.
+			put := fmt.Sprintf("PUT /api/settings/w HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes-50)
+			for range 20 {
+				c.rawConn(put + `{"value":"` + strings.Repeat("w", maxBodyBytes-50-12) + `"}`)
+			}
+			time.Sleep(500 * time.Millisecond) // every slot taken, the rest waiting
+			for range 60 {
+				c.submitWithin(s.form.ID, itoa(s.form.Categories[0].Fields[0].ID), "ack", 2*time.Second)
 			}
 			return func() {}
 		}},
@@ -315,7 +360,7 @@ func TestHostile(t *testing.T) {
 		}},
 		{"two hundred writers of large forms at once", nil, func(c *hostileChild, s setup) func() {
 			// Each form is 300 fields, a few milliseconds on the one write connection:
-			// the writers queue (queued) while reads and /healthz go on.
+			// the writers wait for it (writeWait) while reads and /healthz go on.
 			var fields strings.Builder
 			for i := range 300 {
 				fmt.Fprintf(&fields, `{"label":"field %d","type":"text","description":"%s"},`, i, strings.Repeat("d", 200))
@@ -368,17 +413,23 @@ func TestHostile(t *testing.T) {
 				time.Sleep(200 * time.Millisecond) // the attack under way
 				c.within("/healthz", 200, time.Second)
 				c.within("/api/forms/"+itoa(s.form.ID), 200, 2*time.Second)
-				// Under attack a submit may rightly wait out the write queue (503);
-				// any other refusal is a failure.
+				// A crowd of writers may rightly keep a submit past writeWait (503); any
+				// other refusal is a failure.
 				switch status, raw := c.send("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: "ack"}}); status {
 				case http.StatusCreated:
 					acked++
 				case http.StatusServiceUnavailable:
+					if !strings.HasPrefix(a.name, "two hundred writers") {
+						t.Errorf("submit during the attack = 503: %.300s", raw)
+					}
 				default:
 					t.Fatalf("submit during the attack = %d: %.300s", status, raw)
 				}
 			}
 			stop()
+			for _, conn := range c.conns { // the attack's clients go
+				conn.Close()
+			}
 			if peak := c.peakRSS(); peak > hostileRSSBudget {
 				t.Errorf("peak RSS %d MiB, budget %d MiB", peak>>20, hostileRSSBudget>>20)
 			} else {
@@ -393,6 +444,9 @@ func TestHostile(t *testing.T) {
 				if v := r.Values[field].Value; v != nil && *v == "ack" {
 					kept++
 				}
+			}
+			if strings.Contains(a.name, "while 60 submit") {
+				acked += 60
 			}
 			if acked == 0 || kept != acked {
 				t.Errorf("%d submits acknowledged during the attack, %d kept", acked, kept)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"mime"
 	"net"
@@ -24,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"path"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +61,9 @@ type config struct {
 	// shutdown; OutboundTimeout bounds every call to the tracker and the model, whose first
 	// backoff is OutboundRetryDelay.
 	HeaderTimeout, RequestGrace, JobGrace, OutboundTimeout, OutboundRetryDelay time.Duration
+	// WriteTimeout, HeavyWait and UploadWait are writeTimeout, heavyWait and maxUploadWait;
+	// tests shorten them.
+	WriteTimeout, HeavyWait, UploadWait time.Duration
 }
 
 // loadConfig reads the environment: a wrong value is an error naming the variable, not a
@@ -92,6 +93,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		JobGrace:           5 * time.Second,
 		OutboundTimeout:    60 * time.Second,
 		OutboundRetryDelay: 500 * time.Millisecond,
+		WriteTimeout:       writeTimeout,
+		HeavyWait:          heavyWait,
+		UploadWait:         maxUploadWait,
 	}
 	if err := checkTZ(getenv("TZ")); err != nil {
 		return cfg, fmt.Errorf("TZ: %w", err)
@@ -172,7 +176,8 @@ func splitList(s, sep string) []string {
 	return slices.DeleteFunc(items, func(item string) bool { return item == "" })
 }
 
-// writeTimeout bounds the time from a request's headers to the end of its reply.
+// writeTimeout bounds the time from a request's headers to the end of its reply, or of
+// each page of a list (sendPage).
 const writeTimeout = 60 * time.Second
 
 // newHTTPServer bounds every phase of a connection: a slow or stalled client holds one so long.
@@ -182,7 +187,7 @@ func newHTTPServer(cfg config, h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       120 * time.Second,
 		ConnState:         (&connLimit{max: maxConnections}).track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -326,6 +331,9 @@ func (s *server) stopServing(hs *http.Server, serveErr <-chan error) {
 // running, then closes the store and reports whether it did. Work still running keeps it
 // open: closing would fail its last statements, and the WAL keeps every commit.
 func (s *server) closeStore() bool {
+	s.closingMu.Lock()
+	s.closing = true
+	s.closingMu.Unlock()
 	jobs := make(chan bool, 1)
 	go func() { jobs <- s.jobs.stop(s.cfg.JobGrace) }()
 	handlersDone := waitGroupWithin(&s.handlers, s.cfg.JobGrace)
@@ -370,43 +378,43 @@ const (
 	maxFields           = 1_000   // per form, all categories together: 400
 	maxSummaryPage      = 100     // `limit` of a summary list is read as at most this
 
-	// maxConnections bounds the open connections; one more is refused 503 and closed.
+	// maxConnections bounds the open connections; one more is refused 503 and closed. It
+	// bounds what the requests below the other limits hold: a body up to smallBodyBytes, an
+	// answer up to largeAnswer.
 	maxConnections = 2048
-	// maxUploadBytes bounds the request bodies held at once, waited for up to
-	// maxUploadWait. Small bodies go in uncounted: maxConnections bounds them.
+	// maxUploadBytes bounds the bodies over smallBodyBytes (or of unknown length, counted
+	// as maxBodyBytes) held at once, from before they are read until their request is
+	// answered; one that finds no room within maxUploadWait is refused 503 unread.
 	maxUploadBytes = 64 << 20
 	maxUploadWait  = 2 * time.Second
 	smallBodyBytes = 64 << 10
-	// maxReplyBytes bounds the replies built and not yet read, as maxUploadBytes bodies.
-	maxReplyBytes   = 32 << 20
-	maxReplyWait    = 5 * time.Second
-	smallReplyBytes = 64 << 10
-	// heavyQueue wait at most, each up to heavyWait, for a heavy slot.
-	heavyQueue = 32
-	heavyWait  = 10 * time.Second
-	// writeSlots requests that change data run at once; writeQueue more wait, each up
-	// to writeWait: half the shutdown's grace, so that the last let in can finish.
-	writeSlots = 4
-	writeQueue = 256
-	writeWait  = 5 * time.Second
+	// heavySlots bound the answers that may be large (a PDF, a list, the CSV, a form
+	// whose JSON may pass largeAnswer, a setting, the summaries), each slot held from
+	// before its answer is read until it is sent; one that finds none within heavyWait is
+	// refused 503. Reads only: no write waits for one.
+	heavySlots  = 8
+	heavyWait   = 10 * time.Second
+	largeAnswer = 64 << 10
 )
 
 // server holds the dependencies of every handler; tests build their own.
 type server struct {
-	cfg      config
-	store    *Store
-	log      *slog.Logger
-	now      func() time.Time
-	mux      *http.ServeMux
-	handler  http.Handler // mux behind the middleware
-	client   *http.Client // for the outbound calls
-	jobs     *summaryJobs
-	handlers sync.WaitGroup // the requests being served, for shutdown
-	// heavy admits the replies that are CPU-bound or large to build (a PDF, a page of a
-	// list or the CSV, a large form, a setting, a summary), one per core, each held until
-	// its reply has room in replies (pagedWriter.takeSlot), never while a client reads.
-	heavy, uploads, replies, writes *gate
-	fonts                           *fontIndex // the PDF's fallback fonts, found once
+	cfg     config
+	store   *Store
+	log     *slog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+	handler http.Handler // mux behind the middleware
+	client  *http.Client // for the outbound calls
+	jobs    *summaryJobs
+	// handlers counts the requests being served, for shutdown; once closing is set (under
+	// closingMu) no request is counted any more, so that every Add comes before the Wait.
+	handlers  sync.WaitGroup
+	closingMu sync.RWMutex
+	closing   bool
+	slots     *semaphore.Weighted // heavySlots
+	uploads   *semaphore.Weighted // maxUploadBytes
+	fonts     *fontIndex          // the PDF's fallback fonts, found once
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {
@@ -418,10 +426,8 @@ func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time,
 		mux:     http.NewServeMux(),
 		client:  client,
 		jobs:    newSummaryJobs(now),
-		heavy:   newGate(int64(runtime.GOMAXPROCS(0)), 0, heavyQueue, heavyWait),
-		uploads: newGate(maxUploadBytes, smallBodyBytes, maxConnections, maxUploadWait),
-		replies: newGate(maxReplyBytes, smallReplyBytes, maxConnections, maxReplyWait),
-		writes:  newGate(writeSlots, 0, writeQueue, writeWait),
+		slots:   semaphore.NewWeighted(heavySlots),
+		uploads: semaphore.NewWeighted(maxUploadBytes),
 		fonts:   newFontIndex(fontDirs(cfg.PDFFontDir)),
 	}
 	for pattern, h := range s.routes() {
@@ -440,23 +446,23 @@ func (s *server) routes() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"GET /healthz":                               s.handleHealth,
 		"GET /api/openapi.json":                      s.handleOpenAPI,
-		"GET /api/forms":                             s.handleListForms,
-		"POST /api/forms":                            s.queued(s.handleCreateForm),
-		"GET /api/forms/{id}":                        s.handleGetForm,
-		"PUT /api/forms/{id}":                        s.queued(s.handleUpdateForm),
-		"DELETE /api/forms/{id}":                     s.queued(s.handleDeleteForm),
-		"POST /api/forms/{id}/responses":             s.queued(s.handleSubmitResponse),
-		"GET /api/forms/{id}/responses":              s.handleListResponses,
-		"GET /api/forms/{id}/responses.csv":          s.handleExportCSV,
-		"GET /api/responses/{responseId}/export/pdf": s.handleExportPDF,
-		"GET /api/tracker-summary/today":             s.handleTodayTrackerSummary,
-		"GET /api/tracker-summaries":                 s.handleListTrackerSummaries,
-		"POST /api/tracker-summaries/generate":       s.queued(s.handleGenerateTrackerSummary),
-		"GET /api/tracker-summary":                   s.handleTrackerSummaryNow,
-		"GET /api/email-summaries":                   s.handleListEmailSummaries,
-		"POST /api/email-summaries/generate":         s.queued(s.handleGenerateEmailSummary),
-		"GET /api/settings/{key}":                    s.handleGetSetting,
-		"PUT /api/settings/{key}":                    s.queued(s.handlePutSetting),
+		"GET /api/forms":                             s.heavy(s.handleListForms),
+		"POST /api/forms":                            s.handleCreateForm,
+		"GET /api/forms/{id}":                        s.handleGetForm, // heavy when large
+		"PUT /api/forms/{id}":                        s.handleUpdateForm,
+		"DELETE /api/forms/{id}":                     s.handleDeleteForm,
+		"POST /api/forms/{id}/responses":             s.handleSubmitResponse,
+		"GET /api/forms/{id}/responses":              s.heavy(s.handleListResponses),
+		"GET /api/forms/{id}/responses.csv":          s.heavy(s.handleExportCSV),
+		"GET /api/responses/{responseId}/export/pdf": s.heavy(s.handleExportPDF),
+		"GET /api/tracker-summary/today":             s.heavy(s.handleTodayTrackerSummary),
+		"GET /api/tracker-summaries":                 s.heavy(s.handleListTrackerSummaries),
+		"POST /api/tracker-summaries/generate":       s.handleGenerateTrackerSummary,
+		"GET /api/tracker-summary":                   s.handleTrackerSummaryNow, // heavy once run
+		"GET /api/email-summaries":                   s.heavy(s.handleListEmailSummaries),
+		"POST /api/email-summaries/generate":         s.handleGenerateEmailSummary,
+		"GET /api/settings/{key}":                    s.heavy(s.handleGetSetting),
+		"PUT /api/settings/{key}":                    s.handlePutSetting,
 	}
 }
 
@@ -475,7 +481,16 @@ func (s *server) handle(h handlerFunc) http.Handler {
 // shutdown waits for; the inner handlers get a *statusRecorder.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.handlers.Add(1)
+		s.closingMu.RLock()
+		closing := s.closing
+		if !closing {
+			s.handlers.Add(1)
+		}
+		s.closingMu.RUnlock()
+		if closing { // begun after its connection was closed at shutdown: the store may be gone
+			s.writeError(w, r, errShuttingDown)
+			return
+		}
 		defer s.handlers.Done()
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -617,7 +632,7 @@ func isCleanPath(p string) bool { return path.Clean(p) == p }
 
 // readBody reads every body before its route, as the original's parser did: one that is not
 // application/json (415; no cross-site form sends that type without a preflight), over
-// maxBodyBytes (413) or not JSON (400) is refused. A large one holds s.uploads until served.
+// maxBodyBytes (413) or not JSON (400) is refused. A large one holds s.uploads until answered.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if size := r.ContentLength; size != 0 {
@@ -631,11 +646,13 @@ func (s *server) readBody(next http.Handler) http.Handler {
 			if size < 0 { // a body of unknown length: as much as it may be
 				size = maxBodyBytes
 			}
-			release, err := s.uploads.acquire(r.Context(), size)
-			if err != nil {
-				return err
+			if size > smallBodyBytes {
+				release, err := admit(r.Context(), s.uploads, size, s.cfg.UploadWait)
+				if err != nil {
+					return err
+				}
+				defer release() // held until answered: what is decoded from it lives as long
 			}
-			defer release()
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				return errBodyTooLarge
@@ -650,18 +667,32 @@ func (s *server) readBody(next http.Handler) http.Handler {
 	})
 }
 
-// queued runs h, a route that changes data, in a write slot: the requests waiting for
-// the one write connection are bounded in number and time, where database/sql's pool
-// would queue them without bound. readBody has read the body: a slow upload holds none.
-func (s *server) queued(h handlerFunc) handlerFunc {
+// heavy runs h, a route whose answer may be large, in a heavy slot (heavySlots).
+func (s *server) heavy(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		release, err := s.writes.acquire(r.Context(), 1)
-		if err != nil {
-			return err
-		}
-		defer release()
-		return h(w, r)
+		return s.inHeavySlot(r, func() error { return h(w, r) })
 	}
+}
+
+// inHeavySlot runs fn once a heavy slot is free, waiting at most heavyWait.
+func (s *server) inHeavySlot(r *http.Request, fn func() error) error {
+	release, err := admit(r.Context(), s.slots, 1, s.cfg.HeavyWait)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
+}
+
+// admit waits up to wait for n units of sem and returns what frees them: a crowd gets a
+// 503 (errBusy) within seconds, before any work is done, not an endless queue.
+func admit(ctx context.Context, sem *semaphore.Weighted, n int64, wait time.Duration) (func(), error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := sem.Acquire(wctx, n); err != nil {
+		return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
+	}
+	return func() { sem.Release(n) }, nil
 }
 
 // routeMethods lists the methods the route of r's path serves, if any.
@@ -715,42 +746,6 @@ func (l *connLimit) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-// gate admits work while the units in use (slots, bytes) stay within its capacity, first
-// come first served; at most free units go in uncounted. One that finds maxQueue waiting,
-// or waits past maxWait, gets errBusy: a crowd gets a quick 503, not an endless queue.
-type gate struct {
-	sem                      *semaphore.Weighted
-	capacity, free, maxQueue int64
-	maxWait                  time.Duration
-	waiting                  atomic.Int64
-}
-
-func newGate(capacity, free int64, maxQueue int, maxWait time.Duration) *gate {
-	return &gate{sem: semaphore.NewWeighted(capacity), capacity: capacity, free: free,
-		maxQueue: int64(maxQueue), maxWait: maxWait}
-}
-
-// acquire waits until n units are free (at most the capacity) and returns the function
-// that frees them; a client that leaves gets its context's error.
-func (g *gate) acquire(ctx context.Context, n int64) (release func(), err error) {
-	if n <= g.free {
-		return func() {}, nil
-	}
-	n = min(n, g.capacity)
-	if !g.sem.TryAcquire(n) {
-		defer g.waiting.Add(-1)
-		if g.waiting.Add(1) > g.maxQueue {
-			return nil, errBusy
-		}
-		wait, cancel := context.WithTimeout(ctx, g.maxWait)
-		defer cancel()
-		if err := g.sem.Acquire(wait, n); err != nil {
-			return nil, cmp.Or[error](ctx.Err(), errBusy) // the client left, or the wait ran out
-		}
-	}
-	return func() { g.sem.Release(n) }, nil
-}
-
 //go:embed docs/openapi.json
 var openAPI []byte // written by hand, kept true by tests
 
@@ -775,110 +770,34 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 		s.log.Error("health check", "err", err)
 		return &apiError{status: http.StatusServiceUnavailable, msg: "Database unavailable"}
 	}
-	return s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // jsonType is the Content-Type of every body the service sends but the PDF and the CSV.
 const jsonType = "application/json; charset=utf-8"
 
 // writeJSON sends v as the JSON body with status, encoded whole first, so that a failure
-// is still a clean 500, and held in s.replies until the client has it.
-func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	return s.newPagedWriter(w, r).sendJSON(status, v)
-}
-
-// writeLargeJSON is writeJSON for a reply that may be large (a form, a setting, a
-// summary): encoded in a heavy slot, held until the reply has its room in s.replies, so
-// that the replies built and waiting for room are as few as the slots.
-func (s *server) writeLargeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
-	p := s.newPagedWriter(w, r)
-	defer p.freeSlot()
-	if err := p.takeSlot(); err != nil {
-		return err
-	}
-	return p.sendJSON(status, v)
-}
-
-// pagedWriter sends a body a page at a time (writeJSON's and the PDF's in one), each built
-// in buf and held in s.replies until sent; the header goes with the first page: an error
-// before it is clean JSON.
-type pagedWriter struct {
-	s      *server
-	w      http.ResponseWriter
-	r      *http.Request
-	status int
-	header http.Header // sent with the first page, then nil; JSON unless changed
-	buf    bytes.Buffer
-	items  int    // begun by nextItem
-	slot   func() // frees the heavy slot buf was built in, once buf has its room
-}
-
-func (s *server) newPagedWriter(w http.ResponseWriter, r *http.Request) *pagedWriter {
-	return &pagedWriter{s: s, w: w, r: r, status: http.StatusOK,
-		header: http.Header{"Content-Type": {jsonType}}}
-}
-
-// nextItem begins the next item of the JSON array the body is, which the caller then
-// writes into buf; endArray closes the array, an empty one too, and sends the rest.
-func (p *pagedWriter) nextItem() {
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	} else {
-		p.buf.WriteByte(',')
-	}
-	p.items++
-}
-
-// sendJSON sends v as the whole body with status.
-func (p *pagedWriter) sendJSON(status int, v any) error {
-	if err := json.NewEncoder(&p.buf).Encode(v); err != nil {
+// is still a clean 500. <, > and & go as they are, as the original's JSON.stringify wrote
+// them: escaped, they would take six bytes each.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode reply: %w", err)
 	}
-	p.status = status
-	return p.flush()
+	w.Header().Set("Content-Type", jsonType)
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return clientGone(err)
 }
 
-// takeSlot takes a heavy slot to build the next page in; flush frees it once the page has
-// its room in s.replies, or the caller, deferring freeSlot, on an error (a panic too).
-func (p *pagedWriter) takeSlot() error {
-	release, err := p.s.heavy.acquire(p.r.Context(), 1)
-	p.slot = release
-	return err
-}
-
-// freeSlot frees the heavy slot buf was built in, if any.
-func (p *pagedWriter) freeSlot() {
-	if p.slot != nil {
-		p.slot()
-		p.slot = nil
-	}
-}
-
-func (p *pagedWriter) endArray() error {
-	if p.items == 0 {
-		p.buf.WriteByte('[')
-	}
-	p.buf.WriteString("]\n")
-	return p.flush()
-}
-
-// flush sends buf, holding its size in s.replies until the client has it; the first flush
-// sends the status and header. The heavy slot buf was built in, if any, is freed once buf
-// has its room, not while the client reads.
-func (p *pagedWriter) flush() error {
-	release, err := p.s.replies.acquire(p.r.Context(), int64(p.buf.Len()))
-	p.freeSlot()
-	if err != nil {
-		return err
-	}
-	defer release()
-	if p.header != nil {
-		maps.Copy(p.w.Header(), p.header)
-		p.header = nil
-		p.w.WriteHeader(p.status)
-	}
-	_, err = p.w.Write(p.buf.Bytes())
-	p.buf.Reset()
+// sendPage sends page, the next part of a list, and empties it. Each page has the whole
+// write timeout of its own: a long list read at a modest pace is not cut, a stalled one is.
+func (s *server) sendPage(w http.ResponseWriter, page *bytes.Buffer) error {
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_, err := w.Write(page.Bytes())
+	page.Reset()
 	return clientGone(err)
 }
 
@@ -899,8 +818,8 @@ func retrySeconds(d time.Duration) int {
 }
 
 // apiError is the service's one error type, as wtf's Error: status is the reply's, msg what
-// the client reads, err the cause. Status 0 is a failure of ours: a 500 whose cause is
-// logged, never shown. A 500 set explicitly (rejected) is one whose message the client
+// the client reads (written by the handler or by during, never taken from a cause), err
+// the cause. Status 0 is a failure of ours: a 500 whose cause is logged, never shown. A 500 set explicitly (rejected) is one whose message the client
 // reads and nothing is logged: a form rule broken (docs/SPEC.md §7), a PDF past its pages.
 type apiError struct {
 	status int
@@ -935,30 +854,32 @@ const internalError = "Internal server error"
 var (
 	errNoRoute = &apiError{status: http.StatusNotFound, msg: "Not found"}
 	errBusy    = &apiError{status: http.StatusServiceUnavailable, msg: "Server busy, retry later"}
-	// errNotFound is the store's error for a record that does not exist; during gives it
-	// docs/SPEC.md §7's words: "update form 7: Record not found".
-	errNotFound     = &apiError{status: http.StatusNotFound, msg: "Record not found"}
+	// errShuttingDown answers a request that begins once shutdown has closed its connection.
+	errShuttingDown = &apiError{status: http.StatusServiceUnavailable, msg: "Shutting down"}
 	errBodyTooLarge = &apiError{
 		status: http.StatusRequestEntityTooLarge,
 		msg:    "Request body too large",
 	}
 )
 
-// during names the operation err happened in (SPEC.md §7's <context>): a failure of ours
-// reads "Failed to update form 7: internal error" (the cause only logged), a broken rule
-// "Failed to create form: Field label is required", a missing record "update form 7: Record
-// not found"; the client's own keep their message.
+// during names the operation err happened in (SPEC.md §7's <context>), and is where the
+// store's errors become statuses: a failure of ours reads "Failed to update form 7:
+// internal error" (the cause only logged), a broken rule "Failed to create form: Field
+// label is required", a missing record (ErrNotFound) "update form 7: Record not found", a
+// write that found the database busy (ErrBusy) errBusy; the client's own keep their message.
 func during(op string, err error) error {
 	ae, ok := errors.AsType[*apiError](err)
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNotFound):
+		return &apiError{status: http.StatusNotFound, msg: op + ": Record not found", err: err}
+	case errors.Is(err, ErrBusy):
+		return errBusy
 	case !ok:
 		return &apiError{msg: "Failed to " + op + ": internal error", err: err}
 	case ae.status == http.StatusInternalServerError: // rejected's: its reason is the client's
 		return &apiError{status: ae.status, msg: "Failed to " + op + ": " + ae.msg, err: err}
-	case ae.status == http.StatusNotFound:
-		return &apiError{status: http.StatusNotFound, msg: op + ": " + ae.msg, err: err}
 	}
 	return err
 }
@@ -966,7 +887,7 @@ func during(op string, err error) error {
 // missing is the error of a read whose record does not exist, in docs/SPEC.md §7's words
 // for it (msg: "Form not found"); any other error is passed to during.
 func missing(op string, err error, msg string) error {
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return &apiError{status: http.StatusNotFound, msg: msg}
 	}
 	return during(op, err)
@@ -1000,7 +921,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ae.retryAfter)))
 	}
 	status := cmp.Or(ae.status, http.StatusInternalServerError)
-	s.writeJSON(w, r, status, map[string]string{"error": ae.msg})
+	writeJSON(w, status, map[string]string{"error": ae.msg})
 }
 
 // jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:

@@ -817,3 +817,23 @@ func TestDocumentedDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestAfterShutdownClosedTheStore: a request whose handler begins after shutdown
+// has closed the store (its connection read before the close) is answered 503 "Shutting
+// down" without touching the store, and shutdown does not wait for it: every request it
+// counts was counted before it began to wait.
+func TestRequestAfterShutdownClosedTheStore(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	if !e.srv.closeStore() {
+		t.Fatal("closeStore with nothing running did not close the store")
+	}
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, apiRequest("GET", "/api/forms", nil))
+	if w.Code != 503 || strings.TrimSpace(w.Body.String()) != `{"error":"Shutting down"}` {
+		t.Errorf("a request after the store closed = %d %s, want 503 Shutting down", w.Code, w.Body)
+	}
+	if strings.Contains(e.logs.String(), "database is closed") {
+		t.Errorf("the request reached the closed store:\n%s", e.logs)
+	}
+}

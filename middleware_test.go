@@ -299,8 +299,8 @@ func TestErrorTable(t *testing.T) {
 		retryAfter bool
 	}{
 		{invalid("Invalid form ID"), 400, `{"error":"Invalid form ID"}`, false},
-		{during("update form 7", errNotFound), 404, `{"error":"update form 7: Record not found"}`, false},
-		{missing("fetch form 7", errNotFound, "Form not found"), 404, `{"error":"Form not found"}`, false},
+		{during("update form 7", ErrNotFound), 404, `{"error":"update form 7: Record not found"}`, false},
+		{missing("fetch form 7", ErrNotFound, "Form not found"), 404, `{"error":"Form not found"}`, false},
 		{missing("fetch form 7", errors.New("disk I/O error"), "Form not found"), 500, `{"error":"Failed to fetch form 7: internal error"}`, false},
 		{during("create form", rejected("Field label is required")), 500, `{"error":"Failed to create form: Field label is required"}`, false},
 		{during("fetch forms", errors.New("dial tcp 10.0.0.1:5432: connection refused")), 500, `{"error":"Failed to fetch forms: internal error"}`, false},

@@ -74,25 +74,22 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return invalid("Invalid response ID")
 	}
-	// Built in memory in a heavy slot (it is CPU-bound), so that a failure is still a clean
-	// JSON error; the document then holds its room in s.replies until the client has it.
-	out := s.newPagedWriter(w, r)
-	defer out.freeSlot()
-	if err := out.takeSlot(); err != nil {
-		return err
-	}
+	// Built in memory (in a heavy slot: routes), so that a failure is still a clean JSON error.
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
+	var doc bytes.Buffer
 	if err == nil {
-		err = writeResponsePDF(&out.buf, form, values, s.now(), s.fonts)
+		err = writeResponsePDF(&doc, form, values, s.now(), s.fonts)
 	}
 	if err != nil {
 		op := fmt.Sprintf("generate PDF for response %d", responseID)
 		return missing(op, err, "Response not found")
 	}
-	out.header.Set("Content-Type", "application/pdf")
-	out.header.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
-	out.header.Set("Content-Length", fmt.Sprint(out.buf.Len()))
-	return out.flush() // once bytes are out, docs/SPEC.md ends the stream without a JSON error
+	h := w.Header()
+	h.Set("Content-Type", "application/pdf")
+	h.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
+	h.Set("Content-Length", fmt.Sprint(doc.Len()))
+	_, err = w.Write(doc.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
+	return clientGone(err)
 }
 
 // pdfDisposition is the PDF's Content-Disposition: shown in the browser, under a file name.

@@ -532,6 +532,20 @@ func TestHealthProbeMustWrite(t *testing.T) {
 	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz with its probe writing = %d %s, want 200", status, raw)
 	}
+	// The probe takes the one write connection as a client's write does, waiting at most
+	// writeWait: with the connection held by a long write, /healthz still answers, 503.
+	e.store.refused.Store(new("database or disk is full"))
+	e.store.writeWait = 100 * time.Millisecond
+	conn, err := e.store.write.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if res, raw := e.sendCtx(ctx, "GET", "/healthz", nil); res == nil || res.StatusCode != 503 {
+		t.Errorf("healthz with the write connection held = %v %s, want 503 within 2 s", res, raw)
+	}
 }
 
 // TestHealthReadOnlyDatabase: a database that refuses writes as read-only makes /healthz
@@ -673,7 +687,7 @@ func TestDatabaseGone(t *testing.T) {
 			t.Errorf("%s %s = %d %s, want 500 %q…", tc.method, tc.path, status, raw, want)
 		}
 	}
-	if !e.srv.heavy.sem.TryAcquire(e.srv.heavy.capacity) {
+	if !e.srv.slots.TryAcquire(heavySlots) {
 		t.Error("a heavy slot is still taken after the failures")
 	}
 	if status, raw := e.do("GET", "/healthz", nil); status != 503 || strings.TrimSpace(string(raw)) != `{"error":"Database unavailable"}` {

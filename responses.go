@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -36,7 +35,7 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return during(fmt.Sprintf("submit response for form %d", formID), err)
 	}
-	return s.writeJSON(w, r, http.StatusCreated, map[string]int64{"responseId": id})
+	return writeJSON(w, http.StatusCreated, map[string]int64{"responseId": id})
 }
 
 // submittedValues reads the `values` object into String(value) by field id, nil for
@@ -74,45 +73,50 @@ func (s *server) handleListResponses(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	out := s.newPagedWriter(w, r)
-	keys := make([][]byte, len(fields)) // `"<id>":{"label":…,"type":…,"value":` by Position
-	for i, f := range fields {
-		label, _ := json.Marshal(f.Label) // strings never fail to encode
-		typ, _ := json.Marshal(f.Type)
-		keys[i] = fmt.Appendf(nil, `"%d":{"label":%s,"type":%s,"value":`, f.ID, label, typ)
-	}
-	enc := json.NewEncoder(&out.buf)
+	var page bytes.Buffer
+	enc := json.NewEncoder(&page)
+	enc.SetEscapeHTML(false)
 	var text string // passed by pointer: a string put in an interface is allocated each time
 	writeString := func(v string) {
 		text = v
-		enc.Encode(&text)                   // strings never fail to encode
-		out.buf.Truncate(out.buf.Len() - 1) // Encode's newline
+		enc.Encode(&text)             // strings never fail to encode
+		page.Truncate(page.Len() - 1) // Encode's newline
 	}
-	err = s.eachResponse(r.Context(), formID, fields, out, func(resp Response) {
-		out.nextItem()
-		out.buf.WriteString(`{"id":`)
-		out.buf.Write(strconv.AppendInt(out.buf.AvailableBuffer(), resp.ID, 10))
-		out.buf.WriteString(`,"submittedAt":`)
+	keys := make([]string, len(fields)) // `"<id>":{"label":…,"type":…,"value":` by Position
+	for i, f := range fields {
+		fmt.Fprintf(&page, `"%d":{"label":`, f.ID)
+		writeString(f.Label)
+		page.WriteString(`,"type":`)
+		writeString(f.Type)
+		keys[i] = page.String() + `,"value":`
+		page.Reset()
+	}
+	w.Header().Set("Content-Type", jsonType)
+	page.WriteByte('[')
+	n := 0
+	return s.eachResponse(w, r, formID, fields, &page, "]\n", func(resp Response) {
+		if n++; n > 1 {
+			page.WriteByte(',')
+		}
+		page.WriteString(`{"id":`)
+		page.Write(strconv.AppendInt(page.AvailableBuffer(), resp.ID, 10))
+		page.WriteString(`,"submittedAt":`)
 		writeString(resp.SubmittedAt)
-		out.buf.WriteString(`,"values":{`)
+		page.WriteString(`,"values":{`)
 		for i, v := range resp.Values {
 			if i > 0 {
-				out.buf.WriteByte(',')
+				page.WriteByte(',')
 			}
-			out.buf.Write(keys[v.Position])
+			page.WriteString(keys[v.Position])
 			if v.Value.Valid {
 				writeString(v.Value.String)
 			} else {
-				out.buf.WriteString("null")
+				page.WriteString("null")
 			}
-			out.buf.WriteByte('}')
+			page.WriteByte('}')
 		}
-		out.buf.WriteString("}}")
+		page.WriteString("}}")
 	})
-	if err != nil {
-		return err
-	}
-	return out.endArray()
 }
 
 // responseFields reads the form id of the path and the form's title and fields.
@@ -128,28 +132,25 @@ func (s *server) responseFields(r *http.Request) (id int64, title string, fields
 	return id, title, fields, nil
 }
 
-// eachResponse reads a form's responses a page at a time, has write put each into out,
-// and sends each page. A page is read and written in a heavy slot, held until the page has
-// its room in s.replies but not while it is sent: no slot waits on a client that reads slowly.
-func (s *server) eachResponse(ctx context.Context, formID int64, fields []Field,
-	out *pagedWriter, write func(Response)) error {
-	defer out.freeSlot()
+// eachResponse reads a form's responses a page at a time, has write put each into page
+// (which may hold a beginning already), and sends each page, last after the last response.
+func (s *server) eachResponse(w http.ResponseWriter, r *http.Request, formID int64, fields []Field,
+	page *bytes.Buffer, last string, write func(Response)) error {
 	for after := new(listStart()); after != nil; {
-		if err := out.takeSlot(); err != nil {
-			return err
-		}
-		var page []Response
-		var err error
-		page, after, err = s.store.ListResponses(ctx, formID, fields, *after)
+		list, next, err := s.store.ListResponses(r.Context(), formID, fields, *after)
 		if err != nil {
 			return during(fmt.Sprintf("fetch responses for form %d", formID), err)
 		}
-		for _, resp := range page {
+		for _, resp := range list {
 			write(resp)
 		}
-		if err := out.flush(); err != nil {
+		if next == nil {
+			page.WriteString(last)
+		}
+		if err := s.sendPage(w, page); err != nil {
 			return err
 		}
+		after = next
 	}
 	return nil
 }
@@ -163,21 +164,21 @@ func (s *server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := s.newPagedWriter(w, r)
-	out.header.Set("Content-Type", "text/csv; charset=utf-8")
-	out.header.Set("Content-Disposition",
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition",
 		dispositionHeader("attachment", fmt.Sprintf("responses_%d_%s.csv", formID, fileTitle(title))))
-	out.buf.WriteString("\uFEFF")
+	var page bytes.Buffer
+	page.WriteString("\uFEFF")
 	// Records end with LF, which spreadsheets read too: with UseCRLF, encoding/csv drops
 	// every carriage return inside a value, which must read back as it is stored.
-	cw := csv.NewWriter(&out.buf)
+	cw := csv.NewWriter(&page)
 	row := []string{"id", "submittedAt"}
 	for _, f := range fields {
 		row = append(row, csvCell(f.Label))
 	}
 	cw.Write(row)
 	cw.Flush() // into a bytes.Buffer, which never fails
-	return s.eachResponse(r.Context(), formID, fields, out, func(resp Response) {
+	return s.eachResponse(w, r, formID, fields, &page, "", func(resp Response) {
 		clear(row)
 		row[0], row[1] = strconv.FormatInt(resp.ID, 10), resp.SubmittedAt
 		for _, v := range resp.Values {

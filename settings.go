@@ -26,17 +26,11 @@ func (s *server) handleGetSetting(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	// Read in the heavy slot its answer is built in: a value may be a megabyte.
-	out := s.newPagedWriter(w, r)
-	defer out.freeSlot()
-	if err := out.takeSlot(); err != nil {
-		return err
-	}
 	value, err := s.store.Setting(r.Context(), key)
 	if err != nil {
 		return during(fmt.Sprintf("fetch setting '%s'", key), err)
 	}
-	return out.sendJSON(http.StatusOK, map[string]string{"key": key, "value": value})
+	return writeJSON(w, http.StatusOK, map[string]string{"key": key, "value": value})
 }
 
 func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error {
@@ -56,5 +50,6 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.PutSetting(r.Context(), key, value); err != nil {
 		return during(fmt.Sprintf("update setting '%s'", key), err)
 	}
-	return s.writeLargeJSON(w, r, http.StatusOK, map[string]string{"key": key, "value": value})
+	// The answer is about as long as the body, whose room it keeps (readBody).
+	return writeJSON(w, http.StatusOK, map[string]string{"key": key, "value": value})
 }

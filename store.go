@@ -37,15 +37,17 @@ var (
 )
 
 // Store is the SQLite database behind the service, as two pools on one file. write has one
-// connection: SQLite allows one writer at a time, so writers, queued in database/sql's pool
-// (main.go's write slots keep that queue short), never meet each other's locks; only an
-// outside one (Litestream's checkpoint) makes a write wait, up to busyTimeout. read's
-// connections are query-only: in WAL mode they never wait for the writer.
+// connection: SQLite allows one writer at a time, so writers, each waiting at most writeWait
+// for it (writeConn), never meet each other's locks; only an outside one (Litestream's
+// checkpoint) makes a write wait, up to busyTimeout. read's connections are query-only: in
+// WAL mode they never wait for the writer.
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	now   func() time.Time
-	forms formCache
+	// writeWait is the const writeWait; tests shorten it.
+	writeWait time.Duration
+	forms     formCache
 	// formReads shares one read of a form among the GetForm calls that miss it together:
 	// a burst of reads of a large form, uncached, is one statement, not one per reader.
 	formReads singleflight.Group
@@ -57,6 +59,18 @@ type Store struct {
 // busyTimeout is how long a connection waits for a lock another holds (SQLite's
 // busy_timeout): Litestream's checkpoints take short write locks (docs/DESIGN.md).
 const busyTimeout = 10 * time.Second
+
+// writeWait bounds a write's wait for the write connection: half the shutdown's grace,
+// so that the last let in can finish.
+const writeWait = 5 * time.Second
+
+var (
+	// ErrNotFound is the error for a record that does not exist.
+	ErrNotFound = errors.New("record not found")
+	// ErrBusy is the error of a write that found the write connection taken for writeWait:
+	// a crowd of writers is refused within seconds, nothing written, not queued without end.
+	ErrBusy = errors.New("database busy")
+)
 
 // OpenStore opens (creating when absent) the SQLite file at path and migrates it.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
@@ -90,7 +104,8 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	// makes SQLite itself refuse writes on the read pool.
 	write, _ := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	read, _ := sql.Open("sqlite3", dsn+"&_query_only=on")
-	s := &Store{write: write, read: read, now: now, forms: formCache{maxBytes: formCacheBytes}}
+	s := &Store{write: write, read: read, now: now, writeWait: writeWait,
+		forms: formCache{maxBytes: formCacheBytes}}
 	s.write.SetMaxOpenConns(1)
 	// No handler holds a connection while its client reads: one per core keeps them busy.
 	readers := max(4, runtime.NumCPU())
@@ -129,9 +144,29 @@ func checkFolder(path string) error {
 	return os.Remove(f.Name())
 }
 
+// writeConn takes the write connection, waiting at most writeWait (ErrBusy); the caller
+// closes it, which gives it back.
+func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
+	wait, cancel := context.WithTimeout(ctx, s.writeWait)
+	defer cancel()
+	conn, err := s.write.Conn(wait)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, ErrBusy
+	}
+	if err != nil {
+		return nil, s.noteWrite(fmt.Errorf("write connection: %w", err))
+	}
+	return conn, nil
+}
+
 // inTx runs fn in a write transaction, committed if fn returns nil, else rolled back.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	conn, err := s.writeConn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return s.noteWrite(fmt.Errorf("begin: %w", err))
 	}
@@ -160,8 +195,11 @@ func (s *Store) noteWrite(err error) error {
 
 // exec runs one write statement on its own, its error wrapped with what.
 func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
-	_, err := s.write.ExecContext(ctx, query, args...)
-	if err = s.noteWrite(err); err != nil {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -264,10 +302,13 @@ func checkCopy(ctx context.Context, path string) error {
 	return nil
 }
 
-// queryError is errNotFound for sql.ErrNoRows, else err with what was being done.
+// queryError is ErrNotFound for sql.ErrNoRows, else err with what was being done; nil for nil.
 func queryError(what string, err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -353,7 +394,7 @@ func (s *Store) ListForms(ctx context.Context, after Cursor) ([]Form, *Cursor, e
 	return forms, &Cursor{last.CreatedAt, last.ID}, nil
 }
 
-// GetForm returns a copy of the form, its categories and fields, or errNotFound: the one
+// GetForm returns a copy of the form, its categories and fields, or ErrNotFound: the one
 // the cache keeps, else one read (readForm).
 func (s *Store) GetForm(ctx context.Context, id int64) (FormDetail, error) {
 	f, gen, ok := s.forms.get(id)
@@ -561,16 +602,16 @@ func insertCategories(ctx context.Context, tx *sql.Tx, formID int64, cats []Cate
 
 // DeleteForm removes a form; the schema's cascades remove everything that belongs to it.
 func (s *Store) DeleteForm(ctx context.Context, id int64) error {
-	err := s.noteWrite(s.write.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id))
-	s.forms.drop(id) // after the commit: see formCache
-	if err != nil {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `DELETE FROM forms WHERE id = ? RETURNING id`, id).Scan(&id)
 		return queryError("delete form", err)
-	}
-	return nil
+	})
+	s.forms.drop(id) // after the commit: see formCache
+	return err
 }
 
 // CreateResponse stores a response to a form with the values (String(value) by field id,
-// nil for null) of the form's own fields; other ids are skipped. errNotFound when the
+// nil for null) of the form's own fields; other ids are skipped. ErrNotFound when the
 // form does not exist. SQLite joins the values, one JSON parameter read with json_each,
 // with the form's fields; CROSS JOIN fixes the loop order, each value looking its field
 // up by primary key, where the planner would read the JSON again for every field.
@@ -587,7 +628,7 @@ func (s *Store) CreateResponse(ctx context.Context, formID int64, values map[int
 		}
 		// go-sqlite3 keeps both counts of the statement it ran: they never fail.
 		if n, _ := res.RowsAffected(); n == 0 {
-			return errNotFound
+			return ErrNotFound
 		}
 		responseID, _ = res.LastInsertId()
 		_, err = tx.ExecContext(ctx,
@@ -621,7 +662,7 @@ type ResponseValue struct {
 }
 
 // ResponseFields returns the title and the fields of a form in form order, as the
-// response list and the CSV export show them, or errNotFound.
+// response list and the CSV export show them, or ErrNotFound.
 func (s *Store) ResponseFields(ctx context.Context, formID int64) (string, []Field, error) {
 	form, err := s.GetForm(ctx, formID)
 	if err != nil {
@@ -709,7 +750,7 @@ func unpackValues(packed string, position map[int64]int) ([]ResponseValue, int) 
 }
 
 // ResponseExport returns what the PDF of a response shows: the form and the response's
-// values by field id, or errNotFound. The values are read first: they only ever go (with
+// values by field id, or ErrNotFound. The values are read first: they only ever go (with
 // their fields), so the pair is what the snapshot of the form's read holds, where the
 // other order could pair a form with the values its update deleted.
 func (s *Store) ResponseExport(ctx context.Context, responseID int64) (FormDetail, map[int64]*string, error) {
@@ -780,7 +821,7 @@ func (s *Store) AddEmailSummary(ctx context.Context, date time.Time, text string
 		timestamp(date), text, timestamp(s.now()))
 }
 
-// TrackerSummary returns the tracker summary of the day starting at date, or errNotFound.
+// TrackerSummary returns the tracker summary of the day starting at date, or ErrNotFound.
 func (s *Store) TrackerSummary(ctx context.Context, date time.Time) (Summary, error) {
 	var sum Summary
 	err := s.read.QueryRowContext(ctx,

@@ -346,7 +346,7 @@ func (s *server) scheduleSummaries(hour, minute int) {
 		now, run := s.now(), false
 		if nextRun(now, hour, minute).Day() != now.Day() { // today's run time has passed
 			_, err := s.store.TrackerSummary(s.jobs.ctx, startOfDay(now))
-			if run = errors.Is(err, errNotFound); run {
+			if run = errors.Is(err, ErrNotFound); run {
 				s.log.Info("summary schedule: catching up on today's run")
 			} else if err != nil {
 				s.log.Error("summary schedule: no catch-up, today's tracker summary not readable", "err", err)
@@ -373,14 +373,14 @@ func (s *server) scheduleSummaries(hour, minute int) {
 func (s *server) handleTodayTrackerSummary(w http.ResponseWriter, r *http.Request) error {
 	today := startOfDay(s.now())
 	sum, err := s.store.TrackerSummary(r.Context(), today)
-	if errors.Is(err, errNotFound) {
-		return s.writeJSON(w, r, http.StatusNotFound,
+	if errors.Is(err, ErrNotFound) {
+		return writeJSON(w, http.StatusNotFound,
 			map[string]string{"message": fmt.Sprintf("No tracker summary found for today (%s).", today.Format("2006-01-02"))})
 	}
 	if err != nil {
 		return during("fetch today's tracker summary", err)
 	}
-	return s.writeLargeJSON(w, r, http.StatusOK, sum.DatedSummary)
+	return writeJSON(w, http.StatusOK, sum.DatedSummary)
 }
 
 func (s *server) handleListTrackerSummaries(w http.ResponseWriter, r *http.Request) error {
@@ -402,7 +402,7 @@ func (s *server) listSummaries(w http.ResponseWriter, r *http.Request, kind summ
 	if err != nil {
 		return during(op, err)
 	}
-	return s.writeLargeJSON(w, r, http.StatusOK, map[string]any{"summaries": list, "total": total})
+	return writeJSON(w, http.StatusOK, map[string]any{"summaries": list, "total": total})
 }
 
 // positiveOr parses a page or limit: base-10 digits above zero, else def. A number beyond
@@ -420,12 +420,12 @@ func positiveOr(s string, def int64) int64 {
 
 func (s *server) handleGenerateTrackerSummary(w http.ResponseWriter, r *http.Request) error {
 	s.startJob(trackerJob, s.generateTrackerSummary)
-	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
+	return writeJSON(w, http.StatusAccepted, map[string]string{"message": "Summary generation started."})
 }
 
 func (s *server) handleGenerateEmailSummary(w http.ResponseWriter, r *http.Request) error {
 	s.startJob(emailJob, s.generateEmailSummary)
-	return s.writeJSON(w, r, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
+	return writeJSON(w, http.StatusAccepted, map[string]string{"message": "Email summary generation started."})
 }
 
 // handleTrackerSummaryNow is the earlier variant's GET /tracker-summary; it stores nothing.
@@ -437,7 +437,8 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return during("generate summary", err)
 	}
-	return s.writeLargeJSON(w, r, http.StatusOK, map[string]string{"summary": text})
+	// The text is the run's, shared by its callers; each answer is built in a heavy slot.
+	return s.inHeavySlot(r, func() error { return writeJSON(w, http.StatusOK, map[string]string{"summary": text}) })
 }
 
 // errSummaryBusy refuses an on-demand summary within onDemandInterval of a failed run.
