@@ -28,31 +28,52 @@ type CategoryInput struct {
 	Fields []FieldInput
 }
 
-// FieldInput is one field; Type stays raw JSON for "Invalid field type: <type>".
+// FieldInput is one field; Type is as decoded (nil when absent), for "Invalid field type:
+// <String(type)>".
 type FieldInput struct {
 	Label       *string
-	Type        json.RawMessage
+	Type        *any
 	Description *string
 }
 
-// UnmarshalJSON reads a body by exact member names (jsonObject); a member of the wrong
-// kind is a 400 that names its place: categories[0].fields[2].label must be a string.
-func (in *FormInput) UnmarshalJSON(b []byte) error {
-	o, err := readObject(b, "")
+// formInput reads a create or update body by exact member names (jsonObject); a member
+// of the wrong kind is a 400 that names its place: categories[0].fields[2].label must be
+// a string. The whole body is read before Valid's rules, as the original's were.
+func formInput(r *http.Request) (FormInput, error) {
+	o, err := bodyObject(r)
 	if err != nil {
-		return err
+		return FormInput{}, err
 	}
-	in.Categories, err = getList(o, "categories", func(c jsonObject) (CategoryInput, error) {
-		fields, err := getList(c, "fields", func(f jsonObject) (FieldInput, error) {
-			fd := FieldInput{Type: f.members["type"]}
-			return fd, cmp.Or(f.get("label", &fd.Label, "a string"),
-				f.get("description", &fd.Description, "a string"))
+	var in FormInput
+	in.Categories, err = list(o, "categories", func(c jsonObject) (CategoryInput, error) {
+		fields, err := list(c, "fields", func(f jsonObject) (FieldInput, error) {
+			var fd FieldInput
+			if v, ok := f.members["type"]; ok {
+				fd.Type = &v
+			}
+			label, err := f.str("label")
+			description, err2 := f.str("description")
+			fd.Label, fd.Description = label, description
+			return fd, cmp.Or(err, err2)
 		})
-		cat := CategoryInput{Fields: fields}
-		return cat, cmp.Or(c.get("name", &cat.Name, "a string"), err)
+		name, err2 := c.str("name")
+		return CategoryInput{Name: deref(name), Fields: fields}, cmp.Or(err2, err)
 	})
-	return cmp.Or(o.get("title", &in.Title, "a string"),
-		o.get("description", &in.Description, "a string"), err)
+	title, err2 := o.str("title")
+	description, err3 := o.str("description")
+	in.Title, in.Description = deref(title), description
+	if err = cmp.Or(err2, err3, err); err != nil {
+		return FormInput{}, err
+	}
+	return in, in.Valid()
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Valid checks the title and docs/DESIGN.md's limits; the field rules are the store's.
@@ -114,7 +135,7 @@ func (s *server) handleListForms(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) handleCreateForm(w http.ResponseWriter, r *http.Request) error {
-	in, err := readJSON[FormInput](r)
+	in, err := formInput(r)
 	if err != nil {
 		return err
 	}
@@ -145,7 +166,7 @@ func (s *server) handleUpdateForm(w http.ResponseWriter, r *http.Request) error 
 	if !ok {
 		return errInvalidFormID
 	}
-	in, err := readJSON[FormInput](r)
+	in, err := formInput(r)
 	if err != nil {
 		return err
 	}
@@ -183,12 +204,12 @@ func checkField(fd FieldInput) (string, error) {
 	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
 		return "", rejected("Field label is required")
 	}
-	if len(fd.Type) == 0 { // no type member, as a JavaScript template string shows it
+	if fd.Type == nil { // no type member, as a JavaScript template string shows it
 		return "", rejected("Invalid field type: undefined")
 	}
-	var typ string
-	if json.Unmarshal(fd.Type, &typ) != nil || !fieldTypes[typ] {
-		return "", rejected("Invalid field type: " + jsText(fd.Type))
+	typ, ok := (*fd.Type).(string)
+	if !ok || !fieldTypes[typ] {
+		return "", rejected("Invalid field type: " + jsText(*fd.Type))
 	}
 	if utf8.RuneCountInString(*fd.Label) > maxLabelChars {
 		return "", rejected(fmt.Sprintf("Field label is too long (at most %d characters)", maxLabelChars))

@@ -230,6 +230,18 @@ func (e *testEnv) send(method, path string, body any) (*http.Response, []byte) {
 	return e.sendCtx(e.t.Context(), method, path, body)
 }
 
+// decodeJS decodes raw JSON as readBody does (numbers as json.Number).
+func decodeJS(t testing.TB, raw string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", raw, err)
+	}
+	return v
+}
+
 // getRaw sends a GET with optional header pairs and returns the reply with its body read.
 func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
 	e.t.Helper()

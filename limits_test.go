@@ -121,7 +121,7 @@ func TestJSStringLinear(t *testing.T) {
 	raw := strings.Repeat("[", depth) + `"` + strings.Repeat("x", leaf) + `"` + strings.Repeat(",1]", depth)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	s := jsText(json.RawMessage(raw))
+	s := jsText(decodeJS(t, raw))
 	runtime.ReadMemStats(&after)
 	if len(s) != leaf+2*depth {
 		t.Fatalf("jsText = %d characters; want %d", len(s), leaf+2*depth)

@@ -630,39 +630,48 @@ func validToken(header, token string) bool {
 // no trailing slash, which no route ends in.
 func isCleanPath(p string) bool { return path.Clean(p) == p }
 
-// readBody reads every body before its route, as the original's parser did: one that is not
-// application/json (415; no cross-site form sends that type without a preflight), over
-// maxBodyBytes (413) or not JSON (400) is refused. A large one holds s.uploads until answered.
+// readBody reads and decodes every body before its route, once, as the original's parser
+// did: one that is not application/json (415; no cross-site form sends that type without
+// a preflight), over maxBodyBytes (413) or not JSON (400) is refused. The handler finds it
+// with bodyObject. A large one holds s.uploads until answered.
 func (s *server) readBody(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if size := r.ContentLength; size != 0 {
-			if size > maxBodyBytes {
-				return errBodyTooLarge // refused from its announced length, unread
-			}
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-				return &apiError{status: http.StatusUnsupportedMediaType,
-					msg: "Content-Type must be application/json"}
-			}
-			if size < 0 { // a body of unknown length: as much as it may be
-				size = maxBodyBytes
-			}
-			if size > smallBodyBytes {
-				release, err := admit(r.Context(), s.uploads, size, s.cfg.UploadWait)
-				if err != nil {
-					return err
-				}
-				defer release() // held until answered: what is decoded from it lives as long
-			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				return errBodyTooLarge
-			}
-			if err != nil || len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-				return invalid("Invalid JSON body")
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		size := r.ContentLength
+		if size == 0 {
+			next.ServeHTTP(w, r)
+			return nil
 		}
-		next.ServeHTTP(w, r)
+		if size > maxBodyBytes {
+			return errBodyTooLarge // refused from its announced length, unread
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			return &apiError{status: http.StatusUnsupportedMediaType,
+				msg: "Content-Type must be application/json"}
+		}
+		if size < 0 { // a body of unknown length: as much as it may be
+			size = maxBodyBytes
+		}
+		if size > smallBodyBytes {
+			release, err := admit(r.Context(), s.uploads, size, s.cfg.UploadWait)
+			if err != nil {
+				return err
+			}
+			defer release() // held until answered: what is decoded from it lives as long
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+		dec.UseNumber() // String(value) of a number is JavaScript's (jsText)
+		var body any
+		err := dec.Decode(&body)
+		if err == nil {
+			err = dec.Decode(new(any)) // nothing may follow: io.EOF
+		}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errBodyTooLarge
+		}
+		if err != io.EOF {
+			return invalid("Invalid JSON body")
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
 		return nil
 	})
 }
@@ -924,81 +933,70 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, map[string]string{"error": ae.msg})
 }
 
-// jsonObject is a JSON object's members by exact name, for the bodies' UnmarshalJSON:
-// encoding/json would take {"Title": …} for title. Of a name given twice the last counts,
-// as in JavaScript. path is its place in the body ("categories[0]"; "" for the body).
+// jsonObject is a JSON object of a body, as readBody decoded it: its members by exact name
+// (encoding/json would take {"Title": …} for title; of a name given twice the last
+// counts, as in JavaScript), numbers as json.Number. path is its place in the body
+// ("categories[0]"; "" for the body), which a wrong member's message names.
 type jsonObject struct {
-	members map[string]json.RawMessage
+	members map[string]any
 	path    string
 }
 
-// readObject reads raw, valid JSON, as an object; null is one without members.
-func readObject(raw []byte, path string) (jsonObject, error) {
-	o := jsonObject{path: path}
-	if json.Unmarshal(raw, &o.members) != nil {
-		if path == "" {
-			return o, invalid("Invalid JSON body: expected an object")
-		}
-		return o, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
+// bodyKey is the request context's key of the body readBody decoded.
+type bodyKey struct{}
+
+// bodyObject is r's body as an object. No body, null or an array (the original read an
+// array's members as undefined) is one without members.
+func bodyObject(r *http.Request) (jsonObject, error) {
+	v := r.Context().Value(bodyKey{})
+	if _, isArray := v.([]any); isArray {
+		v = nil
 	}
-	return o, nil
+	if o, err := readObject(v, ""); err == nil {
+		return o, nil
+	}
+	return jsonObject{}, invalid("Invalid JSON body: expected an object")
 }
 
-// UnmarshalJSON reads a body of raw members: a setting's value, a submit's values.
-func (o *jsonObject) UnmarshalJSON(b []byte) (err error) {
-	*o, err = readObject(b, "")
-	return err
+// readObject reads v, a decoded value at path, as an object; null is one without members.
+func readObject(v any, path string) (jsonObject, error) {
+	members, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return jsonObject{}, invalid(fmt.Sprintf("Invalid JSON body: %s must be an object", path))
+	}
+	return jsonObject{members: members, path: path}, nil
 }
 
 func (o jsonObject) at(name string) string { return strings.TrimPrefix(o.path+"."+name, ".") }
 
-// get decodes the member name, if any, into v, which takes JSON of kind ("a string").
-func (o jsonObject) get(name string, v any, kind string) error {
-	if raw, ok := o.members[name]; ok && json.Unmarshal(raw, v) != nil {
-		return invalid(fmt.Sprintf("Invalid JSON body: %s must be %s", o.at(name), kind))
+// str is the member name, a string; nil when it is absent or null.
+func (o jsonObject) str(name string) (*string, error) {
+	switch v := o.members[name].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return &v, nil
 	}
-	return nil
+	return nil, invalid(fmt.Sprintf("Invalid JSON body: %s must be a string", o.at(name)))
 }
 
-// getList decodes the member name, if any, an array of objects, each read by read.
-func getList[T any](o jsonObject, name string, read func(jsonObject) (T, error)) ([]T, error) {
-	var items []json.RawMessage
-	if err := o.get(name, &items, "an array"); err != nil {
-		return nil, err
+// list reads the member name, if any, an array of objects, each read by read.
+func list[T any](o jsonObject, name string, read func(jsonObject) (T, error)) ([]T, error) {
+	items, ok := o.members[name].([]any)
+	if !ok && o.members[name] != nil {
+		return nil, invalid(fmt.Sprintf("Invalid JSON body: %s must be an array", o.at(name)))
 	}
-	list := make([]T, len(items))
-	for i, raw := range items {
-		item, err := readObject(raw, fmt.Sprintf("%s[%d]", o.at(name), i))
+	out := make([]T, len(items))
+	for i, v := range items {
+		item, err := readObject(v, fmt.Sprintf("%s[%d]", o.at(name), i))
 		if err != nil {
 			return nil, err
 		}
-		if list[i], err = read(item); err != nil {
+		if out[i], err = read(item); err != nil {
 			return nil, err
 		}
 	}
-	return list, nil
-}
-
-// jsonBody is a request body's type, which reads its members by exact name (jsonObject).
-type jsonBody[T any] interface {
-	*T
-	json.Unmarshaler
-}
-
-// readJSON decodes the body readBody checked into a T, then calls T's Valid, if any. No
-// body, or an array (the original read its members as undefined), is the zero T.
-func readJSON[T any, P jsonBody[T]](r *http.Request) (T, error) {
-	var v T
-	body, _ := io.ReadAll(r.Body) // in memory (readBody read it) or none: no error
-	if body = bytes.TrimSpace(body); len(body) > 0 && body[0] != '[' {
-		if err := P(&v).UnmarshalJSON(body); err != nil {
-			return v, err
-		}
-	}
-	if valid, ok := any(P(&v)).(interface{ Valid() error }); ok { // either receiver
-		return v, valid.Valid()
-	}
-	return v, nil
+	return out, nil
 }
 
 // parseID reads an id in a path or a key of values: base-10 digits only (docs/DESIGN.md).

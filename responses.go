@@ -23,7 +23,7 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 	if !ok {
 		return errInvalidFormID
 	}
-	in, err := readJSON[jsonObject](r)
+	in, err := bodyObject(r)
 	if err != nil {
 		return err
 	}
@@ -43,15 +43,15 @@ func (s *server) handleSubmitResponse(w http.ResponseWriter, r *http.Request) er
 // maxValueChars. Keys that are not ids (parseID) are skipped; whether an id is a field of
 // the form is the store's to check. Of a key given twice the last value counts, as in
 // JavaScript, and keys are read sorted, so that "7" and "07" resolve the same every time.
-func submittedValues(raw json.RawMessage) (map[int64]*string, error) {
-	var object map[string]json.RawMessage // null and {} decode to no members, other values fail
-	if json.Unmarshal(raw, &object) != nil || len(object) == 0 {
+func submittedValues(v any) (map[int64]*string, error) {
+	object, _ := v.(map[string]any) // null, absent and other kinds: no members
+	if len(object) == 0 {
 		return nil, invalid("Response values are required")
 	}
 	values := make(map[int64]*string, len(object))
 	for _, key := range slices.Sorted(maps.Keys(object)) {
 		var text *string // null, stored as SQL NULL
-		if raw := object[key]; string(raw) != "null" {
+		if raw := object[key]; raw != nil {
 			text = new(jsText(raw))
 		}
 		if text != nil && utf8.RuneCountInString(*text) > maxValueChars {
@@ -241,18 +241,10 @@ func dispositionHeader(disposition, name string) string {
 	return disposition + `; filename="` + fallback + `"; filename*=UTF-8''` + enc
 }
 
-// jsText returns JavaScript's String(value) of raw, a member of a body readBody found to be
-// valid JSON, as the original service stored every submitted value, so that its clients
-// read back the same; null is "null", as settings store it.
-func jsText(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		// A number past float64's range, which JavaScript reads as ±Infinity: decoded
-		// again, with numbers kept as written for appendJS.
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		dec.Decode(&v) // valid JSON: the range was the one failure
-	}
+// jsText returns JavaScript's String(value) of v, a value readBody decoded, as the
+// original service stored every submitted value, so that its clients read back the same;
+// null is "null", as settings store it.
+func jsText(v any) string {
 	if s, ok := v.(string); ok {
 		return s // most values, not copied again
 	}
@@ -272,8 +264,6 @@ func appendJS(b *strings.Builder, v any) {
 		b.WriteString(v)
 	case bool:
 		b.WriteString(strconv.FormatBool(v))
-	case float64:
-		b.WriteString(jsNumber(v))
 	case json.Number:
 		f, _ := v.Float64() // ±Inf past float64's range
 		b.WriteString(jsNumber(f))

@@ -38,7 +38,7 @@ func (s *server) handlePutSetting(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	in, err := readJSON[jsonObject](r)
+	in, err := bodyObject(r)
 	if err != nil {
 		return err
 	}

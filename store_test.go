@@ -294,7 +294,7 @@ func TestFailedWritesReleaseTheWriter(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
-	bad := []CategoryInput{{Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"nope"`)}}}}
+	bad := []CategoryInput{{Fields: []FieldInput{{Label: ptr("l"), Type: new(any("nope"))}}}}
 	// Each call gets a deadline only so that a leaked transaction fails the test rather
 	// than hanging it; it is far longer than any of these writes takes.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -443,7 +443,7 @@ func TestBackup(t *testing.T) {
 	path := filepath.Join(dir, "forms.db")
 	store := openStore(t, path)
 	defer store.Close()
-	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}})
+	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{{Label: ptr("l"), Type: new(any("text"))}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -905,7 +905,7 @@ func TestStoreNamesTheFailedStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	in := FormInput{Title: "new", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{
-		{Label: ptr("l"), Type: json.RawMessage(`"text"`)}}}}}
+		{Label: ptr("l"), Type: new(any("text"))}}}}}
 	for _, tc := range []struct {
 		trigger, want string
 		write         func(e *testEnv, f FormDetail) error
