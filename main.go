@@ -415,6 +415,7 @@ type server struct {
 	slots     *semaphore.Weighted // heavySlots
 	uploads   *semaphore.Weighted // maxUploadBytes
 	fonts     *fontIndex          // the PDF's fallback fonts, found once
+	zlibs     sync.Pool           // *zlib.Writer, reused for the PDF's pages (compressPages)
 }
 
 func newServer(cfg config, store *Store, log *slog.Logger, now func() time.Time, client *http.Client) *server {

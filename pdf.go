@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,9 +78,12 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Built in memory (in a heavy slot: routes), so that a failure is still a clean JSON error.
 	form, values, err := s.store.ResponseExport(r.Context(), responseID)
-	var doc bytes.Buffer
+	var raw, doc bytes.Buffer
 	if err == nil {
-		err = writeResponsePDF(&doc, form, values, s.now(), s.fonts)
+		err = writeResponsePDF(&raw, form, values, s.now(), s.fonts)
+	}
+	if err == nil {
+		err = s.compressPages(raw.Bytes(), &doc)
 	}
 	if err != nil {
 		op := fmt.Sprintf("generate PDF for response %d", responseID)
@@ -90,6 +95,83 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Length", fmt.Sprint(doc.Len()))
 	_, err = w.Write(doc.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
 	return clientGone(err)
+}
+
+// contentStream is the start of an object as fpdf writes a page's content without
+// compression; its fonts carry a /Filter already.
+var contentStream = regexp.MustCompile(`^\d+ 0 obj\n<</Length (\d+)>>\nstream\n`)
+
+// compressPages writes doc, a PDF that fpdf wrote without compression, to out with its
+// page content compressed, so that no typed text stands in the file's bytes as typed
+// (byte scanners and mail gateways flag "endstream … /JavaScript" in a value). fpdf
+// compresses too, but makes a new zlib writer, a megabyte, for every page: a document
+// took 3.5 times as long (BenchmarkExportPDFEndpoint: 8.0 ms and 6.0 MB a document, where
+// this takes 2.7 ms and 1.6 MB, and none 2.2 ms). Here the writers are reused (s.zlibs).
+// The objects are found through the cross-reference table, which is written again with
+// their new offsets.
+func (s *server) compressPages(doc []byte, out *bytes.Buffer) error {
+	xref := bytes.LastIndex(doc, []byte("\nxref\n")) + 1
+	// "xref\n0 n\n", then n entries of 20 bytes: a 10-digit offset, generation, n or f.
+	lines := bytes.SplitAfterN(doc[xref:], []byte("\n"), 3)
+	if xref == 0 || len(lines) < 3 {
+		return errors.New("pdf: no cross-reference table")
+	}
+	count, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(lines[1]), "0 ")))
+	entries := lines[2][:min(20*count, len(lines[2]))]
+	trailer := lines[2][len(entries):]
+	startxref := bytes.Index(trailer, []byte("startxref\n"))
+	if err != nil || len(entries) != 20*count || startxref < 0 {
+		return errors.New("pdf: cross-reference table not as fpdf writes it")
+	}
+	offsets := map[int]int{} // of each object, in doc and then in out
+	for e := entries; len(e) > 0; e = e[20:] {
+		if o, err := strconv.Atoi(string(e[:10])); err == nil && e[17] == 'n' {
+			offsets[o] = o
+		}
+	}
+	zw, _ := s.zlibs.Get().(*zlib.Writer)
+	if zw == nil {
+		zw, _ = zlib.NewWriterLevel(nil, zlib.BestSpeed) // a valid level: no error
+	}
+	defer s.zlibs.Put(zw)
+	var packed bytes.Buffer
+	out.Grow(len(doc)) // at most what it was: the fonts are most of it
+	pos := 0
+	for _, o := range slices.Sorted(maps.Keys(offsets)) {
+		out.Write(doc[pos:o])
+		offsets[o], pos = out.Len(), o
+		m := contentStream.FindSubmatchIndex(doc[o:min(o+64, xref)])
+		if m == nil {
+			continue
+		}
+		length, _ := strconv.Atoi(string(doc[o+m[2] : o+m[3]])) // digits: the pattern's
+		start := o + m[1]
+		if start+length > xref {
+			return errors.New("pdf: a stream past the cross-reference table")
+		}
+		packed.Reset()
+		zw.Reset(&packed)
+		zw.Write(doc[start : start+length]) // into a bytes.Buffer: no error
+		zw.Close()
+		out.Write(doc[o : o+m[2]-len("<</Length ")])
+		fmt.Fprintf(out, "<</Filter /FlateDecode /Length %d>>\nstream\n", packed.Len())
+		out.Write(packed.Bytes())
+		pos = start + length
+	}
+	out.Write(doc[pos:xref])
+	newXref := out.Len()
+	out.Write(lines[0])
+	out.Write(lines[1])
+	for e := entries; len(e) > 0; e = e[20:] {
+		o, _ := strconv.Atoi(string(e[:10]))
+		if e[17] == 'n' {
+			o = offsets[o]
+		}
+		fmt.Fprintf(out, "%010d%s", o, e[10:20])
+	}
+	out.Write(trailer[:startxref])
+	fmt.Fprintf(out, "startxref\n%d\n%%%%EOF\n", newXref)
+	return nil
 }
 
 // pdfDisposition is the PDF's Content-Disposition: shown in the browser, under a file name.
@@ -152,8 +234,8 @@ func newPDFLayout(form FormDetail, now time.Time, fonts *fontIndex) *pdfLayout {
 	pdf.SetMargins(pdfMargin, pdfMargin, pdfMargin)
 	pdf.SetTitle(utf16BE(pdfText(form.Title, false)), false)
 	pdf.SetCreator("formsvc", true)
-	// Page content goes uncompressed: fpdf's zlib writer for every page is a megabyte of
-	// garbage, more than the rest of a document costs; the fonts come compressed.
+	// Page content is compressed after, by compressPages: fpdf's zlib writer for every page
+	// is a megabyte of garbage, more than the rest of a document costs.
 	pdf.SetCompression(false)
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"mime"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -281,6 +283,43 @@ func TestExportPDFHostileText(t *testing.T) {
 			if x, _ := strconv.ParseFloat(m[1], 64); x > 550.5 {
 				t.Errorf("a word ends at x=%v, right of the content width", x)
 			}
+		}
+	})
+}
+
+// TestExportPDFKeepsTypedTextOutOfItsBytes: what a respondent types reaches the PDF's
+// text, never its bytes as typed (a byte scanner or a mail gateway would flag them): a
+// value that spells PDF syntax, an object whose /OpenAction runs /JavaScript, is read back
+// whole by the Go reader and by poppler, and stands nowhere in the file, whose
+// cross-reference table poppler and MuPDF read without a repair.
+func TestExportPDFKeepsTypedTextOutOfItsBytes(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	f := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{
+		map[string]any{"label": "Text", "type": "text"}, map[string]any{"label": "Area", "type": "textarea"}}}}})
+	typed := "endstream endobj 9 0 obj << /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >>"
+	pdf, _ := e.exportPDF(e.submit(f.ID, map[string]any{
+		itoa(f.Categories[0].Fields[0].ID): typed, itoa(f.Categories[0].Fields[1].ID): typed}))
+	for _, raw := range []string{"/JavaScript", "OpenAction", "app.alert", "endstream endobj"} {
+		if bytes.Contains(pdf, []byte(raw)) {
+			t.Errorf("the file's bytes hold %q as typed", raw)
+		}
+	}
+	if text := strings.Join(textLines(t, pdf), " "); strings.Count(text, "/OpenAction") != 2 {
+		t.Errorf("the Go reader's text lacks the two values:\n%s", text)
+	}
+	checkPopplerAgrees(t, pdf)
+	t.Run("structure", func(t *testing.T) {
+		if out := popplerTool(t, pdf, "pdfinfo"); strings.Contains(out, "rror") {
+			t.Errorf("pdfinfo: %s", out)
+		}
+		if _, err := exec.LookPath("mutool"); err != nil {
+			notInstalled(t, "mutool not installed: %v (install mupdf-tools for the MuPDF checks)", err)
+		}
+		path := filepath.Join(t.TempDir(), "doc.pdf")
+		os.WriteFile(path, pdf, 0o600)
+		if out, err := exec.Command("mutool", "info", path).CombinedOutput(); err != nil || bytes.Contains(out, []byte("warning")) || bytes.Contains(out, []byte("error")) {
+			t.Errorf("mutool info: %v\n%s", err, out)
 		}
 	})
 }
