@@ -10,32 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
-var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
-
-// FormInput is the body of create and update, checked by Valid before the store is
-// called. The store checks each category and field as it inserts them (checkField), so
-// that a missing form is a 404 before a bad field is a 500, as in the original.
-type FormInput struct {
-	Title       string // absent or null: ""
-	Description *string
-	Categories  []CategoryInput
-}
-
-// CategoryInput is one category of a FormInput; a missing name is "".
-type CategoryInput struct {
-	Name   string
-	Fields []FieldInput
-}
-
-// FieldInput is one field; Type is as decoded (nil when absent), for "Invalid field type:
-// <String(type)>".
-type FieldInput struct {
-	Label       *string
-	Type        *any
-	Description *string
-}
-
 // formInput reads a create or update body by exact member names (jsonObject); a member
 // of the wrong kind is a 400 that names its place: categories[0].fields[2].label must be
 // a string. The whole body is read before Valid's rules, as the original's were.
@@ -47,9 +21,10 @@ func formInput(r *http.Request) (FormInput, error) {
 	var in FormInput
 	in.Categories, err = list(o, "categories", func(c jsonObject) (CategoryInput, error) {
 		fields, err := list(c, "fields", func(f jsonObject) (FieldInput, error) {
-			var fd FieldInput
+			fd := FieldInput{Type: "undefined"} // as a JavaScript template string shows none
 			if v, ok := f.members["type"]; ok {
-				fd.Type = &v
+				_, fd.TypeIsString = v.(string)
+				fd.Type = jsText(v)
 			}
 			label, err := f.str("label")
 			description, err2 := f.str("description")
@@ -190,32 +165,3 @@ func (s *server) handleDeleteForm(w http.ResponseWriter, r *http.Request) error 
 }
 
 var errInvalidFormID = invalid("Invalid form ID")
-
-// checkCategory and checkField are the store's rules for each category and field, in
-// docs/DESIGN.md's order; checkField returns the field's type.
-func checkCategory(c CategoryInput) error {
-	if utf8.RuneCountInString(c.Name) > maxLabelChars {
-		return rejected(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))
-	}
-	return nil
-}
-
-func checkField(fd FieldInput) (string, error) {
-	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
-		return "", rejected("Field label is required")
-	}
-	if fd.Type == nil { // no type member, as a JavaScript template string shows it
-		return "", rejected("Invalid field type: undefined")
-	}
-	typ, ok := (*fd.Type).(string)
-	if !ok || !fieldTypes[typ] {
-		return "", rejected("Invalid field type: " + jsText(*fd.Type))
-	}
-	if utf8.RuneCountInString(*fd.Label) > maxLabelChars {
-		return "", rejected(fmt.Sprintf("Field label is too long (at most %d characters)", maxLabelChars))
-	}
-	if fd.Description != nil && utf8.RuneCountInString(*fd.Description) > maxDescriptionChars {
-		return "", rejected(fmt.Sprintf("Field description is too long (at most %d characters)", maxDescriptionChars))
-	}
-	return typ, nil
-}

@@ -115,6 +115,7 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	srv := newServer(cfg, store, log, now, &http.Client{})
 	hs := httptest.NewServer(srv)
+	hs.Client().Timeout = 30 * time.Second // a broken handler fails its test, not the suite's timeout
 	t.Cleanup(func() {
 		hs.Close()
 		if !srv.jobs.stop(5 * time.Second) {

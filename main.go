@@ -696,7 +696,8 @@ func (s *server) inHeavySlot(r *http.Request, fn func() error) error {
 
 // admit waits up to wait for n units of sem and returns what frees them: a crowd gets a
 // 503 (errBusy) within seconds, before any work is done, not an endless queue.
-func admit(ctx context.Context, sem *semaphore.Weighted, n int64, wait time.Duration) (func(), error) {
+func admit(ctx context.Context, sem *semaphore.Weighted, n int64,
+	wait time.Duration) (func(), error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := sem.Acquire(wctx, n); err != nil {
@@ -829,8 +830,9 @@ func retrySeconds(d time.Duration) int {
 
 // apiError is the service's one error type, as wtf's Error: status is the reply's, msg what
 // the client reads (written by the handler or by during, never taken from a cause), err
-// the cause. Status 0 is a failure of ours: a 500 whose cause is logged, never shown. A 500 set explicitly (rejected) is one whose message the client
-// reads and nothing is logged: a form rule broken (docs/SPEC.md §7), a PDF past its pages.
+// the cause. Status 0 is a failure of ours: a 500 whose cause is logged, never shown. A
+// 500 set explicitly (rejected) is one whose message the client reads, and nothing is
+// logged: a form rule broken (docs/SPEC.md §7), a PDF past its pages.
 type apiError struct {
 	status int
 	msg    string
@@ -874,14 +876,18 @@ var (
 
 // during names the operation err happened in (SPEC.md §7's <context>), and is where the
 // store's errors become statuses: a failure of ours reads "Failed to update form 7:
-// internal error" (the cause only logged), a broken rule "Failed to create form: Field
-// label is required", a missing record (ErrNotFound) "update form 7: Record not found", a
-// write that found the database busy (ErrBusy) errBusy; the client's own keep their message.
+// internal error" (the cause only logged), a broken rule (RuleError) "Failed to create
+// form: Field label is required", a missing record (ErrNotFound) "update form 7: Record
+// not found", a write that found the database busy (ErrBusy) errBusy; the client's own
+// keep their message.
 func during(op string, err error) error {
 	ae, ok := errors.AsType[*apiError](err)
+	rule, broken := errors.AsType[RuleError](err)
 	switch {
 	case err == nil:
 		return nil
+	case broken:
+		return &apiError{status: http.StatusInternalServerError, msg: "Failed to " + op + ": " + string(rule)}
 	case errors.Is(err, ErrNotFound):
 		return &apiError{status: http.StatusNotFound, msg: op + ": Record not found", err: err}
 	case errors.Is(err, ErrBusy):

@@ -93,7 +93,7 @@ func (s *server) handleExportPDF(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Type", "application/pdf")
 	h.Set("Content-Disposition", pdfDisposition(responseID, form.Title))
 	h.Set("Content-Length", fmt.Sprint(doc.Len()))
-	_, err = w.Write(doc.Bytes()) // once bytes are out, docs/SPEC.md ends the stream without a JSON error
+	_, err = w.Write(doc.Bytes()) // once out, docs/SPEC.md ends the stream, no JSON error
 	return clientGone(err)
 }
 

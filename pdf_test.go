@@ -897,18 +897,6 @@ func TestExportPDFPageBreaks(t *testing.T) {
 	}
 }
 
-// TestGoFontsParse: the four Go fonts, compiled in, parse, so that their own character
-// maps decide which characters need a fallback font.
-func TestGoFontsParse(t *testing.T) {
-	t.Parallel()
-	ix := newFontIndex(nil)
-	for _, family := range []string{"GoBold", "GoMedium", "GoItalic", "GoRegular"} {
-		if f := ix.byName[family]; f == nil || !f.covers('é') {
-			t.Errorf("Go font %s did not parse", family)
-		}
-	}
-}
-
 // TestPDFFontDirFirst: PDF_FONT_DIR's folders are searched before the system's: a copy
 // of the system's Hebrew font put there under another name is the one embedded.
 func TestPDFFontDirFirst(t *testing.T) {

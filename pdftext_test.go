@@ -752,18 +752,6 @@ func TestWithCmapTable(t *testing.T) {
 	}
 }
 
-// TestFontDirs: PDF_FONT_DIR's folders come first, blanks dropped, then the folders where
-// Debian's font packages, an administrator and a user put fonts (fontconfig's defaults).
-func TestFontDirs(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	want := []string{"/srv/fonts", "/opt/fonts", "/usr/share/fonts", "/usr/local/share/fonts",
-		filepath.Join(home, ".local/share/fonts"), filepath.Join(home, ".fonts")}
-	if got := fontDirs(" /srv/fonts : :/opt/fonts"); !slices.Equal(got, want) {
-		t.Errorf("fontDirs = %q, want %q", got, want)
-	}
-}
-
 // TestExportPDFSoftHyphenTyped: a soft hyphen printed as a hyphen where a line breaks is,
 // in the text layer, the soft hyphen typed, in right-to-left text as in left-to-right.
 func TestExportPDFSoftHyphenTyped(t *testing.T) {

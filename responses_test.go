@@ -832,20 +832,3 @@ func TestSlowReadersHoldNoDatabase(t *testing.T) {
 		t.Errorf("wal_checkpoint(TRUNCATE) = busy %d (%v): a reader still holds a snapshot", busy, err)
 	}
 }
-
-// TestTokenCharEdges: the ends of the letter and digit ranges are RFC 9110 token
-// characters, their neighbours (separators, or not tchar) are not, and neither is a
-// letter past ASCII.
-func TestTokenCharEdges(t *testing.T) {
-	t.Parallel()
-	for _, r := range "azAZ09!~" {
-		if !isTokenChar(r) {
-			t.Errorf("isTokenChar(%q) = false, want true", r)
-		}
-	}
-	for _, r := range "{@[/:\"é" {
-		if isTokenChar(r) {
-			t.Errorf("isTokenChar(%q) = true, want false", r)
-		}
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
 	"golang.org/x/sync/singleflight"
@@ -525,6 +526,65 @@ func (c jsonColumn) Scan(src any) error {
 		return json.Unmarshal(src, c.to)
 	}
 	return fmt.Errorf("JSON column: got %T", src)
+}
+
+// fieldTypes are the five field types a form may use; the schema's CHECK repeats them.
+var fieldTypes = map[string]bool{"text": true, "number": true, "date": true, "textarea": true, "boolean": true}
+
+// FormInput is a form to create or update: the body of create and update, which forms.go
+// reads and checks (Valid). The store checks each category and field as it inserts them
+// (checkField), so that a missing form is a 404 before a bad field is a 500, as in the
+// original.
+type FormInput struct {
+	Title       string // absent or null: ""
+	Description *string
+	Categories  []CategoryInput
+}
+
+// CategoryInput is one category of a FormInput; a missing name is "".
+type CategoryInput struct {
+	Name   string
+	Fields []FieldInput
+}
+
+// FieldInput is one field. Type is JavaScript's String() of the type sent ("undefined"
+// when none was), for "Invalid field type: <type>"; TypeIsString, whether it was a string.
+type FieldInput struct {
+	Label        *string
+	Type         string
+	TypeIsString bool
+	Description  *string
+}
+
+// RuleError is a form rule that a category or field breaks (docs/SPEC.md §7, which answers
+// them 500); its text is what the client reads.
+type RuleError string
+
+func (e RuleError) Error() string { return string(e) }
+
+// checkCategory and checkField are the rules for each category and field, in
+// docs/DESIGN.md's order; checkField returns the field's type.
+func checkCategory(c CategoryInput) error {
+	if utf8.RuneCountInString(c.Name) > maxLabelChars {
+		return RuleError(fmt.Sprintf("Category name is too long (at most %d characters)", maxLabelChars))
+	}
+	return nil
+}
+
+func checkField(fd FieldInput) (string, error) {
+	if fd.Label == nil || strings.TrimSpace(*fd.Label) == "" {
+		return "", RuleError("Field label is required")
+	}
+	if !fd.TypeIsString || !fieldTypes[fd.Type] {
+		return "", RuleError("Invalid field type: " + fd.Type)
+	}
+	if utf8.RuneCountInString(*fd.Label) > maxLabelChars {
+		return "", RuleError(fmt.Sprintf("Field label is too long (at most %d characters)", maxLabelChars))
+	}
+	if fd.Description != nil && utf8.RuneCountInString(*fd.Description) > maxDescriptionChars {
+		return "", RuleError(fmt.Sprintf("Field description is too long (at most %d characters)", maxDescriptionChars))
+	}
+	return fd.Type, nil
 }
 
 // CreateForm stores a form with its categories and fields as one unit.

@@ -438,7 +438,9 @@ func (s *server) handleTrackerSummaryNow(w http.ResponseWriter, r *http.Request)
 		return during("generate summary", err)
 	}
 	// The text is the run's, shared by its callers; each answer is built in a heavy slot.
-	return s.inHeavySlot(r, func() error { return writeJSON(w, http.StatusOK, map[string]string{"summary": text}) })
+	return s.inHeavySlot(r, func() error {
+		return writeJSON(w, http.StatusOK, map[string]string{"summary": text})
+	})
 }
 
 // errSummaryBusy refuses an on-demand summary within onDemandInterval of a failed run.
