@@ -197,7 +197,10 @@ func TestHostile(t *testing.T) {
 	// The summaries' attacks need a tracker and a model: the fakes of mantis_test.go
 	// and summaries_test.go, and a Maildir holding one message nested 14,000 deep.
 	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
-	model := &fakeModel{t: t, answer: "The summary."}
+	// Keys that the data holds ("t" in every MantisBT answer, "x" in the summary): a key is
+	// hidden in logs and errors, never in the data.
+	tracker.token = "t"
+	model := &fakeModel{t: t, key: "x", answer: "Next: fix the mailbox export."}
 	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
 	defer ts.Close()
 	defer ms.Close()
@@ -209,8 +212,8 @@ func TestHostile(t *testing.T) {
 		os.Mkdir(filepath.Join(maildir, sub), 0o755)
 	}
 	writeFile(t, filepath.Join(maildir, "new", fmt.Sprintf("%d.M1P1.host", time.Now().Unix())), nestedMessage(14_000))
-	summaryEnv := []string{"TRACKER_API_ENDPOINT=" + ts.URL + "/api/rest", "TRACKER_API_KEY=" + testTrackerKey,
-		"GENAI_API_KEY=" + testModelKey, "GENAI_BASE_URL=" + ms.URL + "/v1", "GENAI_MODEL=test-model",
+	summaryEnv := []string{"TRACKER_API_ENDPOINT=" + ts.URL + "/api/rest", "TRACKER_API_KEY=t",
+		"GENAI_API_KEY=x", "GENAI_BASE_URL=" + ms.URL + "/v1", "GENAI_MODEL=test-model",
 		"TRACKER_PROMPT_FILE=" + filepath.Join(prompts, "tracker.txt"), "EMAIL_PROMPT_FILE=" + filepath.Join(prompts, "email.txt"),
 		"MAILDIR=" + maildir}
 
@@ -318,6 +321,11 @@ func TestHostile(t *testing.T) {
 			stop := repeatGETs(c, "/api/tracker-summary", 30)
 			return func() {
 				stop()
+				var got struct{ Summary string }
+				c.read("/api/tracker-summary", &got, 10*time.Second)
+				if got.Summary != model.answer {
+					c.t.Errorf("the summary = %q, want the model's %q whole", got.Summary, model.answer)
+				}
 				if n := len(model.calls()); n != 1 || len(tracker.requestedPages()) != 1 {
 					c.t.Errorf("%d model calls and tracker pages %v for thirty callers within 30 s, want one walk and one call", n, tracker.requestedPages())
 				}
