@@ -35,64 +35,6 @@ func okHandler(ran *bool) http.Handler {
 	})
 }
 
-// TestValidToken: only the exact token passes; a prefix, an extension or another case
-// of the token does not, whatever the case of "Bearer".
-func TestValidToken(t *testing.T) {
-	t.Parallel()
-	const token = "s3cret-token-value"
-	for _, tc := range []struct {
-		header string
-		want   bool
-	}{
-		{"Bearer s3cret-token-value", true},
-		{"bearer s3cret-token-value", true},
-		{"BEARER s3cret-token-value", true},
-		{"Bearer s3cret", false},              // a prefix of the token
-		{"Bearer s3cret-token-valu", false},   // one character short
-		{"Bearer s3cret-token-value2", false}, // one character more
-		{"Bearer S3CRET-TOKEN-VALUE", false},  // the token is case-sensitive
-		{"Bearer  s3cret-token-value", false}, // the blank belongs to the token
-		{"Basic s3cret-token-value", false},   // another scheme
-		{"s3cret-token-value", false},         // no scheme
-		{"Bearer", false},
-		{"", false},
-	} {
-		if got := validToken(tc.header, token); got != tc.want {
-			t.Errorf("validToken(%q) = %v, want %v", tc.header, got, tc.want)
-		}
-	}
-}
-
-// TestRequireToken: the middleware alone lets the token through and replies anything
-// else 401 with WWW-Authenticate, on /api paths only.
-func TestRequireToken(t *testing.T) {
-	t.Parallel()
-	s, _ := newBareServer(t, func(c *config) { c.APIToken = "s3cret-token-value" })
-	for _, tc := range []struct {
-		path, auth string
-		want       int
-	}{
-		{"/api/forms", "Bearer s3cret-token-value", 200},
-		{"/api/forms", "Bearer s3cret", 401},
-		{"/api/forms", "Bearer s3cret-token-value-and-more", 401},
-		{"/api", "", 401},
-		{"/healthz", "", 200},
-		{"/apiary", "", 200}, // not under /api
-	} {
-		var ran bool
-		w := httptest.NewRecorder()
-		r := apiRequest("GET", tc.path, nil)
-		r.Header.Set("Authorization", tc.auth)
-		s.guardAPI(okHandler(&ran)).ServeHTTP(w, r)
-		if w.Code != tc.want || ran != (tc.want == 200) {
-			t.Errorf("%s with %q = %d (handler ran %v), want %d", tc.path, tc.auth, w.Code, ran, tc.want)
-		}
-		if tc.want == 401 && (w.Header().Get("WWW-Authenticate") != "Bearer" || strings.TrimSpace(w.Body.String()) != `{"error":"Unauthorized"}`) {
-			t.Errorf("%s: 401 answered %q with WWW-Authenticate %q", tc.path, w.Body, w.Header().Get("WWW-Authenticate"))
-		}
-	}
-}
-
 // TestCORSOriginExact: an origin is allowed only as configured, but for the case of its
 // scheme and host (RFC 3986 6.2.2.1): a longer host, another port or scheme, or a prefix
 // gets no CORS header.
@@ -219,74 +161,6 @@ func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
 	}
 }
 
-// TestRecoverPanics alone: a panic before any byte is a JSON 500 and one error line; after
-// bytes are out, the connection is aborted; http.ErrAbortHandler passes through.
-func TestRecoverPanics(t *testing.T) {
-	t.Parallel()
-	s, logs := newBareServer(t, nil)
-	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") })))
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, apiRequest("GET", "/x", nil))
-	if w.Code != 500 || strings.TrimSpace(w.Body.String()) != `{"error":"Internal server error"}` {
-		t.Errorf("panic answered %d %s", w.Code, w.Body)
-	}
-	if !strings.Contains(logs.String(), "panic=boom") || !strings.Contains(logs.String(), "status=500") {
-		t.Errorf("log:\n%s", logs)
-	}
-	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 { // the panic's line, once
-		t.Errorf("a panic logged %d error lines:\n%s", n, logs)
-	}
-	// net/http's own way to cut a reply short passes through as it came, unlogged.
-	abort := s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }))
-	before := len(logs.String())
-	w = httptest.NewRecorder()
-	func() {
-		defer func() {
-			if v := recover(); v != http.ErrAbortHandler {
-				t.Errorf("http.ErrAbortHandler came out as %v", v)
-			}
-		}()
-		abort.ServeHTTP(w, apiRequest("GET", "/x", nil))
-	}()
-	if len(logs.String()) != before || w.Body.Len() != 0 {
-		t.Errorf("http.ErrAbortHandler answered %q and logged %q", w.Body, logs.String()[before:])
-	}
-	after := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "[")
-		panic("late")
-	})))
-	defer func() {
-		if v := recover(); v != http.ErrAbortHandler {
-			t.Errorf("a panic after the first byte gave %v, want http.ErrAbortHandler", v)
-		}
-	}()
-	after.ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/x", nil))
-}
-
-// TestLogRequests alone: one line per request with method, path and status, and
-// whether the handler ended without returning (a panic passing through).
-func TestLogRequests(t *testing.T) {
-	t.Parallel()
-	s, logs := newBareServer(t, nil)
-	h := s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
-	h.ServeHTTP(httptest.NewRecorder(), apiRequest("DELETE", "/api/forms/3", nil))
-	line := logs.String()
-	for _, want := range []string{"method=DELETE", "path=/api/forms/3", "status=418", "aborted=false"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("log line lacks %s: %s", want, line)
-		}
-	}
-	abort := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
-	func() {
-		defer func() { recover() }()
-		s.logRequests(abort).ServeHTTP(httptest.NewRecorder(), apiRequest("GET", "/api/forms", nil))
-	}()
-	log := logs.String()
-	if !strings.Contains(log, "path=/api/forms status=200") || !strings.Contains(log, "aborted=true") {
-		t.Errorf("log of an aborted request: %s", log)
-	}
-}
-
 // TestErrorTable: each kind of error gets its status and message shape, and a failure
 // of ours never shows its cause.
 func TestErrorTable(t *testing.T) {
@@ -408,7 +282,8 @@ func TestAPIToken(t *testing.T) {
 	}
 	before := e.snapshot()
 	for _, p := range paths {
-		for _, header := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token, "Bearer"} {
+		for _, header := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token, "Bearer",
+			"Bearer s3cret", "Bearer s3cret-token-valu", "Bearer S3CRET-TOKEN-VALUE", "Bearer  " + token} {
 			status, raw := e.do(p.method, p.path, `{"title": "x", "value": "v", "values": {"1": 1}}`, "Authorization", header)
 			if status != 401 || strings.TrimSpace(string(raw)) != `{"error":"Unauthorized"}` {
 				t.Errorf("%s %s with %q = %d %s, want 401", p.method, p.path, header, status, raw)
@@ -596,6 +471,10 @@ func TestPanicEndsTheReply(t *testing.T) {
 		panic("after")
 	})
 	e.wantError("GET", "/test/panic-before", nil, 500, "Internal server error")
+	if logs := e.logs.String(); strings.Count(logs, "level=ERROR") != 1 || !strings.Contains(logs, "panic=before") ||
+		!strings.Contains(logs, "path=/test/panic-before status=500") {
+		t.Errorf("a panic before the reply: want one error line and the request logged 500:\n%s", logs)
+	}
 
 	res, err := e.http.Client().Get(e.http.URL + "/test/panic-after")
 	if err != nil {

@@ -48,64 +48,6 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 	return "", nil, nil
 }
 
-// TestRunShutdownKeepsAcknowledged starts the real server, submits, cancels the context as
-// SIGTERM would and reopens the database: every acknowledged response is there.
-func TestRunShutdownKeepsAcknowledged(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "run.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath}
-	base, done, logs := startRun(t, ctx, env)
-	if !strings.Contains(logs.String(), " database="+dbPath+"\n") {
-		t.Errorf("the start-up log does not name the database %s:\n%s", dbPath, logs)
-	}
-
-	res, err := http.Post(base+"/api/forms", "application/json", strings.NewReader(
-		`{"title": "T", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
-	if err != nil || res.StatusCode != 201 {
-		t.Fatalf("create form: %v %v", res, err)
-	}
-	res.Body.Close()
-
-	acked := 0
-	for i := range 100 {
-		res, err := http.Post(base+"/api/forms/1/responses", "application/json",
-			strings.NewReader(fmt.Sprintf(`{"values": {"1": "answer %d"}}`, i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode == 201 {
-			acked++
-		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run = %v, want nil after cancel", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return within 15 s of the cancel")
-	}
-
-	store, err := OpenStore(context.Background(), dbPath, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	list := allResponses(t, store, 1)
-	for _, r := range list {
-		if len(r.Values) != 1 {
-			t.Errorf("response %d has %d values, want 1", r.ID, len(r.Values))
-		}
-	}
-	listed := len(list)
-	if acked != 100 || listed != acked {
-		t.Errorf("acknowledged %d of 100, found %d after restart", acked, listed)
-	}
-}
-
 func TestRunRejectsBadConfig(t *testing.T) {
 	// Cancelled: a value wrongly accepted ends the run at once, not serves until the timeout.
 	stopped, cancel := context.WithCancel(context.Background())

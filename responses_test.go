@@ -341,37 +341,6 @@ func TestConcurrentSubmits(t *testing.T) {
 	}
 }
 
-// TestJSNumber compares with what node prints for String(x).
-func TestJSNumber(t *testing.T) {
-	cases := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0"}, {math.Copysign(0, -1), "0"}, {1, "1"}, {-1, "-1"}, {1.5, "1.5"}, {0.1, "0.1"},
-		{0.30000000000000004, "0.30000000000000004"}, {123456789012, "123456789012"},
-		{1e20, "100000000000000000000"}, {1e21, "1e+21"}, {1.5e21, "1.5e+21"}, {123e20, "1.23e+22"},
-		{1e-6, "0.000001"}, {1.5e-6, "0.0000015"}, {1e-7, "1e-7"}, {1.25e-7, "1.25e-7"},
-		{-2.5e-8, "-2.5e-8"}, {math.MaxFloat64, "1.7976931348623157e+308"}, {5e-324, "5e-324"},
-		{9007199254740993, "9007199254740992"}, {math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"},
-		{100, "100"}, {0.000123, "0.000123"}, {12345.6789, "12345.6789"},
-	}
-	for _, tc := range cases {
-		if got := jsNumber(tc.in); got != tc.want {
-			t.Errorf("jsNumber(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestJSStringOverflow(t *testing.T) {
-	// JSON numbers beyond float64 become Infinity in JavaScript.
-	if got := jsText(decodeJS(t, `1e400`)); got != "Infinity" {
-		t.Errorf("String(1e400) = %q; want Infinity", got)
-	}
-	if got := jsText(decodeJS(t, `[[], [[]], {"a": []}, true]`)); got != ",,[object Object],true" {
-		t.Errorf("nested array = %q", got)
-	}
-}
-
 func BenchmarkSubmit(b *testing.B) {
 	e, f := benchEnv(b, 0)
 	body := submitBody(f)
@@ -685,6 +654,12 @@ func TestListCutIsIncomplete(t *testing.T) {
 			if res.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
 				t.Errorf("%d, %d bytes, read error %v; want 200 and the body cut (unexpected EOF)",
 					res.StatusCode, len(body), err)
+			}
+			// The log says why, and the request as aborted, with no panic logged.
+			logs := e.logs.String()
+			if !strings.Contains(logs, `level=ERROR msg="reply cut" method=GET path=/api/forms/`+itoa(f.ID)+path+` err=`) ||
+				!strings.Contains(logs, "status=200") || !strings.Contains(logs, "aborted=true") || strings.Contains(logs, "panic") {
+				t.Errorf("log lacks the cut reply, or logs a panic:\n%s", logs)
 			}
 		})
 	}

@@ -84,30 +84,6 @@ tracker_summaries|1|
 	}
 }
 
-// TestMigrationsApplyOnce: a migration runs once, at the open that finds the database
-// below its version, and never again. The probe migration added here would fail (its
-// key exists) if it ran a second time.
-func TestMigrationsApplyOnce(t *testing.T) {
-	saved := migrations
-	t.Cleanup(func() { migrations = saved })
-	migrations = append(slices.Clip(saved), `INSERT INTO settings (key, value) VALUES ('probe', 'migrated')`)
-	path := filepath.Join(t.TempDir(), "forms.db")
-	for open := 1; open <= 3; open++ {
-		store := openStore(t, path)
-		var version, probes int
-		if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.read.QueryRow(`SELECT count(*) FROM settings WHERE key = 'probe'`).Scan(&probes); err != nil {
-			t.Fatal(err)
-		}
-		store.Close()
-		if version != len(migrations) || probes != 1 {
-			t.Errorf("open %d: user_version %d, probe rows %d; want %d and 1", open, version, probes, len(migrations))
-		}
-	}
-}
-
 // TestMigrateRefusesNewerSchema: a database from a later version of the service is not
 // opened by an older one, which would not know its tables.
 func TestMigrateRefusesNewerSchema(t *testing.T) {
@@ -241,40 +217,6 @@ func TestEmailSummariesSameDay(t *testing.T) {
 	}
 }
 
-// TestReadPoolIsReadOnly: the read pool cannot write, whatever a caller sends it.
-func TestReadPoolIsReadOnly(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	if _, err := e.store.read.Exec(`INSERT INTO settings (key, value) VALUES ('k', 'v')`); err == nil {
-		t.Fatal("a write through the read pool succeeded")
-	}
-	if n := e.count("settings"); n != 0 {
-		t.Errorf("%d settings after the refused write", n)
-	}
-}
-
-// TestReadPoolKeepsItsConnections: the read pool's connections stay open between
-// requests, all of them (database/sql keeps 2 idle by default), so that a read does not
-// pay to open the file and read the schema again.
-func TestReadPoolKeepsItsConnections(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	var conns []*sql.Conn
-	for range e.store.read.Stats().MaxOpenConnections {
-		c, err := e.store.read.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	if st := e.store.read.Stats(); st.Idle != len(conns) || st.Idle < 4 {
-		t.Errorf("%d of the read pool's %d connections kept open", st.Idle, len(conns))
-	}
-}
-
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	data, err := os.ReadFile(from)
@@ -330,31 +272,6 @@ func TestFailedWritesReleaseTheWriter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a write after %s: %v (its transaction was left open)", tc.name, err)
 		}
-	}
-}
-
-// TestFormCachePutSameID: putting a form that is already kept (two reads that missed
-// together, perhaps of two versions) replaces it and keeps the byte count true.
-func TestFormCachePutSameID(t *testing.T) {
-	form := func(id int64, title string) FormDetail { return FormDetail{Form: Form{ID: id, Title: title}} }
-	small, large := form(1, "small"), form(1, strings.Repeat("l", 200))
-	other := form(2, strings.Repeat("o", 100))
-	c := &formCache{maxBytes: formSize(small) + formSize(other) + 50}
-	c.put(1, 0, small)
-	c.put(2, 0, other)
-	c.put(1, 0, large)
-	sum := 0
-	for _, f := range c.forms {
-		sum += formSize(f)
-	}
-	if c.bytes != sum || c.bytes > c.maxBytes || c.forms[1].Title != large.Title {
-		t.Errorf("cache keeps %d forms, counts %d bytes, holds %d, bound %d", len(c.forms), c.bytes, sum, c.maxBytes)
-	}
-	roomy := &formCache{maxBytes: formCacheBytes} // the same, with nothing emptied to fit
-	roomy.put(1, 0, small)
-	roomy.put(1, 0, large)
-	if roomy.bytes != formSize(large) || roomy.forms[1].Title != large.Title {
-		t.Errorf("roomy cache counts %d bytes, want %d", roomy.bytes, formSize(large))
 	}
 }
 
@@ -654,31 +571,6 @@ func TestBackupLeavesOnlyTheCopy(t *testing.T) {
 	}
 }
 
-// TestBackupClosesTheSource: a backup closes what it opened of the database: once it
-// returns, the process holds no file of the source open (a service's CLI backup or a
-// caller in a loop would otherwise leak a connection each time).
-func TestBackupClosesTheSource(t *testing.T) {
-	if _, err := os.Stat("/proc/self/fd"); err != nil {
-		t.Skip("open files are read from /proc (Linux)")
-	}
-	path := filepath.Join(t.TempDir(), "forms.db")
-	store := openStore(t, path)
-	store.Close()
-	dest := filepath.Join(t.TempDir(), "b.db")
-	if _, err := Backup(context.Background(), path, dest); err != nil {
-		t.Fatal(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range fds {
-		if target, _ := os.Readlink("/proc/self/fd/" + fd.Name()); strings.HasPrefix(target, path) {
-			t.Errorf("after the backup, file descriptor %s still holds %s open", fd.Name(), target)
-		}
-	}
-}
-
 // TestBackupWritesNothingToTheSource: the backup reads the database read-only: of a
 // database left with commits in its WAL (a crashed service), the file and its WAL stay
 // as they were, where a read-write connection closing would checkpoint them.
@@ -809,56 +701,6 @@ func TestListResponsesOtherFields(t *testing.T) {
 	if err != nil || len(page) != 1 || len(page[0].Values) != 0 {
 		t.Errorf("ListResponses with the old fields = %+v, %v; want one response, no values",
 			page, err)
-	}
-}
-
-// TestStoreErrorsReachTheCaller: every method whose database fails returns the failure,
-// with what it was doing, for main.go to log and map to a 500; a closed store stands for a
-// database that fails (an I/O error, a full disk) on reads and writes alike.
-func TestStoreErrorsReachTheCaller(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	f := e.createForm(fullForm())
-	_, fields, err := e.store.ResponseFields(context.Background(), f.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ctx, day := e.store, context.Background(), startOfDay(time.Now())
-	s.Close()
-	for name, call := range map[string]func() error{
-		"Ping":       func() error { return s.Ping(ctx) },
-		"ProbeWrite": func() error { return s.ProbeWrite(ctx) },
-		"ListForms":  func() error { _, _, err := s.ListForms(ctx, listStart()); return err },
-		"GetForm":    func() error { _, err := s.GetForm(ctx, 999); return err }, // not cached
-		"CreateForm": func() error { _, err := s.CreateForm(ctx, FormInput{}); return err },
-		"UpdateForm": func() error { _, err := s.UpdateForm(ctx, f.ID, FormInput{}); return err },
-		"DeleteForm": func() error { return s.DeleteForm(ctx, f.ID) },
-		"CreateResponse": func() error {
-			_, err := s.CreateResponse(ctx, f.ID, map[int64]*string{fields[0].ID: ptr("x")})
-			return err
-		},
-		"ResponseFields": func() error { _, _, err := s.ResponseFields(ctx, 999); return err },
-		"ListResponses": func() error {
-			_, _, err := s.ListResponses(ctx, f.ID, fields, listStart())
-			return err
-		},
-		"ResponseExport":     func() error { _, _, err := s.ResponseExport(ctx, 1); return err },
-		"Setting":            func() error { _, err := s.Setting(ctx, "k"); return err },
-		"PutSetting":         func() error { return s.PutSetting(ctx, "k", "v") },
-		"SaveTrackerSummary": func() error { return s.SaveTrackerSummary(ctx, day, "t") },
-		"AddEmailSummary":    func() error { return s.AddEmailSummary(ctx, day, "t") },
-		"TrackerSummary":     func() error { _, err := s.TrackerSummary(ctx, day); return err },
-		"ListSummaries": func() error {
-			_, _, err := s.ListSummaries(ctx, emailSummaries, 10, 0)
-			return err
-		},
-	} {
-		// Wrapped with what was being done, but for Ping's, which says it alone.
-		err := call()
-		wrapped := err != nil && strings.HasSuffix(err.Error(), ": sql: database is closed")
-		if err == nil || !wrapped && name != "Ping" {
-			t.Errorf("%s of a failing database = %v, want its error wrapped", name, err)
-		}
 	}
 }
 
