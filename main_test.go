@@ -133,7 +133,9 @@ func TestBodyCheckedOnEveryRoute(t *testing.T) {
 	oversized := `{"value": "` + strings.Repeat("z", 1048577) + `"}`
 	for route := range e.srv.routes() {
 		method, pattern, _ := strings.Cut(route, " ")
-		e.wantError(method, path.Replace(pattern), `{bad`, 400, "Invalid JSON body")
+		for _, bad := range []string{`{bad`, "x", "\x00"} {
+			e.wantError(method, path.Replace(pattern), bad, 400, "Invalid JSON body")
+		}
 		e.wantError(method, path.Replace(pattern), oversized, 413, "Request body too large")
 	}
 	e.wantError("PUT", "/api/forms/abc", `{bad`, 400, "Invalid JSON body")
@@ -535,40 +537,6 @@ func TestRequestLogNamesClient(t *testing.T) {
 	fields := regexp.MustCompile(` method=GET path=/api/forms status=200 duration=[\d.]+[µm]?s aborted=false$`)
 	if !fields.MatchString(line) {
 		t.Errorf("request log line %q, want the method, path, status, duration and aborted=false", line)
-	}
-}
-
-// TestIncludePrivateOnlyWhenTrue: TRACKER_INCLUDE_PRIVATE opens private issues and notes
-// to every reader of the summaries only when it is exactly "true"; "false" or nothing
-// keeps them out, and any other value (a "TRUE" in capitals, a "1", a "yes") stops the
-// start with one line naming the variable rather than reading as either.
-func TestIncludePrivateOnlyWhenTrue(t *testing.T) {
-	t.Parallel()
-	for value, want := range map[string]bool{"true": true, "": false, "false": false} {
-		if cfg := testConfig(t, map[string]string{"TRACKER_INCLUDE_PRIVATE": value}); cfg.TrackerIncludePrivate != want {
-			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: include private = %v, want %v", value, cfg.TrackerIncludePrivate, want)
-		}
-	}
-	for _, value := range []string{"TRUE", "1", "0", "yes", "on", " true"} {
-		_, err := loadConfig(func(k string) string { return map[string]string{"TRACKER_INCLUDE_PRIVATE": value}[k] })
-		want := fmt.Sprintf("TRACKER_INCLUDE_PRIVATE %q: want true or false", value)
-		if err == nil || err.Error() != want {
-			t.Errorf("TRACKER_INCLUDE_PRIVATE=%q: loadConfig = %v, want %q", value, err, want)
-		}
-	}
-}
-
-// TestOneByteNotJSON: the shortest body that is not JSON, one byte, is a 400 like any
-// other, and changes nothing.
-func TestOneByteNotJSON(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	for _, body := range []string{"x", "{", "\x00"} {
-		e.wantError("POST", "/api/forms", body, 400, "Invalid JSON body")
-		e.wantError("PUT", "/api/settings/theme", body, 400, "Invalid JSON body")
-	}
-	if n := e.count("forms") + e.count("settings"); n != 0 {
-		t.Errorf("%d rows stored from bodies that are not JSON", n)
 	}
 }
 

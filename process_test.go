@@ -64,7 +64,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	for _, tc := range []struct{ variable, value, want string }{
 		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
 		{"TRACKER_PROJECT_ID", "0", `TRACKER_PROJECT_ID "0": want `},
-		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want `},
+		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want true or false`},
+		{"TRACKER_INCLUDE_PRIVATE", "TRUE", `TRACKER_INCLUDE_PRIVATE "TRUE": want true or false`},
+		{"TRACKER_INCLUDE_PRIVATE", "1", `TRACKER_INCLUDE_PRIVATE "1": want true or false`},
 		{"TRACKER_API_ENDPOINT", "tracker.example.com/api/rest", "TRACKER_API_ENDPOINT: want an http or https URL"},
 		{"GENAI_BASE_URL", "localhost:11434/v1", "GENAI_BASE_URL: want an http or https URL"},
 		{"GENAI_BASE_URL", "http://user:secret@/v1", "GENAI_BASE_URL: want an http or https URL"},
