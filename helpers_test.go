@@ -150,9 +150,10 @@ func newDatabaseFile(t *testing.T) (dbPath, dest string) {
 	return dbPath, dest
 }
 
-// do sends a request with an optional JSON body (a string is sent as is) and returns the
-// status and the raw body.
-func (e *testEnv) do(method, path string, body any, header ...string) (int, []byte) {
+// request sends a request with an optional JSON body (a string is sent as is) and header
+// pairs within ctx, and returns the reply with its body read; a nil reply when ctx ended
+// first. Any other failure to get a reply fails the test.
+func (e *testEnv) request(ctx context.Context, method, path string, body any, header ...string) (*http.Response, []byte) {
 	e.t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -166,7 +167,7 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 		}
 		r = bytes.NewReader(buf)
 	}
-	req, err := http.NewRequest(method, e.http.URL+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, e.http.URL+path, r)
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}
@@ -177,40 +178,6 @@ func (e *testEnv) do(method, path string, body any, header ...string) (int, []by
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := e.http.Client().Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatalf("read body: %v", err)
-	}
-	if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" && ct != "application/pdf" {
-		e.t.Fatalf("%s %s: Content-Type = %q, want JSON", method, path, ct)
-	}
-	return res.StatusCode, out
-}
-
-// sendCtx sends a request with an optional JSON body (a string as is) within ctx and
-// returns the reply with its body read; a nil reply when ctx ended first.
-func (e *testEnv) sendCtx(ctx context.Context, method, path string, body any) (*http.Response, []byte) {
-	e.t.Helper()
-	var r io.Reader
-	if s, ok := body.(string); ok {
-		r = strings.NewReader(s)
-	} else if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		r = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.http.URL+path, r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := e.http.Client().Do(req)
 	if err != nil && ctx.Err() != nil {
 		return nil, nil
 	}
@@ -218,17 +185,34 @@ func (e *testEnv) sendCtx(ctx context.Context, method, path string, body any) (*
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
+	out, err := io.ReadAll(res.Body)
 	if err != nil {
 		e.t.Fatalf("%s %s: reading the reply: %v", method, path, err)
 	}
-	return res, raw
+	return res, out
 }
 
-// send is sendCtx for as long as the test runs.
+// do sends a request as request does for as long as the test runs, checks that the reply
+// is JSON (or a PDF), and returns its status and body.
+func (e *testEnv) do(method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	res, out := e.request(e.t.Context(), method, path, body, header...)
+	if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" && ct != "application/pdf" {
+		e.t.Fatalf("%s %s: Content-Type = %q, want JSON", method, path, ct)
+	}
+	return res.StatusCode, out
+}
+
+// send is request for as long as the test runs.
 func (e *testEnv) send(method, path string, body any) (*http.Response, []byte) {
 	e.t.Helper()
-	return e.sendCtx(e.t.Context(), method, path, body)
+	return e.request(e.t.Context(), method, path, body)
+}
+
+// getRaw sends a GET with optional header pairs and returns the reply with its body read.
+func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	return e.request(e.t.Context(), "GET", path, nil, header...)
 }
 
 // decodeJS decodes raw JSON as readBody does (numbers as json.Number).
@@ -241,28 +225,6 @@ func decodeJS(t testing.TB, raw string) any {
 		t.Fatalf("decode %q: %v", raw, err)
 	}
 	return v
-}
-
-// getRaw sends a GET with optional header pairs and returns the reply with its body read.
-func (e *testEnv) getRaw(path string, header ...string) (*http.Response, []byte) {
-	e.t.Helper()
-	req, err := http.NewRequest("GET", e.http.URL+path, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := e.http.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return res, body
 }
 
 // doJSON is do that also decodes the reply into out.

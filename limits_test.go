@@ -211,7 +211,7 @@ func TestWritesWaitForTheDatabaseOnly(t *testing.T) {
 		{"DELETE", "/api/forms/" + itoa(e.createForm(map[string]any{"title": "gone"}).ID), nil, 200},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		res, body := e.sendCtx(ctx, w.method, w.path, w.body)
+		res, body := e.request(ctx, w.method, w.path, w.body)
 		cancel()
 		if res == nil || res.StatusCode != w.want {
 			t.Errorf("%s %s with every heavy slot taken: %v %.80s, want %d within 2 s", w.method, w.path, res, body, w.want)

@@ -487,7 +487,7 @@ func TestHealthProbeMustWrite(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if res, raw := e.sendCtx(ctx, "GET", "/healthz", nil); res == nil || res.StatusCode != 503 {
+	if res, raw := e.request(ctx, "GET", "/healthz", nil); res == nil || res.StatusCode != 503 {
 		t.Errorf("healthz with the write connection held = %v %s, want 503 within 2 s", res, raw)
 	}
 }
