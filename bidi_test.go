@@ -161,21 +161,6 @@ func TestBreaksAnywhere(t *testing.T) {
 	}
 }
 
-// TestRuneNames: a character without a name of its own prints as its code point; a
-// named one as its name.
-func TestRuneNames(t *testing.T) {
-	t.Parallel()
-	for r, want := range map[rune]string{
-		0x1F642: "[SLIGHTLY SMILING FACE]",
-		0x20000: "[U+20000]", // runenames says "<CJK Ideograph Extension B>"
-		0x1F600: "[GRINNING FACE]",
-	} {
-		if got := runeName(r); got != want {
-			t.Errorf("runeName(%U) = %q, want %q", r, got, want)
-		}
-	}
-}
-
 // TestShapeArabic: each letter takes the form its neighbours call for; hamza joins to
 // nothing, marks are skipped over, lam-alef is one ligature, final after a joining letter.
 func TestShapeArabic(t *testing.T) {
@@ -254,34 +239,6 @@ func TestArabicFormsAsUnicodeData(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestBidiLevels: the embedding levels of the rules implemented (X9, W1–W7, N0–N2,
-// I1–I2) on short lines that each need one of them; TestBidiConformance runs Unicode's
-// own test data where it is installed.
-func TestBidiLevels(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		text string
-		want []int8
-	}{
-		{"abc", []int8{0, 0, 0}},
-		{"שלום abc", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // I2: Latin in RTL is level 2
-		{"מחיר 50%", []int8{1, 1, 1, 1, 1, 2, 2, 2}},         // W5: % joins the number
-		{"خصم 50%", []int8{1, 1, 1, 1, 2, 2, 1}},             // W2: digits after Arabic letters are AN, % stays neutral
-		{"a 1 אב", []int8{0, 0, 0, 0, 1, 1}},                 // W7: a number after Latin is Latin
-		{"אב cd.", []int8{1, 1, 1, 2, 2, 1}},                 // N2: the final period takes the paragraph's direction
-		{"abc אב def", []int8{0, 0, 0, 0, 1, 1, 0, 0, 0, 0}}, // N1: neutrals between L are L
-		{"אב cd ef", []int8{1, 1, 1, 2, 2, 2, 2, 2}},         // N1: the space between two Latin words is Latin
-		{"خصم 1,5", []int8{1, 1, 1, 1, 2, 2, 2}},             // W4: a comma between Arabic numbers joins them
-		{"אב (cd) ef", []int8{1, 1, 1, 1, 2, 2, 1, 1, 2, 2}}, // N0: the pair takes the paragraph's direction
-		{"ab \u00ADc", []int8{0, 0, 0, 0, 0}},                // X9: the soft hyphen (BN) takes the level before it
-	} {
-		got, _ := bidiLevels([]rune(tc.text), 0)
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("bidiLevels(%q) = %v, want %v", tc.text, got, tc.want)
-		}
 	}
 }
 

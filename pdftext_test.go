@@ -623,26 +623,6 @@ func TestFontIndexNames(t *testing.T) {
 	}
 }
 
-// TestMarkBoxOnlyForMarks: a glyph's font is measured for a mark box only when the glyph
-// is a mark (a CJK font takes a second to measure), and a family whose variant could not
-// be made (nil in drawnFrom) has neither a mark box nor a UTF-8 face.
-func TestMarkBoxOnlyForMarks(t *testing.T) {
-	t.Parallel()
-	fonts := newFontIndex(nil)
-	l := newPDFLayout(FormDetail{}, time.Now(), fonts)
-	l.drawnFrom["GoBold"], l.drawnFrom["GoBoldfina"] = fonts.byName["GoBold"], nil
-	_, ok := l.markBox(glyph{font: "GoBold", r: 'a'})
-	if ok || fonts.byName["GoBold"].marks != nil {
-		t.Errorf("a letter has a mark box, or its font was measured for one")
-	}
-	if _, ok := l.markBox(glyph{font: "GoBoldfina", r: '\u0301'}); ok {
-		t.Errorf("a mark of a variant that failed has a mark box")
-	}
-	if face := l.face("GoBoldfina", true); face != "GoBoldfina" {
-		t.Errorf("face of a variant that failed: %q, want it unchanged", face)
-	}
-}
-
 // TestFontStems: a fallback's styled face shares its stem as the file names have it, so
 // that FooBar-Bold.ttf is FooBar.ttf's bold but not Foo-Bar.ttf's.
 func TestFontStems(t *testing.T) {
@@ -659,20 +639,6 @@ func TestFontStems(t *testing.T) {
 	} {
 		if got := ix.styled(ix.byName[tc.regular], "GoBold", 'क').family; got != tc.want {
 			t.Errorf("bold of %s: %s, want %s", tc.regular, got, tc.want)
-		}
-	}
-}
-
-// TestFallbackRank: the Chinese fallback is matched by its exact names, not as a prefix.
-func TestFallbackRank(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]int{
-		"NotoSansThai-Regular.ttf": 0, "DroidSansFallbackFull.ttf": 1, "DroidSansFallback.ttf": 1,
-		"DroidSansFallbackLegacy.ttf": 4, "NanumGothic.ttf": 2, "NotoSerif.ttf": 3,
-		"DejaVuSans.ttf": 3, "Other.ttf": 4, "NotoSans-Bold.ttf": 5,
-	} {
-		if got := fallbackRank("/fonts/" + name); got != want {
-			t.Errorf("fallbackRank(%s) = %d, want %d", name, got, want)
 		}
 	}
 }

@@ -588,31 +588,6 @@ func TestPromptFit(t *testing.T) {
 	}
 }
 
-// marshalCounter counts its JSON encodings.
-type marshalCounter struct{ n *int }
-
-func (m marshalCounter) MarshalJSON() ([]byte, error) {
-	*m.n++
-	return []byte(`"item"`), nil
-}
-
-// TestPromptFitMarshalsOnce: fitting costs one encoding per item offered, and none is
-// offered once the prompt is full.
-func TestPromptFitMarshalsOnce(t *testing.T) {
-	n := 0
-	fit := promptFit{maxChars: 2 + 3*7 - 1} // room for three "item"s
-	offered := 0
-	for range 10 {
-		offered++
-		if !fit.offer(marshalCounter{&n}) {
-			break
-		}
-	}
-	if got := string(fit.json()); n != 4 || offered != 4 || got != `["item","item","item"]` {
-		t.Errorf("encodings %d over %d offers, array %s; want 4, 4 and three items", n, offered, got)
-	}
-}
-
 func TestEmailSummaryPrompt(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, berlin(t)) // window from 23 Nov 00:00 CET
 	e := newSummaryEnv(t, now)

@@ -347,20 +347,6 @@ func TestEndpointCredentialsHidden(t *testing.T) {
 	}
 }
 
-// TestTrackerProjectID: TRACKER_PROJECT_ID names the project whose tickets are read.
-func TestTrackerProjectID(t *testing.T) {
-	now := time.Now()
-	e := newSummaryEnv(t, now, func(c *config) { c.TrackerProjectID = "7" })
-	e.tracker.project = "7"
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-	if status, raw := e.do("GET", "/api/tracker-summary", nil); status != 200 {
-		t.Fatalf("GET /api/tracker-summary = %d %s", status, raw)
-	}
-	if pages := e.tracker.requestedPages(); len(pages) != 1 {
-		t.Errorf("tracker asked for pages %v, want one", pages)
-	}
-}
-
 // TestOutboundCallEdges: any 2xx is an answer; a retry pause ends with the caller's
 // context (a shutdown does not wait it out); a trailing slash in the tracker endpoint is
 // not doubled; a ticket whose notes all predate the window keeps "notes": [].
@@ -558,27 +544,6 @@ func TestTrackerRereadFails(t *testing.T) {
 	}
 	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2}) {
 		t.Errorf("pages served = %v, want [1 2] before the refusals", pages)
-	}
-}
-
-// TestStatusErrorMessage: a refusal reads its service and status, then its reason phrase
-// and the provider's message where there are any, each once.
-func TestStatusErrorMessage(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		err  statusError
-		want string
-	}{
-		{statusError{service: "tracker", status: 500}, "tracker answered 500"},
-		{statusError{service: "tracker", status: 404, reason: "Project '7' doesn't exist"},
-			"tracker answered 404 (Project '7' doesn't exist)"},
-		{statusError{service: "model", status: 400, message: "bad key"}, "model answered 400: bad key"},
-		{statusError{service: "model", status: 429, reason: "Slow down", message: "quota"},
-			"model answered 429 (Slow down): quota"},
-	} {
-		if got := tc.err.Error(); got != tc.want {
-			t.Errorf("Error() = %q, want %q", got, tc.want)
-		}
 	}
 }
 
