@@ -390,7 +390,7 @@ func FuzzFormBody(f *testing.F) {
 	})
 }
 
-// TestReadsFollowSortOrder: the single read (and with it the PDF) and the response list
+// TestReadsFollowSortOrder: the single read (and with it the PDF and the response list)
 // order categories and fields by sortOrder, not by id. The API assigns both in array
 // order, so the test reverses the sortOrders in the database to make them differ.
 func TestReadsFollowSortOrder(t *testing.T) {
@@ -402,13 +402,6 @@ func TestReadsFollowSortOrder(t *testing.T) {
 		map[string]any{"name": "second", "fields": []any{
 			map[string]any{"label": "c", "type": "text"}, map[string]any{"label": "d", "type": "text"}}},
 	}})
-	values := map[string]any{}
-	for _, c := range f.Categories {
-		for _, fd := range c.Fields {
-			values[itoa(fd.ID)] = fd.Label
-		}
-	}
-	e.submit(f.ID, values)
 	for _, q := range []string{
 		`UPDATE categories SET sortOrder = 1 - sortOrder WHERE formId = ?`,
 		`UPDATE fields SET sortOrder = 1 - sortOrder WHERE categoryId IN (SELECT id FROM categories WHERE formId = ?)`,
@@ -436,24 +429,6 @@ func TestReadsFollowSortOrder(t *testing.T) {
 	}
 	if want := "second d c first b a"; strings.Join(order, " ") != want {
 		t.Errorf("form read order = %q, want %q", strings.Join(order, " "), want)
-	}
-
-	status, raw := e.do("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil)
-	var labels []string
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		if tok == "label" {
-			var l string
-			dec.Decode(&l)
-			labels = append(labels, l)
-		}
-	}
-	if want := "d c b a"; status != 200 || strings.Join(labels, " ") != want {
-		t.Errorf("response list values order = %q (%d), want %q", strings.Join(labels, " "), status, want)
 	}
 }
 

@@ -93,31 +93,6 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-// TestWriteErrorCanceledWhileClientStays: an error that wraps context.Canceled is a
-// client gone (499, no reply) only when the request's own context ended; from anything
-// else (a job's context, say) it is a failure like any other, answered 500 without its
-// cause.
-func TestWriteErrorCanceledWhileClientStays(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	rec := httptest.NewRecorder()
-	e.srv.writeError(rec, apiRequest("GET", "/api/forms", nil), during("fetch forms", fmt.Errorf("run job: %w", context.Canceled)))
-	if want := `{"error":"Failed to fetch forms: internal error"}`; rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != want {
-		t.Errorf("writeError = %d %s, want 500 %s", rec.Code, rec.Body, want)
-	}
-	// The cause goes to the log, with the request.
-	if want := `level=ERROR msg="request failed" method=GET path=/api/forms err="Failed to fetch forms: internal error: run job: context canceled"`; !strings.Contains(e.logs.String(), want) {
-		t.Errorf("log %q, want the line %s", e.logs, want)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	rec = httptest.NewRecorder()
-	e.srv.writeError(rec, apiRequest("GET", "/api/forms", nil).WithContext(ctx), during("fetch forms", fmt.Errorf("query: %w", context.Canceled)))
-	if rec.Body.Len() != 0 {
-		t.Errorf("writeError for a client gone wrote %q, want nothing", rec.Body)
-	}
-}
-
 // TestBodyCheckedOnEveryRoute: a body that is not JSON, or is over 1 MiB, is refused
 // before any route runs, as the original's body parser did, on routes that read no body
 // too (a DELETE or a generate with a broken body does nothing), and on a path with a bad

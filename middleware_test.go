@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -176,7 +177,11 @@ func TestErrorTable(t *testing.T) {
 		{during("update form 7", ErrNotFound), 404, `{"error":"update form 7: Record not found"}`, false},
 		{missing("fetch form 7", ErrNotFound, "Form not found"), 404, `{"error":"Form not found"}`, false},
 		{missing("fetch form 7", errors.New("disk I/O error"), "Form not found"), 500, `{"error":"Failed to fetch form 7: internal error"}`, false},
-		{during("create form", rejected("Field label is required")), 500, `{"error":"Failed to create form: Field label is required"}`, false},
+		{during("create form", RuleError("Field label is required")), 500, `{"error":"Failed to create form: Field label is required"}`, false},
+		{during("generate PDF for response 1", rejected("PDF would be longer than 1000 pages")), 500, `{"error":"Failed to generate PDF for response 1: PDF would be longer than 1000 pages"}`, false},
+		{during("submit response for form 7", ErrBusy), 503, `{"error":"Server busy, retry later"}`, true},
+		// A cancelled context that is not the request's (a job's) is a failure like any other.
+		{during("fetch forms", fmt.Errorf("run job: %w", context.Canceled)), 500, `{"error":"Failed to fetch forms: internal error"}`, false},
 		{during("fetch forms", errors.New("dial tcp 10.0.0.1:5432: connection refused")), 500, `{"error":"Failed to fetch forms: internal error"}`, false},
 		{fmt.Errorf("open /etc/secret/prompt.txt: no such file"), 500, `{"error":"Internal server error"}`, false},
 		{errBodyTooLarge, 413, `{"error":"Request body too large"}`, false},
@@ -190,7 +195,8 @@ func TestErrorTable(t *testing.T) {
 			t.Errorf("writeError(%v) = %d %s (Retry-After %q), want %d %s", tc.err, w.Code, w.Body, w.Header().Get("Retry-After"), tc.status, tc.body)
 		}
 	}
-	for _, cause := range []string{"10.0.0.1:5432", "/etc/secret/prompt.txt"} {
+	for _, cause := range []string{"10.0.0.1:5432", "/etc/secret/prompt.txt",
+		`level=ERROR msg="request failed" method=GET path=/api/x err="Failed to fetch forms: internal error: run job: context canceled"`} {
 		if !strings.Contains(logs.String(), cause) {
 			t.Errorf("the log lacks %q:\n%s", cause, logs)
 		}
