@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
-	"mime/multipart"
-	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,6 +223,18 @@ func TestEmailAsAReaderSees(t *testing.T) {
 		{"adjacent words of two charsets, each decoded in its own (RFC 2047 6.2)",
 			from + date + "Subject: =?iso-8859-1?q?caf=E9?= =?utf-8?q?_cr=C3=A8me?=\r\n\r\nb\r\n",
 			"café crème", "b", ""},
+		{"text/plain beats HTML before and after it", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>HTML before</p>\r\n--b\r\nContent-Type: text/plain\r\n\r\nPlain version\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>HTML after</p>\r\n--b--\r\n",
+			"", "Plain version", ""},
+		{"of two text/plain parts, the first", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nFirst plain\r\n--b\r\nContent-Type: text/plain\r\n\r\nSecond plain\r\n--b--\r\n",
+			"", "First plain", ""},
+		{"a body cut at 4,000 characters, not bytes", from + date + "Content-Type: text/plain; charset=utf-8\r\n\r\n" + strings.Repeat("é", 4500),
+			"", strings.Repeat("é", 4000), ""},
+		{"HTML's blank lines run together", from + date + "Content-Type: text/html\r\n\r\n<p>a</p>\n\n\n\n<p>b</p>\r\n",
+			"", "a \n\n b", ""},
+		{"an encoded word's blanks and the field's, trimmed", from + date + "Subject: =?UTF-8?Q?_Hi_?=  \r\n\r\nb\r\n",
+			"Hi", "b", ""},
+		{"raw 8-bit bytes in a Subject, no charset named, read as windows-1252", from + date + "Subject: Caf\xe9 cr\xe8me\r\n\r\nb\r\n",
+			"Café crème", "b", ""},
 		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
 		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
 	}
@@ -299,23 +308,21 @@ func TestMIMEDepthLinear(t *testing.T) {
 		sb.WriteString("Content-Type: text/plain\r\n\r\ndeep\r\n")
 		return []byte(sb.String())
 	}
+	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
-	got, err := parseEmail(nested(14000), time.Time{}, slog.New(slog.DiscardHandler))
+	got, err := parseEmail(nested(14000), time.Time{}, quiet)
 	if err != nil || got.Body != "" {
 		t.Errorf("14,000 levels: body %q, %v; want the message without a body", got.Body, err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("14,000 levels took %s", d)
 	}
-	if maxMIMEDepth != 16 {
-		t.Errorf("maxMIMEDepth = %d, docs/DESIGN.md says 16 levels", maxMIMEDepth)
+	// docs/DESIGN.md: 16 levels read, no deeper.
+	if got, _ := parseEmail(nested(16), time.Time{}, quiet); got.Body != "deep" {
+		t.Errorf("16 levels: body %q, want deep", got.Body)
 	}
-	if got, _ := parseEmail(nested(maxMIMEDepth), time.Time{}, slog.New(slog.DiscardHandler)); got.Body != "deep" {
-		t.Errorf("%d levels: body %q, want deep", maxMIMEDepth, got.Body)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	if got, _ := parseEmail(nested(maxMIMEDepth+1), time.Time{}, quiet); got.Body != "" {
-		t.Errorf("%d levels: body %q, want none: deeper is not read", maxMIMEDepth+1, got.Body)
+	if got, _ := parseEmail(nested(17), time.Time{}, quiet); got.Body != "" {
+		t.Errorf("17 levels: body %q, want none: deeper is not read", got.Body)
 	}
 }
 
@@ -559,13 +566,9 @@ func TestDecodeCharset(t *testing.T) {
 		{"us-ascii", "Grüße", "Grüße", false},             // mislabelled UTF-8 kept
 		{"US-ASCII", "\x93quoted\x94", "“quoted”", false}, // mislabelled Outlook text
 		{"iso-8859-1", "\x80 5", "€ 5", false},            // read as its superset windows-1252
-		{"windows-1252", "\x93a\x94 \x96 \x80", "“a” – €", false},
-		{"ISO-8859-2", "\xa3\xf3d\xbc", "Łódź", false},
 		{"iso-8859-7", "\xd9\xec\xdd\xe3\xe1", "Ωμέγα", false},
 		{"windows-1251", "\xcf\xf0\xe8\xe2\xe5\xf2", "Привет", false},
-		{"koi8-r", "\xf0\xd2\xc9\xd7\xc5\xd4", "Привет", false},
 		{"Shift_JIS", "\x93\xfa\x96\x7b\x8c\xea", "日本語", false},
-		{"GB2312", "\xd6\xd0\xce\xc4", "中文", false},
 		{"GBK", "\xd6\xd0\xce\xc4", "中文", false},
 		{"GB18030", "\x95\x32\x82\x36", "𠀀", false},
 		{"ks_c_5601-1987", "\xc7\xd1\xb1\xb9\xbe\xee", "한국어", false}, // Outlook's label for EUC-KR
@@ -573,13 +576,11 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "Grüße", "Grüße", true},
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
-		{"utf-7", "a+AOk-", "aé", false},
-		{"unicode-1-1-utf-7", "a+AOk-", "aé", false}, // UTF-7's other labels
+		{"unicode-1-1-utf-7", "a+AOk-", "aé", false},                              // UTF-7's other labels (utf-7: TestEmailAsAReaderSees)
 		{"csUnicode11UTF7", "a+AOk-", "aé", false},
 		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
 		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
 		{"UTF-7", "1 +- 1 +ZeVnLIqe-.", "1 + 1 日本語.", false},
-		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
 	}
 	for _, tc := range cases {
 		var logs bytes.Buffer
@@ -780,107 +781,34 @@ func BenchmarkMaildirWindow(b *testing.B) {
 	}
 }
 
-// TestEmailBodyRules: the text/plain part wins over the HTML one whatever their order,
-// and a body is cut at 4,000 characters (not bytes).
-func TestEmailBodyRules(t *testing.T) {
-	// alternative writes a multipart/alternative body (with Go's mime/multipart) of the
-	// given parts, in order, and returns its Content-Type and body.
-	alternative := func(parts ...[2]string) (string, string) {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		for _, part := range parts {
-			w, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {part[0]}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.WriteString(w, part[1])
-		}
-		mw.Close()
-		return "multipart/alternative; boundary=" + mw.Boundary(), body.String()
-	}
-	plain := [2]string{"text/plain; charset=utf-8", "Plain version"}
-	html := [2]string{"text/html; charset=utf-8", "<p>HTML version</p>"}
-	message := func(ctype, body string) string {
-		return "From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: " + ctype + "\r\n\r\n" + body
-	}
-	for _, tc := range []struct{ name, msg, want string }{
-		{"plain before html", message(alternative(plain, html)), "Plain version"},
-		{"html before plain", message(alternative(html, plain)), "Plain version"},
-		{"html only", message(alternative(html)), "HTML version"},
-		{"the first of two plain parts", message(alternative(plain, [2]string{"text/plain; charset=utf-8", "Second plain"})), "Plain version"},
-		{"long body", message("text/plain; charset=utf-8", strings.Repeat("é", 4500)), strings.Repeat("é", 4000)},
-	} {
-		e, err := parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if e.Body != tc.want {
-			t.Errorf("%s: body = %.60q (%d characters), want %.60q (%d)", tc.name, e.Body, utf8.RuneCountInString(e.Body), tc.want, utf8.RuneCountInString(tc.want))
-		}
-	}
-}
-
-// TestEmailHeaders: headers as mail programs write them: RFC 2047 words with blanks
-// around them trimmed, and raw 8-bit bytes outside any word read as windows-1252.
-func TestEmailHeaders(t *testing.T) {
-	for _, tc := range []struct{ raw, want string }{
-		{"=?UTF-8?Q?_Hi_?=", "Hi"},
-		{"Caf\xe9 cr\xe8me", "Café crème"},
-		{"  plain  ", "plain"},
-	} {
-		msg := "From: a@example.com\r\nSubject: " + tc.raw + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
-		e, err := parseEmail([]byte(msg), time.Time{}, slog.New(slog.DiscardHandler))
-		if err != nil || e.Subject != tc.want {
-			t.Errorf("Subject %q = %q (%v), want %q", tc.raw, e.Subject, err, tc.want)
-		}
-	}
-	if got, want := stripHTML("<p>a</p>\n\n\n\n<p>b</p>"), "a \n\n b"; got != want {
-		t.Errorf("stripHTML kept blank lines: %q, want %q", got, want)
-	}
-}
-
-// TestMaildirSkipsDotFiles: files whose names start with a dot (.DS_Store, an NFS
-// placeholder) are not messages and are not read.
-func TestMaildirSkipsDotFiles(t *testing.T) {
+// TestMaildirSkipsNonMessages: only regular files whose names start with no dot are
+// messages; a dot-file (.DS_Store, an NFS placeholder), a folder, or a link (one may point
+// out of the Maildir: os.DirFS follows it) under a message's name is passed over unread and
+// without a log line.
+func TestMaildirSkipsNonMessages(t *testing.T) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	inWindow := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	msg := func(subject string) *fstest.MapFile {
 		// Delivered in the window, by the file's time: a dot-file is passed over for its
 		// name alone.
-		return &fstest.MapFile{ModTime: inWindow, Data: []byte("From: a@example.com\r\nSubject: " + subject + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")}
+		return &fstest.MapFile{ModTime: start.Add(57 * time.Hour), Data: []byte("From: a@example.com\r\nSubject: " + subject + "\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n")}
 	}
-	fsys := fstest.MapFS{
-		"new/.hidden":              msg("hidden"),
-		"cur/.1795597200.M1P1.tmp": msg("hidden too"),
-		"new/1795597200.M2P2.host": msg("seen"),
-	}
-	emails, err := readAllMail(fsys, start, slog.New(slog.DiscardHandler))
-	if err != nil || len(emails) != 1 || emails[0].Subject != "seen" {
-		t.Errorf("readMaildir = %+v (%v), want only the message not hidden", emails, err)
-	}
-}
-
-// TestMaildirSkipsNonFiles: only regular files are messages: a folder, or a link (one may
-// point out of the Maildir: os.DirFS follows it), under a message's name is passed over
-// unread and without a log line.
-func TestMaildirSkipsNonFiles(t *testing.T) {
-	dir := t.TempDir()
-	const msg = "From: a@example.com\r\nSubject: %s\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n\r\nbody\r\n"
-	for _, sub := range []string{"new/1795597200.M2P2.host", "cur"} {
-		if err := os.MkdirAll(filepath.Join(dir, "maildir", sub), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(dir, "outside.eml"), fmt.Sprintf(msg, "outside"))
-	writeFile(t, filepath.Join(dir, "maildir", "new", "1795597200.M1P1.host"), fmt.Sprintf(msg, "seen"))
-	link := filepath.Join(dir, "maildir", "new", "1795597200.M3P3.host")
-	if err := os.Symlink(filepath.Join(dir, "outside.eml"), link); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	emails, err := readAllMail(os.DirFS(filepath.Join(dir, "maildir")), start, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil || len(emails) != 1 || emails[0].Subject != "seen" || logs.Len() > 0 {
-		t.Errorf("readMaildir = %+v (%v), log %q; want the file alone, nothing logged", emails, err, logs.String())
+	for _, tc := range []struct {
+		name, file string
+		entry      *fstest.MapFile
+	}{
+		{"a dot-file", "new/.hidden", msg("hidden")},
+		{"a dot-file with a time in its name", "cur/.1795597200.M1P1.tmp", msg("hidden too")},
+		{"a folder", "new/1795597200.M2P2.host", &fstest.MapFile{Mode: fs.ModeDir}},
+		{"a link", "new/1795597200.M3P3.host", &fstest.MapFile{Mode: fs.ModeSymlink, Data: []byte("../outside.eml")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{"cur": {Mode: fs.ModeDir}, "outside.eml": msg("outside"),
+				"new/1795597200.M1P1.host": msg("seen"), tc.file: tc.entry}
+			var logs bytes.Buffer
+			emails, err := readAllMail(fsys, start, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil || len(emails) != 1 || emails[0].Subject != "seen" || logs.Len() > 0 {
+				t.Errorf("readMaildir = %+v (%v), log %q; want the message alone, nothing logged", emails, err, logs.String())
+			}
+		})
 	}
 }

@@ -506,41 +506,6 @@ func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
 	}
 }
 
-// TestWindowStart: the window of every weekday, across a month end and both
-// daylight-saving changes, and the start of a short day.
-func TestWindowStart(t *testing.T) {
-	loc := berlin(t)
-	// 2026-11-23 is a Monday.
-	cases := []struct {
-		now, want string
-	}{
-		{"2026-11-23 10:00", "2026-11-19 00:00"}, // Monday: four days, back to Thursday
-		{"2026-11-24 00:00", "2026-11-22 00:00"},
-		{"2026-11-25 23:59", "2026-11-23 00:00"},
-		{"2026-11-26 12:00", "2026-11-24 00:00"},
-		{"2026-11-27 12:00", "2026-11-25 00:00"},
-		{"2026-11-28 12:00", "2026-11-26 00:00"},
-		{"2026-11-29 12:00", "2026-11-27 00:00"},
-		{"2026-12-01 08:00", "2026-11-29 00:00"}, // across a month end
-		{"2026-03-30 09:00", "2026-03-26 00:00"}, // Monday after the spring change: CET window start
-		{"2026-03-31 09:00", "2026-03-29 00:00"}, // the change day itself starts at CET midnight
-		{"2026-10-27 09:00", "2026-10-25 00:00"}, // autumn change day
-	}
-	for _, tc := range cases {
-		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
-		want, _ := time.ParseInLocation("2006-01-02 15:04", tc.want, loc)
-		got := windowStart(now)
-		if !got.Equal(want) || got.Hour() != 0 {
-			t.Errorf("windowStart(%s %s) = %s, want %s", tc.now, now.Weekday(), got, want)
-		}
-	}
-	// startOfDay on a short day: local midnight, 23 hours before the next one.
-	now, _ := time.ParseInLocation("2006-01-02 15:04", "2026-03-29 18:00", loc)
-	if got := startOfDay(now); timestamp(got) != "2026-03-28T23:00:00.000Z" {
-		t.Errorf("startOfDay(%s) = %s", now, timestamp(got))
-	}
-}
-
 // TestPromptFit: items offered newest first fill the prompt's array up to its size in
 // characters (not bytes, and < unescaped); the first that does not fit ends the offers.
 func TestPromptFit(t *testing.T) {
@@ -661,24 +626,31 @@ func TestSchedule(t *testing.T) {
 }
 
 // TestScheduleCatchesUp: started after today's run time without today's tracker
-// summary, the schedule runs both jobs at once; otherwise it only waits for the next run.
-// The schedule logs that wait after its start-up decision, so a test that sees the line
-// knows that any catch-up job has been started: it is still running or has logged its end.
+// summary, the schedule runs both jobs at once; otherwise it only waits for the next run,
+// and when today's summary cannot be read, it says so in the log. The schedule logs that
+// wait after its start-up decision, so a test that sees the line knows that any catch-up
+// job has been started: it is still running or has logged its end.
 func TestScheduleCatchesUp(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	const (
+		catchUp = "summary schedule: catching up on today's run"
+		wait    = "summary schedule: waiting for the next run"
+	)
 	cases := []struct {
 		name     string
 		hour     int      // of the run time
 		minute   int      // of the run time
-		existing []string // summaries stored before the start: "tracker today", "email today", "tracker yesterday"
-		catchUp  bool
+		existing []string // before the start: "tracker today", "email today", "tracker yesterday", "no tracker table"
+		log      string   // catchUp: both jobs run at once
 	}{
-		{"after the run time, today's summary missing", 6, 30, nil, true},
-		{"after the run time, only yesterday's summary", 6, 30, []string{"tracker yesterday"}, true},
-		{"after the run time, only today's e-mail summary", 6, 30, []string{"email today"}, true},
-		{"after the run time, today's summary exists", 6, 30, []string{"tracker today"}, false},
-		{"exactly at the run time", 10, 0, nil, true}, // the next run is tomorrow's
-		{"before the run time", 11, 30, nil, false},
+		{"after the run time, today's summary missing", 6, 30, nil, catchUp},
+		{"after the run time, only yesterday's summary", 6, 30, []string{"tracker yesterday"}, catchUp},
+		{"after the run time, only today's e-mail summary", 6, 30, []string{"email today"}, catchUp},
+		{"after the run time, today's summary exists", 6, 30, []string{"tracker today"}, wait},
+		{"after the run time, today's summary unreadable", 6, 30, []string{"no tracker table"},
+			"summary schedule: no catch-up, today's tracker summary not readable"},
+		{"exactly at the run time", 10, 0, nil, catchUp}, // the next run is tomorrow's
+		{"before the run time", 11, 30, nil, wait},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -694,16 +666,21 @@ func TestScheduleCatchesUp(t *testing.T) {
 					err = e.store.AddEmailSummary(ctx, startOfDay(now), "done")
 				case "tracker yesterday":
 					err = e.store.SaveTrackerSummary(ctx, startOfDay(now.AddDate(0, 0, -1)), "done")
+				case "no tracker table":
+					_, err = e.store.write.Exec(`DROP TABLE tracker_summaries`)
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
 			}
-			trackerBefore, emailBefore := e.count("tracker_summaries"), e.count("email_summaries")
+			emailBefore := e.count("email_summaries")
 
 			e.srv.scheduleSummaries(tc.hour, tc.minute)
-			waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run") })
-			if tc.catchUp {
+			waitFor(t, func() bool { return strings.Contains(e.logs.String(), wait) })
+			if !strings.Contains(e.logs.String(), tc.log) {
+				t.Errorf("the log lacks %q:\n%s", tc.log, e.logs)
+			}
+			if tc.log == catchUp {
 				waitFor(t, func() bool { return strings.Count(e.logs.String(), "summary job done") == 2 })
 				var today Summary
 				e.doJSON("GET", "/api/tracker-summary/today", nil, &today)
@@ -716,30 +693,10 @@ func TestScheduleCatchesUp(t *testing.T) {
 			if names := runningJobs(e.srv.jobs); len(names) > 0 || strings.Contains(e.logs.String(), "summary job") {
 				t.Errorf("schedule started %v at start-up, want no catch-up:\n%s", names, e.logs)
 			}
-			if n := len(e.model.calls()); n != 0 || e.count("tracker_summaries") != trackerBefore || e.count("email_summaries") != emailBefore {
-				t.Errorf("model called %d times, summaries changed", n)
+			if n := len(e.model.calls()); n != 0 || e.count("email_summaries") != emailBefore {
+				t.Errorf("model called %d times, e-mail summaries changed", n)
 			}
 		})
-	}
-}
-
-// TestScheduleUnreadableSummary: when today's tracker summary cannot be read at start,
-// the schedule says so in the log and starts no catch-up.
-func TestScheduleUnreadableSummary(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	if _, err := e.store.write.Exec(`DROP TABLE tracker_summaries`); err != nil {
-		t.Fatal(err)
-	}
-	e.srv.scheduleSummaries(6, 30)
-	waitFor(t, func() bool {
-		return strings.Contains(e.logs.String(), "summary schedule: waiting for the next run")
-	})
-	logs := e.logs.String()
-	const unreadable = "summary schedule: no catch-up, today's tracker summary not readable"
-	if !strings.Contains(logs, unreadable) || strings.Contains(logs, "summary job") ||
-		len(e.model.calls()) != 0 {
-		t.Errorf("an unreadable summary at start, want the reason logged and no job:\n%s", logs)
 	}
 }
 

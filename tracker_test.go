@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,57 +16,36 @@ import (
 	"time"
 )
 
-// TestTrackerWindowEveryWeekday makes the tracker summary on each day of a week and
-// checks which tickets and notes reach the model.
-func TestTrackerWindowEveryWeekday(t *testing.T) {
+// TestTrackerPromptWindow: the prompt holds the tickets updated since local midnight two
+// days back, four on a Monday (back to Thursday), across a month end and both
+// daylight-saving changes; a ticket updated a second before is left out.
+func TestTrackerPromptWindow(t *testing.T) {
 	loc := berlin(t)
-	for day := 23; day <= 29; day++ {
-		now := time.Date(2026, 11, day, 15, 0, 0, 0, loc)
-		t.Run(now.Weekday().String(), func(t *testing.T) {
-			e := newSummaryEnv(t, now)
-			start := windowStart(now)
-			var issues []map[string]any
-			var want []int
-			// One ticket per hour going back six days, newest first; times in UTC+02:00.
-			for i := 0; i < 6*24; i++ {
-				updated := now.Add(-time.Duration(i) * time.Hour)
-				issues = append(issues, issue(i+1, updated.In(time.FixedZone("", 2*3600)).Format(time.RFC3339)))
-				if !updated.Before(start) {
-					want = append(want, i+1)
-				}
-			}
-			e.tracker.issues = issues
-			if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			calls := e.model.calls()
-			if len(calls) != 1 {
-				t.Fatalf("model calls = %d, want 1", len(calls))
-			}
-			var got []ticket
-			data := strings.TrimSuffix(strings.SplitN(calls[0], "\n", 2)[1], "\nEnd.")
-			if err := json.Unmarshal([]byte(data), &got); err != nil {
-				t.Fatalf("prompt data: %v\n%s", err, calls[0])
-			}
-			var ids []int
-			for _, tk := range got {
-				ids = append(ids, int(tk.ID))
-			}
-			if !slices.Equal(ids, want) {
-				t.Errorf("tickets sent = %v, want %v (window from %s)", ids, want, start)
-			}
-			// The walk's pages, then page 1 again for the tickets updated meanwhile.
-			var wantPages []int
-			for p := 1; p <= len(want)/50+1; p++ {
-				wantPages = append(wantPages, p)
-			}
-			if len(wantPages) > 1 {
-				wantPages = append(wantPages, 1)
-			}
-			if pages := e.tracker.requestedPages(); !slices.Equal(pages, wantPages) {
-				t.Errorf("pages read = %v for %d tickets in the window", pages, len(want))
-			}
-		})
+	// 2026-11-23 is a Monday.
+	for _, tc := range []struct{ now, start string }{
+		{"2026-11-23 10:00", "2026-11-19 00:00"}, // Monday: four days, back to Thursday
+		{"2026-11-24 00:00", "2026-11-22 00:00"},
+		{"2026-11-25 23:59", "2026-11-23 00:00"},
+		{"2026-11-26 12:00", "2026-11-24 00:00"},
+		{"2026-11-27 12:00", "2026-11-25 00:00"},
+		{"2026-11-28 12:00", "2026-11-26 00:00"},
+		{"2026-11-29 12:00", "2026-11-27 00:00"},
+		{"2026-12-01 08:00", "2026-11-29 00:00"}, // across a month end
+		{"2026-03-30 09:00", "2026-03-26 00:00"}, // Monday after the spring change: CET window start
+		{"2026-03-31 09:00", "2026-03-29 00:00"}, // the change day itself starts at CET midnight
+		{"2026-10-27 09:00", "2026-10-25 00:00"}, // autumn change day
+	} {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", tc.now, loc)
+		start, _ := time.ParseInLocation("2006-01-02 15:04", tc.start, loc)
+		e := newSummaryEnv(t, now)
+		e.tracker.issues = []map[string]any{issue(1, mantisDate(now)), issue(2, mantisDate(start)),
+			issue(3, mantisDate(start.Add(-time.Second)))}
+		if err := e.srv.generateTrackerSummary(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if calls := e.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], `"Ticket 2"`) || strings.Contains(calls[0], `"Ticket 3"`) {
+			t.Errorf("%s (%s): prompt %q, want the tickets from %s on", tc.now, now.Weekday(), calls, tc.start)
+		}
 	}
 }
 
@@ -237,69 +215,60 @@ func TestModelErrorKeepsChain(t *testing.T) {
 	}
 }
 
-// TestTrackerErrorHidesKey: a server at the endpoint that quotes the token it refused (a
-// proxy, say; MantisBT's refusals have no body) gets it into no answer and no log line;
-// the log names the status and the message.
-func TestTrackerErrorHidesKey(t *testing.T) {
-	const token = "mantis-token-7f3a"
-	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprintf(w, `{"message": "API token %s not found", "code": 1000}`, r.Header.Get("Authorization"))
-	}))
-	defer tracker.Close()
-	e := newTestEnv(t, func(c *config) {
-		c.TrackerEndpoint = tracker.URL
-		c.TrackerKey = token
-		c.GenAIKey = "model-key"
-	})
-	status, raw := e.do("GET", "/api/tracker-summary", nil)
-	if status != 500 || !strings.Contains(e.logs.String(), "tracker answered 403: API token [redacted] not found") {
-		t.Errorf("GET /api/tracker-summary = %d %s, want 500 and a log naming the 403 and its message:\n%s", status, raw, e.logs)
-	}
-	if strings.Contains(string(raw), token) || strings.Contains(e.logs.String(), token) {
-		t.Errorf("the token leaked: answer %s\nlogs:\n%s", raw, e.logs)
-	}
-}
-
-// TestCutMessageHidesKey: a key echoed where a refusal's message is cut (the body's first
-// 200 characters, the reason phrase's) is hidden whole before the cut, so that no part of
-// it reaches the log. (A proxy's error page may list the request's headers.)
-func TestCutMessageHidesKey(t *testing.T) {
+// TestRefusalLogHidesKey: a key that a server at the endpoint echoes in its refusal (a
+// proxy's error page may list the request's headers; MantisBT's refusals have no body) is
+// in no answer of GET /api/tracker-summary and no log line, which names the status and the
+// message. Where the message is cut (the body's first 200 characters, the reason
+// phrase's), the key is hidden whole before the cut, so that no part of it is left.
+func TestRefusalLogHidesKey(t *testing.T) {
 	const key = "Zq8fK2mP4xR7tW1nB6vY3cL9hJ5dS0aG" // 32 characters, as a MantisBT token
 	pad := strings.Repeat("-", 190)                // the key straddles the 200th character
-	for _, where := range []string{"body", "reason"} {
-		for _, service := range []string{"tracker", "model"} {
-			t.Run(where+"/"+service, func(t *testing.T) {
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					echo := pad + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-					if where == "body" {
-						w.WriteHeader(http.StatusBadRequest)
-						io.WriteString(w, echo)
-						return
-					}
-					conn, buf, err := http.NewResponseController(w).Hijack()
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer conn.Close()
-					fmt.Fprintf(buf, "HTTP/1.1 400 %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", echo)
-					buf.Flush()
-				}))
-				defer srv.Close()
-				cfg := testConfig(t, nil)
-				cfg.TrackerEndpoint, cfg.TrackerKey, cfg.GenAIBaseURL, cfg.GenAIKey = srv.URL, key, srv.URL, key
-				var err error
-				if service == "tracker" {
-					_, err = recentTickets(t.Context(), srv.Client(), cfg, time.Now())
+	inBody := func(status int, format string) func(http.ResponseWriter, string) {
+		return func(w http.ResponseWriter, key string) { w.WriteHeader(status); fmt.Fprintf(w, format, key) }
+	}
+	inReason := func(w http.ResponseWriter, key string) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 400 %s%s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", pad, key)
+		buf.Flush()
+	}
+	for _, tc := range []struct {
+		name, service string // the service that refuses: tracker or model
+		echo          func(w http.ResponseWriter, key string)
+		wantLog       string
+	}{
+		{"tracker: a message quoting the token", "tracker", inBody(403, `{"message": "API token %s not found", "code": 1000}`),
+			"tracker answered 403: API token [redacted] not found"},
+		{"tracker: a body cut in the token", "tracker", inBody(400, pad+"%s"), "tracker answered 400: " + pad + "[redacted]"},
+		{"tracker: a reason cut in the token", "tracker", inReason, "tracker answered 400 (" + pad + "[redacted])"},
+		{"model: a body cut in the key", "model", inBody(400, pad+"%s"), "model answered 400: " + pad + "[redacted]"},
+		{"model: a reason cut in the key", "model", inReason, "model answered 400 (" + pad + "[redacted])"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.echo(w, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			}))
+			defer srv.Close()
+			e := newSummaryEnv(t, time.Now(), func(c *config) {
+				if tc.service == "tracker" {
+					c.TrackerEndpoint, c.TrackerKey = srv.URL+"/api/rest", key
 				} else {
-					_, err = complete(t.Context(), srv.Client(), cfg, "prompt")
-				}
-				if err == nil || strings.Contains(err.Error(), key[:8]) || !strings.Contains(err.Error(), "answered 400") {
-					t.Errorf("error %v: want a 400 without any of the key", err)
+					c.GenAIBaseURL, c.GenAIKey = srv.URL+"/v1", key
 				}
 			})
-		}
+			e.tracker.issues = []map[string]any{issue(1, mantisDate(time.Now()))}
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			if status != 500 || !strings.Contains(e.logs.String(), tc.wantLog) {
+				t.Errorf("GET /api/tracker-summary = %d %s, want 500 and a log naming %q:\n%s", status, raw, tc.wantLog, e.logs)
+			}
+			if strings.Contains(string(raw), key[:8]) || strings.Contains(e.logs.String(), key[:8]) {
+				t.Errorf("the key leaked: answer %s\nlogs:\n%s", raw, e.logs)
+			}
+		})
 	}
 }
 
@@ -504,174 +473,115 @@ func TestTrackerListChangesDuringWalk(t *testing.T) {
 	}
 }
 
-// TestTrackerRereadsBounded: a project so busy that page 1 brings a new note at every
-// read is read again at most trackerRereads (3) times after the walk, not until it rests.
-func TestTrackerRereadsBounded(t *testing.T) {
+// TestTrackerRereadBoundedAndChecked: after a walk of two pages, page 1 is read again. A
+// project so busy that it brings a new note at every read is read again at most
+// trackerRereads (3) times, not until it rests; MantisBT going offline before the re-read
+// fails the job, as a refusal during the walk does, rather than summarising what the walk
+// read as if it were whole.
+func TestTrackerRereadBoundedAndChecked(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	for i := range trackerPageSize + 1 { // two pages
-		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
-	}
-	e.tracker.afterPage = func(f *fakeTracker, page int) {
-		n := len(f.pages)
-		f.addNote(1, note(9000+n, mantisDate(now.Add(time.Duration(n)*time.Second)), "busy"))
-	}
-	if _, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now)); err != nil {
-		t.Fatal(err)
-	}
-	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2, 1, 1, 1}) {
-		t.Errorf("pages = %v, want the walk's two, then page 1 three times", pages)
-	}
-}
-
-// TestTrackerRereadFails: MantisBT going offline between the walk and the re-read of page
-// 1 fails the job, as a refusal during the walk does, rather than summarising what the
-// walk read as if it were whole.
-func TestTrackerRereadFails(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
-	for i := range trackerPageSize + 1 { // two pages: a walk that re-reads page 1
-		e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
-	}
-	e.tracker.afterPage = func(f *fakeTracker, page int) {
-		if page == 2 {
-			f.offline = true // every later request: 503 Mantis Offline
+	for _, tc := range []struct {
+		name      string
+		afterPage func(f *fakeTracker, page int)
+		pages     []int
+		wantErr   string // "": none
+	}{
+		{"a new note at every read", func(f *fakeTracker, page int) {
+			n := len(f.pages)
+			f.addNote(1, note(9000+n, mantisDate(now.Add(time.Duration(n)*time.Second)), "busy"))
+		}, []int{1, 2, 1, 1, 1}, ""},
+		// After page 2 every request is refused: 503 Mantis Offline.
+		{"offline before the re-read", func(f *fakeTracker, page int) { f.offline = page == 2 }, []int{1, 2}, "MantisBT is offline"},
+	} {
+		e := newSummaryEnv(t, now)
+		for i := range trackerPageSize + 1 { // two pages
+			e.tracker.issues = append(e.tracker.issues, issue(i+1, mantisDate(now.Add(-time.Duration(i+1)*time.Minute))))
+		}
+		e.tracker.afterPage = tc.afterPage
+		_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
+		pages := e.tracker.requestedPages()
+		if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) || !slices.Equal(pages, tc.pages) {
+			t.Errorf("%s: recentTickets = %v after pages %v, want %q after %v", tc.name, err, pages, tc.wantErr, tc.pages)
 		}
 	}
-	_, err := recentTickets(context.Background(), e.srv.client, e.srv.cfg, windowStart(now))
-	if err == nil || !strings.Contains(err.Error(), "MantisBT is offline") {
-		t.Errorf("recentTickets = %v, want the re-read's refusal", err)
-	}
-	if pages := e.tracker.requestedPages(); !slices.Equal(pages, []int{1, 2}) {
-		t.Errorf("pages served = %v, want [1 2] before the refusals", pages)
-	}
 }
 
-// TestTrackerTextsCut: what MantisBT's answer names in an error is cut: the account and
-// login method a refused token was served, the fault of an unreadable project.
-func TestTrackerTextsCut(t *testing.T) {
-	user, method := strings.Repeat("u", 150), strings.Repeat("m", 50)
-	fault := strings.Repeat("f", 300)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The endpoint's first path segment is the login method the answer names.
-		w.Header().Set("X-Mantis-LoginMethod", strings.Split(r.URL.Path, "/")[1])
-		w.Header().Set("X-Mantis-Username", user)
-		fmt.Fprintf(w, `{"issues":{"status_code":403,"fault_string":%q}}`, fault)
-	}))
-	defer srv.Close()
-	fetch := func(login string) error {
-		t.Helper()
-		cfg := testConfig(t, nil)
-		cfg.TrackerEndpoint = srv.URL + "/" + login
-		_, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
-		if err == nil {
-			t.Fatalf("login %.10s…: no error", login)
+// TestTrackerAnswerSaysWhatItIs: an answer that is not the token's issue list fails the
+// job with an error that says what it is, MantisBT's texts in it cut. A 200 naming no
+// login method is not MantisBT's (every answer AuthMiddleware.php lets through names one);
+// one served to another account names it and its login method; a fault, the project the
+// user may not read; a body that is neither, no list. A 404 whose reason phrase did not
+// arrive (as over HTTP/2) is told MantisBT's by its header.
+func TestTrackerAnswerSaysWhatItIs(t *testing.T) {
+	user, method, fault := strings.Repeat("u", 150), strings.Repeat("m", 50), strings.Repeat("f", 300)
+	answer := func(status int, body string, header ...string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			for i := 0; i < len(header); i += 2 {
+				w.Header().Set(header[i], header[i+1])
+			}
+			w.WriteHeader(status)
+			io.WriteString(w, body)
 		}
-		return err
 	}
-	want := fmt.Sprintf(`another account, %q (X-Mantis-LoginMethod: %s):`, user[:100], method[:40])
-	if err := fetch(method); !strings.Contains(err.Error(), want) {
-		t.Errorf("served another account: %v, want %q", err, want)
-	}
-	want = "(status_code 403): " + fault[:200]
-	if err := fetch("api-token"); !strings.HasSuffix(err.Error(), want) {
-		t.Errorf("a fault: %v, want it to end %q", err, want)
+	for _, tc := range []struct {
+		name    string
+		tracker http.HandlerFunc
+		want    string // the job's error, after "read tracker page 1: "
+	}{
+		{"no login method", answer(200, `{"issues":[]}`, "Content-Type", "application/json"),
+			"MantisBT's answer names no login method (no X-Mantis-LoginMethod): TRACKER_API_ENDPOINT may not be MantisBT's REST API (…/api/rest)"},
+		{"not JSON", answer(200, "<html>Maintenance</html>", "X-Mantis-LoginMethod", "api-token"),
+			"answer is not MantisBT's issue list: invalid character '<' looking for beginning of value"},
+		{"another account", answer(200, `{"issues":[]}`, "X-Mantis-LoginMethod", method, "X-Mantis-Username", user),
+			fmt.Sprintf("MantisBT did not accept TRACKER_API_KEY and served another account, %q (X-Mantis-LoginMethod: %s): "+
+				"the token is unknown or revoked, and the tracker lets anyone in as that account", user[:100], method[:40])},
+		{"a fault", answer(200, fmt.Sprintf(`{"issues":{"status_code":403,"fault_string":%q}}`, fault), "X-Mantis-LoginMethod", "api-token"),
+			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): " + fault[:200]},
+		{"MantisBT's 404 without a reason", answer(404, "", "X-Mantis-Version", "2.28.4"),
+			"MantisBT shows the token's user no project 1 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404"},
+	} {
+		srv := httptest.NewServer(tc.tracker)
+		defer srv.Close()
+		e := newSummaryEnv(t, time.Now(), func(c *config) { c.TrackerEndpoint = srv.URL + "/api/rest" })
+		if err := e.srv.generateTrackerSummary(t.Context()); err == nil || err.Error() != "read tracker page 1: "+tc.want {
+			t.Errorf("%s: generate = %v,\nwant %q", tc.name, err, tc.want)
+		}
 	}
 }
 
-// TestTrackerAnswerWithoutLoginMethod: a 200 that names no login method is not MantisBT's
-// (every answer AuthMiddleware.php lets through names one): the job fails, saying so.
-func TestTrackerAnswerWithoutLoginMethod(t *testing.T) {
+// TestTrackerPromptPrivateOnlyWhenIncluded: private issues and notes (view_state 50, which a
+// developer's token sees) and an issue not said to be public reach the model only with
+// TRACKER_INCLUDE_PRIVATE; reporters' e-mail addresses and real names, and view states,
+// never.
+func TestTrackerPromptPrivateOnlyWhenIncluded(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"issues":[]}`)
-	}))
-	defer other.Close()
-	e := newSummaryEnv(t, now, func(c *config) { c.TrackerEndpoint = other.URL + "/api/rest" })
-	err := e.srv.generateTrackerSummary(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "MantisBT's answer names no login method (no X-Mantis-LoginMethod)") {
-		t.Errorf("generate = %v, want the missing login method", err)
+	if !testConfig(t, map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}).TrackerIncludePrivate {
+		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
 	}
-}
-
-// TestTrackerAnswerNotAList: a 200 served to the token's user whose body is neither the
-// issue list nor a fault is an error, not an empty day.
-func TestTrackerAnswerNotAList(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Mantis-LoginMethod", "api-token")
-		fmt.Fprint(w, "<html>Maintenance</html>")
-	}))
-	defer srv.Close()
-	cfg := testConfig(t, nil)
-	cfg.TrackerEndpoint = srv.URL
-	issues, err := fetchTicketPage(context.Background(), srv.Client(), cfg, 1)
-	if err == nil || !strings.Contains(err.Error(), "answer is not MantisBT's issue list") {
-		t.Errorf("fetchTicketPage = %v, %v; want the answer refused", issues, err)
-	}
-}
-
-// TestTrackerPrivateContent: private issues and notes (view_state 50, which a developer's
-// token sees) and reporters' e-mail addresses and real names never reach the model; with
-// includePrivate the private issues and notes are read too.
-func TestTrackerPrivateContent(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now)
 	secretNote := note(12, mantisDate(now), "private note")
 	secretNote["view_state"] = private
 	hidden := issue(2, mantisDate(now.Add(-time.Minute)), note(21, mantisDate(now), "note of a private issue"))
 	hidden["view_state"] = private
 	noState := issue(3, mantisDate(now.Add(-2*time.Minute)))
 	delete(noState, "view_state") // not said to be public: left out
-	e.tracker.issues = []map[string]any{
-		issue(1, mantisDate(now), note(11, mantisDate(now), "public note"), secretNote),
-		hidden, noState,
-	}
-	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	calls := e.model.calls()
-	if len(calls) != 1 {
-		t.Fatalf("model calls = %d", len(calls))
-	}
-	for _, leak := range []string{"private note", "Ticket 2", "note of a private issue", "Ticket 3", "@example.com", "Ada Admin", "Dev Eloper", "real_name", "email", "view_state"} {
-		if strings.Contains(calls[0], leak) {
-			t.Errorf("prompt contains %q:\n%s", leak, calls[0])
+	issues := []map[string]any{issue(1, mantisDate(now), note(11, mantisDate(now), "public note"), secretNote), hidden, noState}
+	for _, include := range []bool{false, true} {
+		e := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = include })
+		e.tracker.issues = issues
+		if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.Contains(calls[0], "public note") {
-		t.Errorf("prompt lacks the public note:\n%s", calls[0])
-	}
-
-	cfg := e.srv.cfg
-	cfg.TrackerIncludePrivate = true
-	tickets, err := recentTickets(context.Background(), e.srv.client, cfg, windowStart(now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.Marshal(tickets)
-	for _, want := range []string{"private note", "Ticket 2", "note of a private issue", "Ticket 3"} {
-		if !strings.Contains(string(got), want) {
-			t.Errorf("with includePrivate, tickets lack %q: %s", want, got)
+		calls := e.model.calls()
+		if len(calls) != 1 {
+			t.Fatalf("model calls = %d", len(calls))
 		}
-	}
-	for _, leak := range []string{"@example.com", "view_state"} { // the wire type's state stays out
-		if strings.Contains(string(got), leak) {
-			t.Errorf("with includePrivate, tickets keep %q: %s", leak, got)
+		for text, want := range map[string]bool{"public note": true,
+			"private note": include, "Ticket 2": include, "note of a private issue": include, "Ticket 3": include,
+			"@example.com": false, "Ada Admin": false, "Dev Eloper": false, "real_name": false, "email": false, "view_state": false} {
+			if strings.Contains(calls[0], text) != want {
+				t.Errorf("TRACKER_INCLUDE_PRIVATE=%v: prompt holds %q = %v, want %v:\n%s", include, text, !want, want, calls[0])
+			}
 		}
-	}
-
-	// TRACKER_INCLUDE_PRIVATE=true reaches the tracker prompt.
-	if !testConfig(t, map[string]string{"TRACKER_INCLUDE_PRIVATE": "true"}).TrackerIncludePrivate {
-		t.Error("TRACKER_INCLUDE_PRIVATE=true does not set TrackerIncludePrivate")
-	}
-	withPrivate := newSummaryEnv(t, now, func(c *config) { c.TrackerIncludePrivate = true })
-	withPrivate.tracker.issues = e.tracker.issues
-	if err := withPrivate.srv.generateTrackerSummary(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if calls := withPrivate.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], "private note") {
-		t.Errorf("with TRACKER_INCLUDE_PRIVATE the prompt lacks the private note: %q", calls)
 	}
 }
 
