@@ -375,8 +375,8 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 // TestDocumentedLimits reads each number of docs/DESIGN.md's "Limits" table (and the
 // shutdown grace, the PDF's name budget, the busy timeout, the outbound timeout, the
 // size of the health check's write and the list's page it states elsewhere)
-// literally, and compares it with the value the service runs with; the fields limit is
-// also tried at the documented number and one past it.
+// literally, and compares it with the value the service runs with (TestFormLimits tries
+// the form limits at their number and one past it).
 func TestDocumentedLimits(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("docs/DESIGN.md")
@@ -479,20 +479,5 @@ func TestDocumentedLimits(t *testing.T) {
 	}
 	if e.srv.cfg.RequestGrace != 2*writeWait {
 		t.Errorf("writeWait %v is not half the shutdown's grace %v", writeWait, e.srv.cfg.RequestGrace)
-	}
-
-	// The fields limit, at the documented number and one past it.
-	fieldsRow := regexp.MustCompile(`\| fields per form, all categories \| ([\d,]+) \|`)
-	documented, _ := strconv.Atoi(strings.ReplaceAll(fieldsRow.FindStringSubmatch(design)[1], ",", ""))
-	for _, n := range []int{documented, documented + 1} {
-		fields := make([]any, n)
-		for i := range fields {
-			fields[i] = map[string]any{"label": "f", "type": "text"}
-		}
-		body := map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}}
-		status, raw := e.do("POST", "/api/forms", body)
-		if want := map[bool]int{true: 201, false: 400}[n == documented]; status != want {
-			t.Errorf("a form of %d fields = %d %.100s, want %d", n, status, raw, want)
-		}
 	}
 }

@@ -115,53 +115,6 @@ func TestCheckHost(t *testing.T) {
 	}
 }
 
-// TestReadBodyContentType: a body is read only as application/json; any other type, or
-// none, is a 415 before the handler runs, which ends cross-site "simple" requests.
-func TestReadBodyContentType(t *testing.T) {
-	t.Parallel()
-	s, _ := newBareServer(t, nil)
-	for _, tc := range []struct {
-		contentType string
-		want        int
-	}{
-		{"application/json", 200},
-		{"application/json; charset=utf-8", 200},
-		{"Application/JSON", 200},
-		{"text/plain", 415},
-		{"application/x-www-form-urlencoded", 415},
-		{"multipart/form-data; boundary=x", 415},
-		{"", 415},
-		{"application/jsonp", 415},
-	} {
-		var ran bool
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("POST", "/api/forms", strings.NewReader(`{"title":"x"}`))
-		if tc.contentType != "" {
-			r.Header.Set("Content-Type", tc.contentType)
-		}
-		s.readBody(okHandler(&ran)).ServeHTTP(w, r)
-		if w.Code != tc.want || ran != (tc.want == 200) {
-			t.Errorf("Content-Type %q = %d, want %d", tc.contentType, w.Code, tc.want)
-		}
-	}
-}
-
-// TestCrossSiteSimpleRequestsCreateNothing: the three bodies a page on another site can
-// send without a preflight create no form.
-func TestCrossSiteSimpleRequestsCreateNothing(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"} {
-		status, raw := e.do("POST", "/api/forms", `{"title":"csrf"}`, "Content-Type", ct)
-		if status != 415 || !strings.Contains(string(raw), "application/json") {
-			t.Errorf("POST as %s = %d %s, want 415", ct, status, raw)
-		}
-	}
-	if n := e.count("forms"); n != 0 {
-		t.Errorf("%d forms created by cross-site requests", n)
-	}
-}
-
 // TestErrorTable: each kind of error gets its status and message shape, and a failure
 // of ours never shows its cause.
 func TestErrorTable(t *testing.T) {
@@ -493,5 +446,38 @@ func TestPanicEndsTheReply(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), `panic=after`) {
 		t.Errorf("the panic was not logged:\n%s", e.logs)
+	}
+}
+
+// TestBodyReadOnlyAsJSON: a body is read only as application/json, in any case and with
+// any parameters; any other type, or none, is 415 and stores nothing, which ends the
+// "simple" requests a page on another site can send without a preflight.
+func TestBodyReadOnlyAsJSON(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	created := 0
+	for _, tc := range []struct {
+		contentType string
+		want        int
+	}{
+		{"application/json", 201},
+		{"application/json; charset=utf-8", 201},
+		{"Application/JSON", 201},
+		{"text/plain", 415},
+		{"application/x-www-form-urlencoded", 415},
+		{"multipart/form-data; boundary=x", 415},
+		{"", 415},
+		{"application/jsonp", 415},
+	} {
+		res, raw := e.request(t.Context(), "POST", "/api/forms", `{"title":"x"}`, "Content-Type", tc.contentType)
+		if res.StatusCode != tc.want || tc.want == 415 && strings.TrimSpace(string(raw)) != `{"error":"Content-Type must be application/json"}` {
+			t.Errorf("Content-Type %q = %d %s, want %d", tc.contentType, res.StatusCode, raw, tc.want)
+		}
+		if res.StatusCode == 201 {
+			created++
+		}
+	}
+	if n := e.count("forms"); n != created {
+		t.Errorf("%d forms stored, %d acknowledged", n, created)
 	}
 }
