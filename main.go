@@ -127,34 +127,8 @@ func checkURL(variable, value string) error {
 	return nil
 }
 
-// summaryConfigGaps names the settings the tracker and the e-mail summary still lack.
-func summaryConfigGaps(cfg config) (tracker, email []string) {
-	value := map[string]string{"GENAI_API_KEY": cfg.GenAIKey, "MAILDIR": cfg.Maildir,
-		"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint, "TRACKER_API_KEY": cfg.TrackerKey}
-	unset := func(names ...string) []string {
-		return slices.DeleteFunc(names, func(name string) bool { return value[name] != "" })
-	}
-	return unset("GENAI_API_KEY", "TRACKER_API_ENDPOINT", "TRACKER_API_KEY"),
-		unset("GENAI_API_KEY", "MAILDIR")
-}
-
-// logReadiness tells the operator at start-up whether each summary can run, and if not
-// why (a failed job shows only in the log), and whether the API is open to all.
-func logReadiness(log *slog.Logger, cfg config, addr net.Addr) {
-	report := func(kind string, template func(config) (string, error), missing []string) {
-		if _, err := template(cfg); err != nil {
-			log.Error("summaries cannot run: prompt template not readable", "kind", kind, "err", err)
-		} else if len(missing) == 0 {
-			log.Info("summaries configured", "kind", kind, "model", cfg.GenAIModel)
-		}
-		if len(missing) > 0 {
-			log.Warn("summaries cannot run until configured", "kind", kind,
-				"missing", strings.Join(missing, ", "))
-		}
-	}
-	trackerGaps, emailGaps := summaryConfigGaps(cfg)
-	report(trackerJob, trackerTemplate, trackerGaps)
-	report(emailJob, emailTemplate, emailGaps)
+// logOpenAccess warns the operator at start-up when the API is open to all who reach it.
+func logOpenAccess(log *slog.Logger, cfg config, addr net.Addr) {
 	if cfg.APIToken != "" {
 		return
 	}
@@ -245,7 +219,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	srv := newServer(cfg, store, log, time.Now, &http.Client{})
 	httpServer := newHTTPServer(cfg, srv, log)
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.DatabasePath)
-	logReadiness(log, cfg, ln.Addr())
+	logSummaryReadiness(log, cfg)
+	logOpenAccess(log, cfg, ln.Addr())
 	if cfg.SummarySchedule != "" {
 		srv.scheduleSummaries(hour, minute)
 	}
@@ -277,40 +252,6 @@ func backup(ctx context.Context, path, dest string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, integrity_check ok)\n",
 		path, dest, size)
 	return nil
-}
-
-// printPrompt writes the prompt the job of kind would send on the day given (today if none),
-// private content left out as the job leaves it out (TRACKER_INCLUDE_PRIVATE), and sends
-// nothing to the model: what would leave can be read before the first run.
-func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
-	now := time.Now()
-	var prompt, nothing string
-	var err error
-	if len(day) == 1 {
-		if now, err = time.ParseInLocation("2006-01-02", day[0], time.Local); err != nil {
-			return fmt.Errorf("prompt: date %q: want YYYY-MM-DD", day[0])
-		}
-	}
-	switch kind {
-	case "tracker":
-		prompt, err = trackerPrompt(ctx, &http.Client{}, cfg, now)
-		nothing = noTicketsText
-	case "email":
-		prompt, err = emailPrompt(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil)), now)
-		nothing = noEmailsText
-	default:
-		return errors.New(usage)
-	}
-	if err != nil {
-		return fmt.Errorf("prompt %s: %w", kind, err)
-	}
-	if prompt == "" {
-		fmt.Fprintf(stderr, "nothing in the window from %s: the job stores %q without asking the model\n",
-			windowStart(now).Format("2006-01-02"), nothing)
-		return nil
-	}
-	_, err = io.WriteString(stdout, prompt)
-	return err
 }
 
 // stopServing stops accepting and gives the requests in flight cfg.RequestGrace; past it,
@@ -887,7 +828,8 @@ func during(op string, err error) error {
 	case err == nil:
 		return nil
 	case broken:
-		return &apiError{status: http.StatusInternalServerError, msg: "Failed to " + op + ": " + string(rule)}
+		return &apiError{status: http.StatusInternalServerError,
+			msg: "Failed to " + op + ": " + string(rule)}
 	case errors.Is(err, ErrNotFound):
 		return &apiError{status: http.StatusNotFound, msg: op + ": Record not found", err: err}
 	case errors.Is(err, ErrBusy):

@@ -118,6 +118,67 @@ func emailPrompt(ctx context.Context, cfg config, log *slog.Logger, now time.Tim
 	return fit.fill(template, "$EMAILS", now)
 }
 
+// printPrompt writes the prompt the job of kind would send on the day given (today if none),
+// private content left out as the job leaves it out (TRACKER_INCLUDE_PRIVATE), and sends
+// nothing to the model: what would leave can be read before the first run.
+func printPrompt(ctx context.Context, cfg config, kind string, day []string, stdout, stderr io.Writer) error {
+	now := time.Now()
+	var prompt, nothing string
+	var err error
+	if len(day) == 1 {
+		if now, err = time.ParseInLocation("2006-01-02", day[0], time.Local); err != nil {
+			return fmt.Errorf("prompt: date %q: want YYYY-MM-DD", day[0])
+		}
+	}
+	switch kind {
+	case "tracker":
+		prompt, err = trackerPrompt(ctx, &http.Client{}, cfg, now)
+		nothing = noTicketsText
+	case "email":
+		prompt, err = emailPrompt(ctx, cfg, slog.New(slog.NewTextHandler(stderr, nil)), now)
+		nothing = noEmailsText
+	default:
+		return errors.New(usage)
+	}
+	if err != nil {
+		return fmt.Errorf("prompt %s: %w", kind, err)
+	}
+	if prompt == "" {
+		fmt.Fprintf(stderr, "nothing in the window from %s: the job stores %q without asking the model\n",
+			windowStart(now).Format("2006-01-02"), nothing)
+		return nil
+	}
+	_, err = io.WriteString(stdout, prompt)
+	return err
+}
+
+// logSummaryReadiness tells the operator at start-up whether each summary can run, and
+// if not why: a failed job shows only in the log.
+func logSummaryReadiness(log *slog.Logger, cfg config) {
+	set := map[string]bool{"GENAI_API_KEY": cfg.GenAIKey != "", "MAILDIR": cfg.Maildir != "",
+		"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint != "", "TRACKER_API_KEY": cfg.TrackerKey != ""}
+	for _, job := range []struct {
+		kind     string
+		template func(config) (string, error)
+		needs    []string
+	}{
+		{trackerJob, trackerTemplate,
+			[]string{"GENAI_API_KEY", "TRACKER_API_ENDPOINT", "TRACKER_API_KEY"}},
+		{emailJob, emailTemplate, []string{"GENAI_API_KEY", "MAILDIR"}},
+	} {
+		missing := slices.DeleteFunc(job.needs, func(v string) bool { return set[v] })
+		if _, err := job.template(cfg); err != nil {
+			log.Error("summaries cannot run: prompt template not readable", "kind", job.kind, "err", err)
+		} else if len(missing) == 0 {
+			log.Info("summaries configured", "kind", job.kind, "model", cfg.GenAIModel)
+		}
+		if len(missing) > 0 {
+			log.Warn("summaries cannot run until configured", "kind", job.kind,
+				"missing", strings.Join(missing, ", "))
+		}
+	}
+}
+
 // trackerSummary is the tracker summary of now's day; the model key is checked first.
 func (s *server) trackerSummary(ctx context.Context, now time.Time) (string, error) {
 	if s.cfg.GenAIKey == "" {
