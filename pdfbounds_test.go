@@ -101,17 +101,3 @@ func TestPDFNameBudget(t *testing.T) {
 		t.Errorf("a name that reaches the budget exactly: %q, want the name", got)
 	}
 }
-
-// TestPDFTitleMetadata: the metadata title is the title as typed, emoji included (as
-// UTF-16 surrogate pairs), without bidi controls or names.
-func TestPDFTitleMetadata(t *testing.T) {
-	t.Parallel()
-	form, values := oneFieldForm("Report \u202Eשלום\u202C 🙂 (draft)\x07", "text", "v")
-	pdf, _, err := exportAllocs(t, form, values, newFontIndex(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := readPDF(t, pdf).Title, "Report שלום 🙂 (draft) "; got != want {
-		t.Errorf("metadata title %q, want %q", got, want)
-	}
-}

@@ -320,23 +320,29 @@ func TestExportPDFLinesFillTheWidth(t *testing.T) {
 
 // TestExportPDFLineSpacing: the baselines down a page, in points from its top edge: a
 // line of size s is 1.2 s high with its baseline 0.9 s down; the title is followed by a
-// blank line of its size, a heading by half a line, a value's rule by a line of 11 pt.
+// blank line of its size, a heading by half a line, a value's rule by a line of 11 pt and a
+// category by half a line of 11 pt. These are the original's moveDown steps, in this
+// layout's lines (1.2 times the size; pdfkit's are the font's own line height, so the
+// points differ).
 func TestExportPDFLineSpacing(t *testing.T) {
 	t.Parallel()
 	fields := []Field{
 		{ID: 1, Label: "Label", Type: "text", Description: ptr("Description")},
 		{ID: 2, Label: "Next", Type: "text"},
 	}
-	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: fields}}}
+	form := FormDetail{Form: Form{ID: 1, Title: "Title"}, Categories: []Category{{ID: 1, Name: "Heading", Fields: fields},
+		{ID: 2, Name: "Second", Fields: []Field{{ID: 3, Label: "Last", Type: "text"}}}}}
 	values := map[int64]*string{1: ptr("Value"), 2: ptr("Other")}
 	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
 	want := map[string]float64{
-		"Title":       50 + 0.9*18,                       // 66.2
-		"Heading":     50 + 2*21.6 + 0.9*14,              // 105.8
-		"Label:":      50 + 2*21.6 + 16.8 + 8.4 + 0.9*12, // 129.2
-		"Description": 129.2 + 0.3*12 + 0.9*9,            // 140.9
-		"Value":       140.9 + 0.3*9 + 0.9*11,            // 153.5
-		"Next:":       153.5 + 0.3*11 + 13.2 + 0.9*12,    // 180.8
+		"Title":       50 + 0.9*18,                          // 66.2
+		"Heading":     50 + 2*21.6 + 0.9*14,                 // 105.8
+		"Label:":      50 + 2*21.6 + 16.8 + 8.4 + 0.9*12,    // 129.2
+		"Description": 129.2 + 0.3*12 + 0.9*9,               // 140.9
+		"Value":       140.9 + 0.3*9 + 0.9*11,               // 153.5
+		"Next:":       153.5 + 0.3*11 + 13.2 + 0.9*12,       // 180.8
+		"Other":       180.8 + 0.3*12 + 0.9*11,              // 194.3
+		"Second":      194.3 + 0.3*11 + 13.2 + 6.6 + 0.9*14, // 230.0
 	}
 	for _, l := range page.TextLines {
 		if y, ok := want[l.Text]; ok {
@@ -428,42 +434,22 @@ func TestExportPDFSoftHyphenCentred(t *testing.T) {
 	}
 }
 
-// TestExportPDFVerticalRhythm: the original's moveDown steps, in this layout's lines (1.2
-// times the size; pdfkit's are the font's own line height, so the points differ): a line
-// under the title, half a line under a heading, a line under each field and half an 11 pt
-// line after each category. So a heading's baseline is 39.6 pt
-// under the title's (the title's line below its baseline 5.4, a line 21.6, the heading's
-// baseline 12.6 into its line), and two like categories stand 72.6 pt apart (heading 16.8,
-// 8.4, label 14.4, value 13.2, then 13.2 and 6.6).
-func TestExportPDFVerticalRhythm(t *testing.T) {
+// TestExportPDFDocumentProperties: the document's title is the form's as typed, emoji
+// included (as UTF-16 surrogate pairs), without bidi controls or names; it says it was
+// made and last changed at the export, by the service's clock.
+func TestExportPDFDocumentProperties(t *testing.T) {
 	t.Parallel()
-	field := []Field{{ID: 1, Label: "L", Type: "text"}}
-	form := FormDetail{Form: Form{ID: 1, Title: "T"}, Categories: []Category{
-		{ID: 1, Name: "A", Fields: field}, {ID: 2, Name: "B", Fields: field}}}
-	value := "v"
-	y := map[string]float64{}
-	for _, l := range exportDoc(t, form, map[int64]*string{1: &value}, newFontIndex(nil)).Pages[0].TextLines {
-		y[l.Text] = l.Y
-	}
-	if gap := y["T"] - y["A"]; math.Abs(gap-39.6) > 0.01 {
-		t.Errorf("title and heading baselines %.2f pt apart, want 39.6", gap)
-	}
-	if gap := y["A"] - y["B"]; math.Abs(gap-72.6) > 0.01 {
-		t.Errorf("headings %.2f pt apart, want 72.6", gap)
-	}
-}
-
-// TestExportPDFDates: the document says it was made and last changed at the export, by
-// the service's clock.
-func TestExportPDFDates(t *testing.T) {
-	t.Parallel()
-	form, values := oneFieldForm("T", "text", "v")
+	form, values := oneFieldForm("Report \u202Eשלום\u202C 🙂 (draft)\x07", "text", "v")
 	var buf bytes.Buffer
 	at := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
 	if err := writeResponsePDF(&buf, form, values, at, newFontIndex(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got := readPDF(t, buf.Bytes()).Dates; got != [2]string{"D:20261125103000", "D:20261125103000"} {
-		t.Errorf("CreationDate, ModDate = %q, want the export's time twice", got)
+	doc := readPDF(t, buf.Bytes())
+	if want := "Report שלום 🙂 (draft) "; doc.Title != want {
+		t.Errorf("metadata title %q, want %q", doc.Title, want)
+	}
+	if doc.Dates != [2]string{"D:20261125103000", "D:20261125103000"} {
+		t.Errorf("CreationDate, ModDate = %q, want the export's time twice", doc.Dates)
 	}
 }

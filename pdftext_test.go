@@ -430,33 +430,46 @@ func TestExportPDFTypedWithoutBidiControls(t *testing.T) {
 	}
 }
 
-// fontWithChars writes dir/name, a copy of Go Regular whose character map gives each of
-// chars the glyph of A, and nothing else.
-func fontWithChars(t *testing.T, dir, name string, chars ...rune) {
+// writeFont writes dir/name, a copy of ttf whose character map gives each character of
+// glyphOf the glyph of the character it maps to, and nothing else.
+func writeFont(t *testing.T, dir, name string, ttf []byte, glyphOf map[rune]rune) {
 	t.Helper()
+	font, err := withCmap(ttf, glyphOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), font, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// glyphA maps each of chars to the glyph of A.
+func glyphA(chars string) map[rune]rune {
 	glyphOf := map[rune]rune{}
 	for _, c := range chars {
 		glyphOf[c] = 'A'
 	}
-	ttf, err := withCmap(goregular.TTF, glyphOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), ttf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return glyphOf
 }
 
 // TestFontNeedsUnicodeMap: a font draws only through a format 4 Unicode character map,
 // the one fpdf reads: one whose map is a symbol font's (Windows encoding 0, Wingdings')
 // or a Macintosh one draws nothing. The fonts are Go Regular with one map, relabelled.
+// parse looks through the maps the cmap table lists, as many as its header says and no
+// more: a symbol font's map of many segments (whose bytes, read as records, would run
+// past the table) draws nothing either.
 func TestFontNeedsUnicodeMap(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		platform, encoding uint16
+		segments           rune // क and every other character after it, a segment each
 		draws              bool
-	}{{3, 1, true}, {0, 3, true}, {3, 0, false}, {1, 0, false}} {
-		ttf, err := withCmap(goregular.TTF, map[rune]rune{'क': 'A'})
+	}{{3, 1, 1, true}, {0, 3, 1, true}, {3, 0, 1, false}, {1, 0, 1, false}, {3, 0, 16, false}} {
+		chars := map[rune]rune{}
+		for i := range tc.segments {
+			chars['\u0915'+2*i] = 'A'
+		}
+		ttf, err := withCmap(goregular.TTF, chars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,138 +481,97 @@ func TestFontNeedsUnicodeMap(t *testing.T) {
 			}
 		}
 		if got := (&fontFile{family: "T", ttf: ttf}).covers('क'); got != tc.draws {
-			t.Errorf("a format 4 map of platform %d, encoding %d: draws क %v, want %v",
-				tc.platform, tc.encoding, got, tc.draws)
+			t.Errorf("a format 4 map of %d segments, platform %d, encoding %d: draws क %v, want %v",
+				tc.segments, tc.platform, tc.encoding, got, tc.draws)
 		}
 	}
 }
 
-// TestExportPDFFallbackChoice: a character a fallback font has is drawn from it, but a
-// private-use or unassigned one is printed as its code point even so; a run of
-// characters stays in the fallback font of the one before where that font has the next
-// (ख), though a font tried earlier has it too.
+// TestExportPDFFallbackChoice: the font each character of a value is drawn in, where the
+// fallback fonts are made here: copies of Go Regular whose character maps give the
+// characters listed the glyph of A, or of Noto Sans with the maps listed.
 func TestExportPDFFallbackChoice(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	fontWithChars(t, dir, "Zza.ttf", '\uE000', '\u0378', 'ख')
-	fontWithChars(t, dir, "Zzb.ttf", 'क', 'ख')
-	form, values := oneFieldForm("T", "text", "\uE000 \u0378 कख")
-	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
-	want := []string{"T", "Value:", "[U+E000] [U+0378] कख"}
-	if got := doc.lines(); !slices.Equal(got, want) {
-		t.Errorf("lines %q, want %q", got, want)
-	}
-	for _, g := range doc.Pages[0].Glyphs {
-		if (g.text == "क" || g.text == "ख") && !strings.HasSuffix(g.font, "utf8zzb") {
-			t.Errorf("%s drawn in %s, want utf8zzb", g.text, g.font)
-		}
-	}
-}
-
-// TestExportPDFPresentationFormOnly: an Arabic letter whose one font has its isolated
-// presentation form but not the letter (a font made so: Go Regular with a character map
-// of U+FE8D alone) is drawn as that form, a glyph the font has, not as the letter it lacks.
-func TestExportPDFPresentationFormOnly(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	fontWithChars(t, dir, "Zza.ttf", '\uFE8D') // ARABIC LETTER ALEF ISOLATED FORM
-	form, values := oneFieldForm("T", "text", "\u0627")
-	doc := exportDoc(t, form, values, newFontIndex([]string{dir}))
-	var drawn []string
-	for _, g := range doc.Pages[0].Glyphs {
-		if strings.HasSuffix(g.font, "utf8zza") {
-			drawn = append(drawn, g.text)
-		}
-	}
-	if !slices.Equal(drawn, []string{"\uFE8D"}) {
-		t.Errorf("drawn from the font: %q, want its isolated alef, U+FE8D", drawn)
-	}
-}
-
-// TestExportPDFFontGone: a fallback font removed while the service runs (its package
-// uninstalled) after the index found the character in it prints the character's name.
-func TestExportPDFFontGone(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	fontWithChars(t, dir, "Zza.ttf", 'क')
-	fonts := newFontIndex([]string{dir})
-	if fonts.fallbackFor('क', nil) == nil {
-		t.Fatal("the font made has no क")
-	}
-	if err := os.Remove(filepath.Join(dir, "Zza.ttf")); err != nil {
-		t.Fatal(err)
-	}
-	form, values := oneFieldForm("T", "text", "क")
-	want := []string{"T", "Value:", "[DEVANAGARI LETTER KA]"}
-	if got := exportDoc(t, form, values, fonts).lines(); !slices.Equal(got, want) {
-		t.Errorf("lines %q, want %q", got, want)
-	}
-}
-
-// TestExportPDFMarkWithoutInk: a mark whose glyph in the font of the letter before has no
-// ink (as a font may map a mark it lacks to an empty glyph) is drawn from a font that has
-// it. The fonts are Noto Sans with character maps made here: Zza has the acute accent; Zzb
-// has क and, for the accent, the empty glyph of U+200B.
-func TestExportPDFMarkWithoutInk(t *testing.T) {
-	t.Parallel()
-	noto := needFallbackFonts(t).byName["NotoSansRegular"]
-	if noto == nil {
-		notInstalled(t, "Noto Sans not installed (install fonts-noto-core)")
-	}
-	ttf, err := noto.file()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, glyphOf := range map[string]map[rune]rune{
-		"Zza.ttf": {'\u0301': '\u0301'},
-		"Zzb.ttf": {'क': 'a', '\u0301': '\u200B'},
-	} {
-		font, err := withCmap(ttf, glyphOf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), font, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	form, values := oneFieldForm("T", "text", "क\u0301")
-	var fonts []string
-	for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
-		if g.text == "\u0301" {
-			fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
-		}
-	}
-	if !slices.Equal(fonts, []string{"utf8zza"}) {
-		t.Errorf("the accent drawn in %q, want utf8zza, which has it", fonts)
-	}
-}
-
-// TestExportPDFSpaceInFallbackRun: a space after a fallback font's glyph is drawn in
-// that font, so that a run of its words is one text operation; a space after a Go
-// font's glyph stays in the Go font, as does one after an invisible character dropped.
-func TestExportPDFSpaceInFallbackRun(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	fontWithChars(t, dir, "Zza.ttf", 'क', 'ख', ' ')
-	fallback, goFont := "utf8zza", "goregular"
 	for _, tc := range []struct {
+		name  string
+		noto  bool                     // the fonts are Noto Sans's copies, not Go Regular's
+		fonts map[string]map[rune]rune // file name: character map
+		gone  rune                     // found by the index in the fonts, which are then removed
 		value string
-		want  []string
+		want  []string // the value's glyphs, in runs of one font: "font:text"
 	}{
-		{"क ख a b", []string{fallback, fallback, fallback, fallback, goFont, goFont, goFont}},
-		{"क\u200B a", []string{fallback, goFont, goFont}},
+		// A character a fallback font has is drawn from it, but a private-use or unassigned
+		// one is printed as its code point even so; a run of characters stays in the fallback
+		// font of the one before where that font has the next (ख), though a font tried
+		// earlier has it too.
+		{name: "code points, and a run in one font", value: "\uE000 \u0378 कख",
+			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("\uE000\u0378ख"), "Zzb.ttf": glyphA("कख")},
+			want:  []string{"goregular:[U+E000] [U+0378] ", "utf8zzb:कख"}},
+		// An Arabic letter whose one font has its isolated presentation form (U+FE8D) but not
+		// the letter is drawn as that form, a glyph the font has, not as the letter it lacks.
+		{name: "presentation form only", value: "\u0627",
+			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("\uFE8D")}, want: []string{"utf8zza:\uFE8D"}},
+		// A fallback font removed while the service runs (its package uninstalled) after the
+		// index found the character in it prints the character's name.
+		{name: "font gone", value: "क", gone: 'क',
+			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("क")}, want: []string{"goregular:[DEVANAGARI LETTER KA]"}},
+		// A space after a fallback font's glyph is drawn in that font, so that a run of its
+		// words is one text operation; a space after a Go font's glyph stays in the Go font,
+		// as does one after an invisible character dropped.
+		{name: "space in a fallback run", value: "क ख a b",
+			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("कख ")}, want: []string{"utf8zza:क ख ", "goregular:a b"}},
+		{name: "space after an invisible character", value: "क\u200B a",
+			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("कख ")}, want: []string{"utf8zza:क", "goregular: a"}},
+		// A mark whose glyph in the font of the letter before has no ink (as a font may map a
+		// mark it lacks to an empty glyph) is drawn from a font that has it: Zzb draws the
+		// accent with the empty glyph of U+200B.
+		{name: "mark without ink", value: "क\u0301", noto: true, fonts: map[string]map[rune]rune{
+			"Zza.ttf": {'\u0301': '\u0301'}, "Zzb.ttf": {'क': 'a', '\u0301': '\u200B'}},
+			want: []string{"utf8zzb:क", "utf8zza:\u0301"}},
 	} {
-		form, values := oneFieldForm("T", "text", tc.value)
-		var fonts []string
-		for _, g := range exportDoc(t, form, values, newFontIndex([]string{dir})).Pages[0].Glyphs {
-			if g.size == 11 {
-				fonts = append(fonts, g.font[strings.IndexByte(g.font, '+')+1:])
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			base, dir := goregular.TTF, t.TempDir()
+			if tc.noto {
+				noto := needFallbackFonts(t).byName["NotoSansRegular"]
+				if noto == nil {
+					notInstalled(t, "Noto Sans not installed (install fonts-noto-core)")
+				}
+				var err error
+				if base, err = noto.file(); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if !slices.Equal(fonts, tc.want) {
-			t.Errorf("the glyphs of %q drawn in %q, want %q", tc.value, fonts, tc.want)
-		}
+			for name, glyphOf := range tc.fonts {
+				writeFont(t, dir, name, base, glyphOf)
+			}
+			fonts := newFontIndex([]string{dir})
+			if tc.gone != 0 {
+				if fonts.fallbackFor(tc.gone, nil) == nil {
+					t.Fatalf("the fonts made have no %c", tc.gone)
+				}
+				for name := range tc.fonts {
+					if err := os.Remove(filepath.Join(dir, name)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			form, values := oneFieldForm("T", "text", tc.value)
+			var runs []string
+			for _, g := range exportDoc(t, form, values, fonts).Pages[0].Glyphs {
+				font := g.font[strings.IndexByte(g.font, '+')+1:] + ":"
+				switch n := len(runs); {
+				case g.size != 11: // the title and label
+				case n > 0 && strings.HasPrefix(runs[n-1], font):
+					runs[n-1] += g.text
+				default:
+					runs = append(runs, font+g.text)
+				}
+			}
+			if !slices.Equal(runs, tc.want) {
+				t.Errorf("%q drawn as %q, want %q", tc.value, runs, tc.want)
+			}
+		})
 	}
 }
 
@@ -608,8 +580,8 @@ func TestExportPDFSpaceInFallbackRun(t *testing.T) {
 func TestFontIndexNames(t *testing.T) {
 	t.Parallel()
 	first, second := t.TempDir(), t.TempDir()
-	fontWithChars(t, first, "Zza.ttf", 'क')
-	fontWithChars(t, second, "Zza.ttf", 'ख')
+	writeFont(t, first, "Zza.ttf", goregular.TTF, glyphA("क"))
+	writeFont(t, second, "Zza.ttf", goregular.TTF, glyphA("ख"))
 	link := filepath.Join(second, "Zzb.ttf")
 	if err := os.Symlink(filepath.Join(first, "Zza.ttf"), link); err != nil {
 		t.Fatal(err)
@@ -630,7 +602,7 @@ func TestFontStems(t *testing.T) {
 	dir := t.TempDir()
 	files := []string{"Foo-Bar.ttf", "FooBar-Bold.ttf", "Zz_Sans.ttf", "Zz_Sans_Bold.ttf"}
 	for _, name := range files {
-		fontWithChars(t, dir, name, 'क')
+		writeFont(t, dir, name, goregular.TTF, glyphA("क"))
 	}
 	ix := newFontIndex([]string{dir})
 	for _, tc := range []struct{ regular, want string }{
@@ -640,30 +612,6 @@ func TestFontStems(t *testing.T) {
 		if got := ix.styled(ix.byName[tc.regular], "GoBold", 'क').family; got != tc.want {
 			t.Errorf("bold of %s: %s, want %s", tc.regular, got, tc.want)
 		}
-	}
-}
-
-// TestFontMapsCounted: parse looks through the maps the cmap table lists, as many as its
-// header says and no more: a symbol font's format 4 map of many segments (whose bytes,
-// read as records, would run past the table) draws nothing.
-func TestFontMapsCounted(t *testing.T) {
-	t.Parallel()
-	chars := map[rune]rune{}
-	for i := range rune(16) {
-		chars['\u0915'+2*i] = 'A' // one segment each
-	}
-	ttf, err := withCmap(goregular.TTF, chars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
-		if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
-			table := binary.BigEndian.Uint32(rec[8:])
-			binary.BigEndian.PutUint16(ttf[table+6:], 0) // its one map: Windows symbol
-		}
-	}
-	if (&fontFile{family: "T", ttf: ttf}).covers('\u0915') {
-		t.Error("a symbol font's map draws क")
 	}
 }
 
