@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -281,68 +280,41 @@ func TestPDFTooLongReply(t *testing.T) {
 	e.wantError("GET", "/api/responses/"+itoa(id)+"/export/pdf", nil, 500, want)
 }
 
-// TestHeavyAnswersWaitForASlot: with every heavy slot busy, the answers that may be large
-// wait (a PDF export, a response list, a CSV export, a large form, the form list, a setting,
-// the summaries), so that those in memory are as few as the slots; the moment a slot frees,
-// the waiting one is answered, and one that waits past HeavyWait is refused 503. A small
-// form does not wait.
+// TestHeavyAnswersWaitForASlot: every answer that may be large (a PDF export, a response
+// list, a CSV export, a large form, the form list, a setting, the summaries) takes a heavy
+// slot before it is read: with every slot taken past HeavyWait, each is refused 503 with
+// Retry-After, nothing read; freed, each is answered. A small form never waits.
 func TestHeavyAnswersWaitForASlot(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t)
+	e := newTestEnv(t, func(c *config) { c.HeavyWait = 100 * time.Millisecond })
 	f := e.createForm(fullForm())
 	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
 	var fields []any
-	for i := range 20 { // 6 bytes of JSON a character at most: a reply past smallReplyBytes
+	for i := range 20 { // JSON writes a byte of text in 6 at most: past largeAnswer
 		fields = append(fields, map[string]any{"label": fmt.Sprint(i), "type": "text", "description": strings.Repeat("d", 1000)})
 	}
 	large := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
-	if err := e.srv.store.SaveTrackerSummary(context.Background(), startOfDay(e.srv.now()), "s"); err != nil {
+	if err := e.srv.store.SaveTrackerSummary(t.Context(), startOfDay(e.srv.now()), "s"); err != nil {
 		t.Fatal(err)
 	}
-	for _, req := range []struct{ method, path, body string }{
-		{"GET", "/api/responses/" + itoa(responseID) + "/export/pdf", ""},
-		{"GET", "/api/forms/" + itoa(f.ID) + "/responses", ""},
-		{"GET", "/api/forms/" + itoa(f.ID) + "/responses.csv", ""},
-		{"GET", "/api/forms/" + itoa(large.ID), ""},
-		{"GET", "/api/forms", ""},
-		{"GET", "/api/settings/k", ""},
-		{"GET", "/api/tracker-summary/today", ""},
-		{"GET", "/api/tracker-summaries", ""},
-		{"GET", "/api/email-summaries", ""},
-	} {
-		release := occupyHeavy(t, e.srv)
-		answered := make(chan int, 1)
-		go func() {
-			w := httptest.NewRecorder()
-			e.srv.ServeHTTP(w, apiRequest(req.method, req.path, strings.NewReader(req.body)))
-			answered <- w.Code
-		}()
-		select {
-		case status := <-answered:
-			t.Errorf("%s %s answered %d while every slot was busy", req.method, req.path, status)
-			release()
-			continue
-		case <-time.After(300 * time.Millisecond): // a reply without a slot takes a few ms
-		}
-		release()
-		select {
-		case status := <-answered:
-			if status != 200 {
-				t.Errorf("%s %s = %d once a slot freed, want 200", req.method, req.path, status)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s %s still waits after a slot freed", req.method, req.path)
+	paths := []string{"/api/responses/" + itoa(responseID) + "/export/pdf", "/api/forms/" + itoa(f.ID) + "/responses",
+		"/api/forms/" + itoa(f.ID) + "/responses.csv", "/api/forms/" + itoa(large.ID), "/api/forms", "/api/settings/k",
+		"/api/tracker-summary/today", "/api/tracker-summaries", "/api/email-summaries"}
+	release := occupyHeavy(t, e.srv)
+	for _, path := range paths {
+		res, body := e.getRaw(path)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "Server busy, retry later") {
+			t.Errorf("GET %s with every slot taken = %d %.80s (Retry-After %q), want 503 Server busy", path, res.StatusCode, body, res.Header.Get("Retry-After"))
 		}
 	}
-	release := occupyHeavy(t, e.srv)
-	defer release()
 	if status, raw := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
 		t.Errorf("a small form with every slot busy = %d %s, want 200 at once", status, raw)
 	}
-	e.srv.cfg.HeavyWait = 100 * time.Millisecond
-	res, body := e.getRaw("/api/forms/" + itoa(large.ID))
-	if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "Server busy, retry later") {
-		t.Errorf("a large form past the wait = %d %s (Retry-After %q), want 503 Server busy", res.StatusCode, body, res.Header.Get("Retry-After"))
+	release()
+	for _, path := range paths {
+		if res, body := e.getRaw(path); res.StatusCode != 200 {
+			t.Errorf("GET %s once the slots are free = %d %.80s, want 200", path, res.StatusCode, body)
+		}
 	}
 }
 
