@@ -110,18 +110,9 @@ var contentStream = regexp.MustCompile(`^\d+ 0 obj\n<</Length (\d+)>>\nstream\n`
 // The objects are found through the cross-reference table, which is written again with
 // their new offsets.
 func (s *server) compressPages(doc []byte, out *bytes.Buffer) error {
-	xref := bytes.LastIndex(doc, []byte("\nxref\n")) + 1
-	// "xref\n0 n\n", then n entries of 20 bytes: a 10-digit offset, generation, n or f.
-	lines := bytes.SplitAfterN(doc[xref:], []byte("\n"), 3)
-	if xref == 0 || len(lines) < 3 {
-		return errors.New("pdf: no cross-reference table")
-	}
-	count, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(lines[1]), "0 ")))
-	entries := lines[2][:min(20*count, len(lines[2]))]
-	trailer := lines[2][len(entries):]
-	startxref := bytes.Index(trailer, []byte("startxref\n"))
-	if err != nil || len(entries) != 20*count || startxref < 0 {
-		return errors.New("pdf: cross-reference table not as fpdf writes it")
+	xref, head, entries, trailer, err := xrefTable(doc)
+	if err != nil {
+		return err
 	}
 	offsets := map[int]int{} // of each object, in doc and then in out
 	for e := entries; len(e) > 0; e = e[20:] {
@@ -160,8 +151,7 @@ func (s *server) compressPages(doc []byte, out *bytes.Buffer) error {
 	}
 	out.Write(doc[pos:xref])
 	newXref := out.Len()
-	out.Write(lines[0])
-	out.Write(lines[1])
+	out.Write(head)
 	for e := entries; len(e) > 0; e = e[20:] {
 		o, _ := strconv.Atoi(string(e[:10]))
 		if e[17] == 'n' {
@@ -169,9 +159,27 @@ func (s *server) compressPages(doc []byte, out *bytes.Buffer) error {
 		}
 		fmt.Fprintf(out, "%010d%s", o, e[10:20])
 	}
-	out.Write(trailer[:startxref])
+	out.Write(trailer)
 	fmt.Fprintf(out, "startxref\n%d\n%%%%EOF\n", newXref)
 	return nil
+}
+
+// xrefTable finds fpdf's cross-reference table in doc: where it begins, its two header
+// lines ("xref", "0 n"), its n entries of 20 bytes (a 10-digit offset, a generation, n or
+// f) and the trailer up to "startxref".
+func xrefTable(doc []byte) (at int, head, entries, trailer []byte, err error) {
+	at = bytes.LastIndex(doc, []byte("\nxref\n")) + 1
+	lines := bytes.SplitAfterN(doc[at:], []byte("\n"), 3)
+	if at == 0 || len(lines) < 3 {
+		return 0, nil, nil, nil, errors.New("pdf: no cross-reference table")
+	}
+	count, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(lines[1]), "0 ")))
+	end := bytes.Index(lines[2], []byte("startxref\n"))
+	if err != nil || count < 0 || 20*count > end {
+		return 0, nil, nil, nil, errors.New("pdf: cross-reference table not as fpdf writes it")
+	}
+	head = doc[at : at+len(lines[0])+len(lines[1])]
+	return at, head, lines[2][:20*count], lines[2][20*count : end], nil
 }
 
 // pdfDisposition is the PDF's Content-Disposition: shown in the browser, under a file name.
