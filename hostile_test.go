@@ -110,7 +110,7 @@ func (c *hostileChild) call(method, path string, body any, want int, out any) {
 }
 
 // read GETs path into out. Right after an attack the service may still rightly refuse
-// with 503 (its heavy queue full of the attack's unread replies); read asks again until
+// with 503 (its heavy slots held by the attack's unread replies); read asks again until
 // limit has passed, and fails the test on any other status.
 func (c *hostileChild) read(path string, out any, limit time.Duration) {
 	c.t.Helper()
