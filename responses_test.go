@@ -712,6 +712,12 @@ func TestSlowReaderGetsTheWholeList(t *testing.T) {
 		if stall && whole {
 			t.Errorf("a client that stopped reading for two write timeouts got the whole list")
 		}
+		if stall { // the list stops there, and the log says why
+			waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg="client gone"`) })
+			if !strings.Contains(e.logs.String(), "status=499") {
+				t.Errorf("the stalled list is not logged as a client gone (499):\n%s", e.logs)
+			}
+		}
 	}
 }
 
