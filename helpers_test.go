@@ -117,11 +117,22 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	hs := httptest.NewServer(srv)
 	hs.Client().Timeout = 30 * time.Second // a broken handler fails its test, not the suite's timeout
 	t.Cleanup(func() {
-		hs.Close()
-		if !srv.jobs.stop(5 * time.Second) {
-			t.Errorf("background jobs did not stop")
+		// Bounded: a stuck handler or job (a lock never released) fails its test, not the
+		// suite's timeout; the store stays open for it.
+		stopped := make(chan bool, 1)
+		go func() {
+			hs.Close() // waits for the requests in flight
+			stopped <- srv.jobs.stop(5 * time.Second)
+		}()
+		select {
+		case ok := <-stopped:
+			if !ok {
+				t.Errorf("background jobs did not stop")
+			}
+			store.Close()
+		case <-time.After(15 * time.Second):
+			t.Errorf("requests or jobs still running 15 s after the test: one is stuck")
 		}
-		store.Close()
 	})
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
 }
