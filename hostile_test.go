@@ -252,15 +252,6 @@ func TestHostile(t *testing.T) {
 			}
 			return repeatGETs(c, "/api/forms/"+itoa(f.ID)+"/responses", 8)
 		}},
-		{"clients that never read a large PDF", nil, func(c *hostileChild, s setup) func() {
-			var id struct{ ResponseID int64 }
-			field := itoa(s.form.Categories[1].Fields[0].ID) // the textarea
-			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("a long line of text\n", 5000)}}, 201, &id)
-			for range 60 {
-				c.rawConn("GET /api/responses/" + itoa(id.ResponseID) + "/export/pdf HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
-			}
-			return func() {}
-		}},
 		{"clients that never read a large form", nil, func(c *hostileChild, s setup) func() {
 			// A body of 1 MiB, read at once by every client: the form is one statement, and
 			// its answers are built and sent a heavy slot at a time.
