@@ -306,9 +306,10 @@ func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
 
 // Limits that no real form or client reaches, and the bounds on what all clients
 // together may hold: docs/DESIGN.md's "Limits" table. The others sit beside what they
-// bound: the PDF's (pdfMaxPages) in pdf.go, the pages of lists and the form cache in
-// store.go, the tracker's and the model's answers in tracker.go, prompts and mail in
-// summaries.go, the timeouts of a connection in newHTTPServer.
+// bound: the PDF's (pdfMaxPages) in pdf.go, the pages of lists, the form cache and a
+// write's wait for the write connection (writeWait) in store.go, the tracker's and the
+// model's answers in tracker.go, prompts and mail in summaries.go, the timeouts of a
+// connection in newHTTPServer.
 const (
 	maxBodyBytes        = 1 << 20 // a request body: 413
 	maxTitleChars       = 1_000   // a form title: 400
