@@ -642,6 +642,28 @@ func TestTrackerSummaryNowShared(t *testing.T) {
 	}
 }
 
+// summaryNow is trackerSummaryNow, failing the test if it has not returned within 10 s
+// (a lock never released): a broken run fails its test, not the suite's timeout.
+func summaryNow(t *testing.T, e *summaryEnv, ctx context.Context) (string, error) {
+	t.Helper()
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		text, err := e.srv.trackerSummaryNow(ctx)
+		done <- result{text, err}
+	}()
+	select {
+	case r := <-done:
+		return r.text, r.err
+	case <-time.After(10 * time.Second):
+		t.Error("the on-demand summary did not return within 10 s")
+		return "", errors.New("no answer within 10 s")
+	}
+}
+
 // TestTrackerSummaryNowCallerLeaves: a caller that leaves while the shared run is on gets
 // its context's error at once; the run is not cancelled with it, and a caller after it
 // gets the run's text without a second model call.
@@ -651,7 +673,7 @@ func TestTrackerSummaryNowCallerLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan error, 1)
 	go func() {
-		_, err := e.srv.trackerSummaryNow(ctx)
+		_, err := summaryNow(t, e, ctx)
 		left <- err
 	}()
 	<-e.model.entered
@@ -660,7 +682,7 @@ func TestTrackerSummaryNowCallerLeaves(t *testing.T) {
 		t.Errorf("the caller that left got %v, want context.Canceled", err)
 	}
 	close(e.model.release)
-	text, err := e.srv.trackerSummaryNow(context.Background())
+	text, err := summaryNow(t, e, context.Background())
 	if err != nil || text != "The summary." || len(e.model.calls()) != 1 {
 		t.Errorf("the next caller = %q, %v after %d model calls, want the run's text after 1", text, err, len(e.model.calls()))
 	}
@@ -673,7 +695,7 @@ func TestTrackerSummaryNowBusyAfterFailure(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
 	e.tracker.failures = []int{403}
-	_, err := e.srv.trackerSummaryNow(context.Background())
+	_, err := summaryNow(t, e, context.Background())
 	if err == nil || errors.Is(err, errSummaryBusy) || !strings.Contains(err.Error(), "tracker answered 403") {
 		t.Fatalf("first call = %v, want the tracker's refusal", err)
 	}
@@ -701,7 +723,7 @@ func TestTrackerSummaryNowAfterStop(t *testing.T) {
 	if !e.srv.jobs.stop(5 * time.Second) {
 		t.Fatal("the jobs did not stop")
 	}
-	_, err := e.srv.trackerSummaryNow(context.Background())
+	_, err := summaryNow(t, e, context.Background())
 	e.srv.jobs.wg.Wait() // a run started after all would be in the WaitGroup
 	if !errors.Is(err, context.Canceled) || strings.Contains(e.logs.String(), "on-demand") {
 		t.Errorf("after stop: %v, logs:\n%s\nwant context.Canceled and no run", err, e.logs)
