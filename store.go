@@ -196,11 +196,13 @@ func (s *Store) noteWrite(err error) error {
 
 // exec runs one write statement on its own, its error wrapped with what.
 func (s *Store) exec(ctx context.Context, what, query string, args ...any) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, query, args...)
-		return err
-	})
+	conn, err := s.writeConn(ctx)
 	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, query, args...)
+	if err = s.noteWrite(err); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
