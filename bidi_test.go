@@ -16,39 +16,12 @@ import (
 
 // The unit tests of pdf.go's text shaping and bidirectional text, beside the layout
 // tests in pdf_test.go (and pdftext_test.go, pdfpages_test.go, pdfbounds_test.go, which
-// read whole documents back). First the shaping, in pdf.go's order: text cleaned for
-// layout (TestPDFTextLineBreaks, FuzzPDFText), line breaking (TestBreakLines), the names
-// of characters no font draws (TestRuneNames), Arabic joining (TestShapeArabic); then the
-// bidirectional algorithm: its rules one by one (TestBidiLevels) and Unicode's own test
-// data (TestBidiConformance, TestBidiCharacterConformance).
-
-// TestPDFTextLineBreaks: a lone carriage return is a line break in a textarea and a
-// space elsewhere, as are the Unicode line and paragraph separators; text is composed.
-func TestPDFTextLineBreaks(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in           string
-		keepNewlines bool
-		want         string
-	}{
-		{"one\rtwo", true, "one\ntwo"},
-		{"one\r\ntwo", true, "one\ntwo"},
-		{"one\rtwo", false, "one two"},
-		{"a\u2028b\u2029c", false, "a b c"},
-		{"a\u2028b\u2029c", true, "a\nb\nc"},
-		{"pho\u0302\u0301 a\u0302\u0300", false, "phố ầ"}, // composed (NFC)
-		{"a\tb", true, "a b"},
-	} {
-		if got := pdfText(tc.in, tc.keepNewlines); got != tc.want {
-			t.Errorf("pdfText(%q, %v) = %q, want %q", tc.in, tc.keepNewlines, got, tc.want)
-		}
-	}
-}
+// read whole documents back): line breaking, Arabic joining, and the bidirectional
+// algorithm against Unicode's own test data.
 
 // FuzzPDFText: whatever goes in, what reaches the layout is valid UTF-8 without control
-// characters (newlines only where kept). FuzzPDF (pdf_test.go) renders whole documents, but
-// fpdf under the fuzzer's instrumentation manages only a few a second; this runs the
-// sanitiser fast.
+// characters (newlines only where kept); FuzzPDF's whole documents, under the fuzzer's
+// instrumentation, come a few a second.
 func FuzzPDFText(f *testing.F) {
 	for _, s := range []string{"plain", "🙂 emoji", "a\r\nb\rc\n", "\x00\x1f\x7f\u0085\u2028", "\xff\xfe", "ß Ж Ω ’"} {
 		f.Add(s, true)
@@ -242,13 +215,6 @@ func TestArabicFormsAsUnicodeData(t *testing.T) {
 	}
 }
 
-// The Unicode bidirectional algorithm's own test data, as Debian's unicode-data package
-// installs it (.ci/run installs it).
-const (
-	bidiTestFile          = "/usr/share/unicode/BidiTest.txt"
-	bidiCharacterTestFile = "/usr/share/unicode/BidiCharacterTest.txt"
-)
-
 // bidiClassNames are the class names of the test data.
 var bidiClassNames = map[string]bidi.Class{
 	"L": bidi.L, "R": bidi.R, "AL": bidi.AL, "EN": bidi.EN, "ES": bidi.ES, "ET": bidi.ET,
@@ -267,7 +233,8 @@ func explicit(c bidi.Class) bool {
 	return false
 }
 
-// openTestData opens one of the test files, skipping the test where it is absent.
+// openTestData opens one of Unicode's data files as Debian's unicode-data package installs
+// them (.ci/run installs it), skipping the test where it is absent.
 func openTestData(t *testing.T, path string) *bufio.Scanner {
 	t.Helper()
 	f, err := os.Open(path)
@@ -326,7 +293,7 @@ func checkLevels(got, want []int8, order string) error {
 // embeddings, overrides or isolates.
 func TestBidiConformance(t *testing.T) {
 	t.Parallel()
-	sc := openTestData(t, bidiTestFile)
+	sc := openTestData(t, "/usr/share/unicode/BidiTest.txt")
 	var levels []int8
 	var order string
 	ran, failed := 0, 0
@@ -352,19 +319,15 @@ func TestBidiConformance(t *testing.T) {
 			continue
 		}
 		set, _ := strconv.Atoi(strings.TrimSpace(bits))
-		for _, dir := range []struct {
-			bit   int
-			level func() int8
-		}{
-			{1, func() int8 { return paragraphLevel(classes, 0) }}, {2, func() int8 { return 0 }}, {4, func() int8 { return 1 }},
-		} {
-			if set&dir.bit == 0 {
+		for bit, level := range map[int]int8{1: paragraphLevel(classes, 0), 2: 0, 4: 1} {
+			if set&bit == 0 {
 				continue
 			}
 			ran++
-			if err := checkLevels(resolveLevels(make([]rune, len(classes)), classes, dir.level()), levels, order); err != nil {
+			got := resolveLevels(make([]rune, len(classes)), classes, level)
+			if err := checkLevels(got, levels, order); err != nil {
 				if failed++; failed <= 10 {
-					t.Errorf("BidiTest.txt line %d %q, paragraph %d: %v", line, input, dir.bit, err)
+					t.Errorf("BidiTest.txt line %d %q, paragraph %d: %v", line, input, bit, err)
 				}
 			}
 		}
@@ -382,14 +345,34 @@ func TestBidiConformance(t *testing.T) {
 // embeddings, overrides or isolates.
 func TestBidiCharacterConformance(t *testing.T) {
 	t.Parallel()
-	sc := openTestData(t, bidiCharacterTestFile)
+	sc := openTestData(t, "/usr/share/unicode/BidiCharacterTest.txt")
 	ran, failed := 0, 0
 	for line := 1; sc.Scan(); line++ {
-		rs, ok, err := checkBidiCharacterLine(sc.Text())
-		if !ok {
+		// Code points; the paragraph direction asked (0, 1, or 2 for the first strong
+		// character's); the paragraph level; the levels; the visual order.
+		fields := strings.Split(sc.Text(), ";")
+		if strings.HasPrefix(sc.Text(), "#") || len(fields) != 5 {
+			continue
+		}
+		var rs []rune
+		var classes []bidi.Class
+		for _, cp := range strings.Fields(fields[0]) {
+			n, _ := strconv.ParseUint(cp, 16, 32)
+			p, _ := bidi.LookupRune(rune(n))
+			rs, classes = append(rs, rune(n)), append(classes, p.Class())
+		}
+		if slices.ContainsFunc(classes, explicit) {
 			continue
 		}
 		ran++
+		level := int8(fields[1][0] - '0')
+		if level == 2 {
+			level = paragraphLevel(classes, 0)
+		}
+		err := checkLevels(resolveLevels(rs, classes, level), parseLevels(fields[3]), fields[4])
+		if want := int8(fields[2][0] - '0'); level != want {
+			err = fmt.Errorf("paragraph level %d, want %d", level, want)
+		}
 		if err != nil {
 			if failed++; failed <= 10 {
 				t.Errorf("BidiCharacterTest.txt line %d %q: %v", line, string(rs), err)
@@ -404,67 +387,10 @@ func TestBidiCharacterConformance(t *testing.T) {
 	}
 }
 
-// checkBidiCharacterLine checks one line of BidiCharacterTest.txt: its code points, the
-// paragraph direction asked (0, 1, or 2 for the first strong character's), the paragraph
-// level, the levels and the visual order. ok is false for a comment, and for a line with
-// explicit embeddings, overrides or isolates (which the service drops).
-func checkBidiCharacterLine(text string) (rs []rune, ok bool, err error) {
-	fields := strings.Split(text, ";")
-	if strings.HasPrefix(text, "#") || len(fields) != 5 {
-		return nil, false, nil
-	}
-	var classes []bidi.Class
-	for _, cp := range strings.Fields(fields[0]) {
-		n, err := strconv.ParseUint(cp, 16, 32)
-		if err != nil {
-			return nil, true, err
-		}
-		p, _ := bidi.LookupRune(rune(n))
-		rs, classes = append(rs, rune(n)), append(classes, p.Class())
-	}
-	if slices.ContainsFunc(classes, explicit) {
-		return rs, false, nil
-	}
-	level := int8(fields[1][0] - '0')
-	if level == 2 {
-		level = paragraphLevel(classes, 0)
-	}
-	err = checkLevels(resolveLevels(rs, classes, level), parseLevels(fields[3]), fields[4])
-	if want := int8(fields[2][0] - '0'); level != want {
-		err = fmt.Errorf("paragraph level %d, want %d", level, want)
-	}
-	return rs, true, err
-}
-
-// TestBidiRules runs, with no package installed, cases of Unicode's own test data for the
-// rules only its files otherwise check (TestBidiLevels' short lines pass without them).
-func TestBidiRules(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ rule, source, line string }{
-		// A hyphen (ES) between two European numbers joins them, after Hebrew too.
-		{"W4", "BidiCharacterTest.txt line 142", "05D0 0020 0031 002D 0032;0;0;1 1 2 2 2;2 3 4 1 0"},
-		// A number after Hebrew in a left-to-right paragraph is two levels up.
-		{"I1", "BidiCharacterTest.txt line 209", "05D0 0028 0031 0029;0;0;1 1 2 1;3 2 1 0"},
-		// White space before a tab (S) takes the paragraph's level: BidiTest.txt line 416751,
-		// "R WS S R" in a left-to-right paragraph, written with א, a space, a tab and ב.
-		{"L1", "BidiTest.txt line 416751", "05D0 0020 0009 05D1;0;0;1 0 0 1;0 1 2 3"},
-	} {
-		if rs, _, err := checkBidiCharacterLine(tc.line); err != nil {
-			t.Errorf("%s (%s) %q: %v", tc.rule, tc.source, string(rs), err)
-		}
-	}
-}
-
-// TestBracketPairsCanonical: BD16 pairs a bracket with its partner's canonical equivalent
-// (U+2329 with U+3009, U+3008 with U+232A), and a run of unmatched closing brackets costs
-// no allocation each (not parallel: AllocsPerRun).
-func TestBracketPairsCanonical(t *testing.T) {
-	for _, s := range []string{"\u2329a\u3009", "\u3008a\u232A", "\u2329a\u232A"} {
-		rs := []rune(s)
-		if got := bracketPairsOf(rs); !slices.Equal(got, [][2]int{{0, 2}}) {
-			t.Errorf("pairs of %U: %v, want [[0 2]]", rs, got)
-		}
-	}
+// TestBracketPairsBounded: a run of unmatched closing brackets (hostile text) costs no
+// allocation each (not parallel: AllocsPerRun). BD16's pairing itself, canonical
+// equivalents included, is BidiCharacterTest.txt's.
+func TestBracketPairsBounded(t *testing.T) {
 	rs := []rune(strings.Repeat("[", 63) + strings.Repeat(")", 1000))
 	if allocs := testing.AllocsPerRun(3, func() { bracketPairsOf(rs) }); allocs > 50 {
 		t.Errorf("1,000 unmatched closing brackets: %.0f allocations, want a few", allocs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +16,6 @@ func oneFieldForm(title, fieldType, value string) (FormDetail, map[int64]*string
 	return form, map[int64]*string{1: &value}
 }
 
-// exportAllocs writes a form's PDF and returns the document, the bytes allocated
-// meanwhile and its error.
-func exportAllocs(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) ([]byte, uint64, error) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	var buf bytes.Buffer
-	err := writeResponsePDF(&buf, form, values, time.Now(), fonts)
-	runtime.ReadMemStats(&after)
-	return buf.Bytes(), after.TotalAlloc - before.TotalAlloc, err
-}
-
 // TestExportPDFBoundedExpansion: a megabyte of a character no font draws (U+1FBA9, a
 // block element above the Basic Multilingual Plane) costs what a megabyte of letters
 // does, not what its 30-letter name would: the names stop at pdfNameBudget, and the rest
@@ -37,15 +25,17 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 	fonts := newFontIndex(nil) // the Go fonts alone: U+1FBA9 has no font anywhere
 	value := strings.Repeat("\U0001FBA9", 1<<20/4)
 	form, values := oneFieldForm("Bound", "text", value)
-	pdf, allocated, err := exportAllocs(t, form, values, fonts)
-	if err != nil {
-		t.Fatalf("export: %v", err)
-	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pdf := writePDF(t, form, values, fonts)
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("allocated %d MiB", allocated>>20)
 	if allocated > 300<<20 {
 		t.Errorf("a 1 MiB value allocated %d MiB, want under 300 MiB", allocated>>20)
 	}
-	text := strings.Join(strings.Fields(readPDF(t, pdf).text()), " ") // the names wrap
+	text := strings.Join(strings.Fields(strings.Join(readPDF(t, pdf).lines(), " ")), " ") // the names wrap
 	name := runeName(0x1FBA9)
 	names, replaced := strings.Count(text, name), strings.Count(text, "\uFFFD")
 	if names != pdfNameBudget/len(name) || names+replaced != len(value)/4 {
@@ -65,39 +55,25 @@ func TestExportPDFTooLong(t *testing.T) {
 	const fitting = 51 + (pdfMaxPages-1)*55
 	fits := strings.Repeat("x\n", fitting-1) + "x"
 	form, values := oneFieldForm("Long", "textarea", fits)
-	pdf, _, err := exportAllocs(t, form, values, fonts)
-	if err != nil {
-		t.Fatalf("a document of %d pages: %v", pdfMaxPages, err)
-	}
-	if n := len(readPDF(t, pdf).Pages); n != pdfMaxPages {
+	if n := len(exportDoc(t, form, values, fonts).Pages); n != pdfMaxPages {
 		t.Fatalf("%d pages, want %d: the test's arithmetic is off", n, pdfMaxPages)
 	}
 
 	form, values = oneFieldForm("Long", "textarea", fits+"\nx")
-	if _, _, err := exportAllocs(t, form, values, fonts); !errors.Is(err, errPDFTooLong) {
+	if err := writeResponsePDF(&bytes.Buffer{}, form, values, time.Now(), fonts); !errors.Is(err, errPDFTooLong) {
 		t.Errorf("a textarea of %d lines: error %v, want errPDFTooLong", fitting+1, err)
 	}
 }
 
-// TestPDFNameBudget: names are printed until the next would pass pdfNameBudget, then
-// U+FFFD, per document.
+// TestPDFNameBudget: a name that reaches pdfNameBudget exactly is printed, the next is
+// U+FFFD, and a new document has its own budget (the budget in a whole document:
+// TestExportPDFBoundedExpansion).
 func TestPDFNameBudget(t *testing.T) {
 	t.Parallel()
-	l := &pdfLayout{}
 	name := runeName(0x1F642) // [SLIGHTLY SMILING FACE], 23 letters
-	n := pdfNameBudget / len(name)
-	for i := range n {
-		if got := l.missing(0x1F642); got != name {
-			t.Fatalf("name %d: %q, want %q", i+1, got, name)
-		}
-	}
-	if got := l.missing(0x1F642); got != "\uFFFD" {
-		t.Errorf("past the budget: %q, want U+FFFD", got)
-	}
-	if got := (&pdfLayout{}).missing(0x1F642); got != name {
-		t.Errorf("a new document: %q, want the name again", got)
-	}
-	if got := (&pdfLayout{names: pdfNameBudget - len(name)}).missing(0x1F642); got != name {
-		t.Errorf("a name that reaches the budget exactly: %q, want the name", got)
+	l := &pdfLayout{names: pdfNameBudget - len(name)}
+	got := []string{l.missing(0x1F642), l.missing(0x1F642), (&pdfLayout{}).missing(0x1F642)}
+	if want := []string{name, "\uFFFD", name}; !slices.Equal(got, want) {
+		t.Errorf("names at the budget, past it and in a new document: %q, want %q", got, want)
 	}
 }

@@ -53,25 +53,11 @@ func keepForm(seed int) (FormDetail, map[int64]*string) {
 	return form, values
 }
 
-// pagedLine is a line of text with the page it is on.
-type pagedLine struct {
-	pdfTextLine
-	page int
-}
-
-func pagedLines(doc pdfDoc) []pagedLine {
-	var out []pagedLine
-	for i, p := range doc.Pages {
-		for _, l := range p.TextLines {
-			out = append(out, pagedLine{l, i + 1})
-		}
-	}
-	return out
-}
-
 // TestExportPDFKeepWithNext: wherever a field falls on a page, its label is on the page of
 // its description and of its value's first line (the top of its frame for an empty
-// textarea), and a category heading is on the page of its first field's label.
+// textarea), and a category heading is on the page of its first field's label. No line
+// is set in the margins (50 pt; a descender of an 11 pt line reaches about 3 pt below its
+// baseline).
 func TestExportPDFKeepWithNext(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
@@ -79,47 +65,44 @@ func TestExportPDFKeepWithNext(t *testing.T) {
 	// the seed changes the fillers.
 	for seed := range 4 {
 		form, values := keepForm(seed)
-		var buf bytes.Buffer
-		if err := writeResponsePDF(&buf, form, values, time.Now(), fonts); err != nil {
-			t.Fatal(err)
+		doc := exportDoc(t, form, values, fonts)
+		type pagedLine struct {
+			pdfTextLine
+			page int
 		}
-		doc := readPDF(t, buf.Bytes())
-		checkKeptTogether(t, seed, doc)
-	}
-}
-
-func checkKeptTogether(t *testing.T, seed int, doc pdfDoc) {
-	t.Helper()
-	lines := pagedLines(doc)
-	for i, l := range lines {
-		var want []string
-		var n int
-		switch {
-		case strings.HasPrefix(l.Text, "H"):
-			want = []string{"L"}
-		case fmtScan(l.Text, "L%d:", &n):
-			want = valueLines(n)
-		default:
-			continue
-		}
-		for j, w := range want {
-			if w == "" {
-				if !frameUnder(doc.Pages[l.page-1], l.Y) {
-					t.Errorf("seed %d: %q on page %d, its empty frame not under it there", seed, l.Text, l.page)
+		var lines []pagedLine
+		for i, p := range doc.Pages {
+			for _, l := range p.TextLines {
+				lines = append(lines, pagedLine{l, i + 1})
+				if l.Y < 53 || l.Y > 841.89-50 {
+					t.Errorf("seed %d: page %d: %q at y %.2f, in the margins", seed, i+1, l.Text, l.Y)
 				}
-				continue
 			}
-			if next := i + 1 + j; next >= len(lines) || !strings.HasPrefix(lines[next].Text, w) || lines[next].page != l.page {
-				t.Errorf("seed %d: %q on page %d, not followed there by %q: %v", seed, l.Text, l.page, w, lines[i+1:min(i+3, len(lines))])
+		}
+		for i, l := range lines {
+			var want []string
+			var n int
+			if _, err := fmt.Sscanf(l.Text, "L%d:", &n); err == nil {
+				want = valueLines(n)
+			} else if strings.HasPrefix(l.Text, "H") {
+				want = []string{"L"}
+			}
+			for j, w := range want {
+				if w == "" {
+					if !frameUnder(doc.Pages[l.page-1], l.Y) {
+						t.Errorf("seed %d: %q on page %d, its empty frame not under it there",
+							seed, l.Text, l.page)
+					}
+					continue
+				}
+				next := i + 1 + j
+				if next >= len(lines) || !strings.HasPrefix(lines[next].Text, w) || lines[next].page != l.page {
+					t.Errorf("seed %d: %q on page %d, not followed there by %q: %v",
+						seed, l.Text, l.page, w, lines[i+1:min(i+3, len(lines))])
+				}
 			}
 		}
 	}
-}
-
-// fmtScan reports whether s is format's text with its one number, read into n.
-func fmtScan(s, format string, n *int) bool {
-	_, err := fmt.Sscanf(s, format, n) // an error unless n was read and the format matched
-	return err == nil
 }
 
 // valueLines is what follows label L<n> on its page: its description D<n> when n is
@@ -262,8 +245,9 @@ func TestExportPDFValueDirection(t *testing.T) {
 	}
 }
 
-// TestExportPDFContinuedFrame: a textarea continued on a new page starts with its next
-// line of text, not with the blank lines at the break; blank lines inside a page stay.
+// TestExportPDFContinuedFrame: a textarea continued on a new page is in a frame there too
+// and starts with its next line of text, not with the blank lines at the break; blank
+// lines inside a page stay.
 func TestExportPDFContinuedFrame(t *testing.T) {
 	t.Parallel()
 	// 51 lines fill the first page's frame (see TestExportPDFTooLong); then blank lines.
@@ -272,6 +256,11 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	doc := exportDoc(t, form, values, newFontIndex(nil))
 	if len(doc.Pages) != 2 {
 		t.Fatalf("%d pages, want 2", len(doc.Pages))
+	}
+	for i, p := range doc.Pages {
+		if len(p.Rects) != 1 || p.Rects[0][0] != 50 || p.Rects[0][2] != 500 {
+			t.Errorf("page %d: frames %v, want one from x 50, 500 wide", i+1, p.Rects)
+		}
 	}
 	page := doc.Pages[1]
 	if len(page.TextLines) == 0 || page.TextLines[0].Text != "first on page two" {
@@ -357,30 +346,35 @@ func TestExportPDFLineSpacing(t *testing.T) {
 	}
 }
 
-// TestExportPDFTextareaPadding: a textarea's lines lie 5 pt inside its frame: the first
-// line's top 5 pt below the frame's top (its baseline 0.9 × 11 pt further), the frame's
-// bottom 5 pt below the last line's foot.
-func TestExportPDFTextareaPadding(t *testing.T) {
+// TestExportPDFTextareaFrame: a textarea's frame, 500 wide, holds its lines, blank ones
+// included, 5 pt inside it: the first line's top 5 pt below the frame's top (its baseline
+// 0.9 × 11 pt further), the frame's bottom 5 pt below the last line's foot. An empty
+// textarea's frame is 30 pt high.
+func TestExportPDFTextareaFrame(t *testing.T) {
 	t.Parallel()
-	form, values := oneFieldForm("T", "textarea", "first\nsecond")
-	page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
-	if len(page.Rects) != 1 {
-		t.Fatalf("frames %v, want one", page.Rects)
-	}
-	r := page.Rects[0] // x, y, width, height in PDF space, y up
-	top, bottom := max(r[1], r[1]+r[3]), min(r[1], r[1]+r[3])
-	var baselines []float64
-	for _, l := range page.TextLines {
-		if l.Size == 11 {
-			baselines = append(baselines, l.Y)
+	for _, value := range []string{"first\nsecond", "a\n\nb", ""} {
+		form, values := oneFieldForm("T", "textarea", value)
+		page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
+		if len(page.Rects) != 1 || page.Rects[0][2] != 500 {
+			t.Fatalf("%q: frames %v, want one 500 wide", value, page.Rects)
 		}
-	}
-	want := []float64{top - 5 - 0.9*11, top - 5 - 0.9*11 - 13.2}
-	if len(baselines) != 2 || math.Abs(baselines[0]-want[0]) > 0.01 || math.Abs(baselines[1]-want[1]) > 0.01 {
-		t.Errorf("baselines %v, want %v: 5 pt inside the frame's top at %.2f", baselines, want, top)
-	}
-	if foot := want[1] - 0.3*11; math.Abs(foot-5-bottom) > 0.01 {
-		t.Errorf("frame's bottom at %.2f, want 5 pt below the last line's foot at %.2f", bottom, foot)
+		r := page.Rects[0] // x, y, width, height in PDF space, y up
+		top, bottom := max(r[1], r[1]+r[3]), min(r[1], r[1]+r[3])
+		lines := strings.Split(value, "\n")
+		for _, l := range page.TextLines {
+			want := top - 5 - 0.9*11 - float64(slices.Index(lines, l.Text))*13.2
+			if l.Size == 11 && math.Abs(l.Y-want) > 0.01 {
+				t.Errorf("%q: %q at baseline %.2f, want %.2f: 5 pt inside the frame's top at %.2f",
+					value, l.Text, l.Y, want, top)
+			}
+		}
+		want := top - 5 - float64(len(lines))*13.2 - 5 // the last line's foot, and the padding
+		if value == "" {
+			want = top - 30
+		}
+		if math.Abs(bottom-want) > 0.01 {
+			t.Errorf("%q: frame's bottom at %.2f, want %.2f", value, bottom, want)
+		}
 	}
 }
 
@@ -409,14 +403,23 @@ func TestPDFFlowExactFit(t *testing.T) {
 	}
 }
 
-// TestExportPDFSoftHyphenCentred: a title broken at a soft hyphen ends its line with a
-// hyphen, and the line, hyphen included, is centred.
-func TestExportPDFSoftHyphenCentred(t *testing.T) {
+// TestExportPDFTitle: a title broken at a soft hyphen ends its line with a hyphen, and
+// each of its lines, hyphen included, is centred. The document's title is the form's as
+// typed, emoji included (as UTF-16 surrogate pairs), without bidi controls or names; it
+// says it was made and last changed at the export, by the service's clock.
+func TestExportPDFTitle(t *testing.T) {
 	t.Parallel()
-	title := strings.Repeat("Inter\u00ADnationali\u00ADsation ", 4)
+	long := strings.Repeat("Inter\u00ADnationali\u00ADsation ", 4)
+	title := long + "Report \u202Eשלום\u202C 🙂 (draft)\x07"
 	form, values := oneFieldForm(title, "text", "v")
+	var buf bytes.Buffer
+	at := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
+	if err := writeResponsePDF(&buf, form, values, at, newFontIndex(nil)); err != nil {
+		t.Fatal(err)
+	}
+	doc := readPDF(t, buf.Bytes())
 	lines := 0
-	for _, l := range exportDoc(t, form, values, newFontIndex(nil)).Pages[0].TextLines {
+	for _, l := range doc.Pages[0].TextLines {
 		if l.Size != 18 {
 			continue
 		}
@@ -432,21 +435,7 @@ func TestExportPDFSoftHyphenCentred(t *testing.T) {
 	if lines < 2 {
 		t.Errorf("%d title lines, want the title broken", lines)
 	}
-}
-
-// TestExportPDFDocumentProperties: the document's title is the form's as typed, emoji
-// included (as UTF-16 surrogate pairs), without bidi controls or names; it says it was
-// made and last changed at the export, by the service's clock.
-func TestExportPDFDocumentProperties(t *testing.T) {
-	t.Parallel()
-	form, values := oneFieldForm("Report \u202Eשלום\u202C 🙂 (draft)\x07", "text", "v")
-	var buf bytes.Buffer
-	at := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
-	if err := writeResponsePDF(&buf, form, values, at, newFontIndex(nil)); err != nil {
-		t.Fatal(err)
-	}
-	doc := readPDF(t, buf.Bytes())
-	if want := "Report שלום 🙂 (draft) "; doc.Title != want {
+	if want := long + "Report שלום 🙂 (draft) "; doc.Title != want {
 		t.Errorf("metadata title %q, want %q", doc.Title, want)
 	}
 	if doc.Dates != [2]string{"D:20261125103000", "D:20261125103000"} {

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -13,8 +15,8 @@ import (
 // The PDF object parser of the Go reader in pdfreader_test.go: the file's objects, values
 // and streams, and its text strings.
 
-// PDF values as the reader holds them: float64, bool, nil, pdfName, pdfRef, pdfString,
-// []any, pdfDict and *pdfStream.
+// PDF values as the reader holds them: float64, pdfName, pdfRef, pdfString, []any,
+// pdfDict and *pdfStream; true, false and null, which it reads nowhere, are keywords.
 type (
 	pdfName   string
 	pdfString []byte
@@ -27,67 +29,44 @@ type (
 	pdfKeyword string // an operator of a content stream, or obj, endobj, R ...
 )
 
-// pdfObjects reads the numbered objects in file order up to the cross-reference table,
-// and the trailer dictionary after it.
+// pdfObjects reads the numbered objects in file order, each after its header (the
+// headers' pattern matched inside a stream's bytes is skipped), and the trailer dictionary.
 func pdfObjects(data []byte) (map[int]any, pdfDict, error) {
-	objs := map[int]any{}
-	lx := &pdfLexer{data: data}
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
 		return nil, nil, fmt.Errorf("no %%PDF- header")
 	}
-	for {
-		lx.skipSpace()
-		if lx.pos >= len(data) {
-			return nil, nil, fmt.Errorf("no trailer")
+	objs, lx := map[int]any{}, &pdfLexer{data: data}
+	for _, m := range pdfObjHeader.FindAllSubmatchIndex(data, -1) {
+		if m[0] < lx.pos {
+			continue
 		}
-		if bytes.HasPrefix(data[lx.pos:], []byte("xref")) {
-			i := bytes.Index(data[lx.pos:], []byte("trailer"))
-			if i < 0 {
-				return nil, nil, fmt.Errorf("no trailer")
-			}
-			lx.pos += i + len("trailer")
-			v, err := lx.value()
-			if err != nil {
-				return nil, nil, fmt.Errorf("trailer: %w", err)
-			}
-			d, ok := v.(pdfDict)
-			if !ok {
-				return nil, nil, fmt.Errorf("trailer is %T", v)
-			}
-			return objs, d, nil
-		}
-		num, err := lx.value()
-		if err != nil {
-			return nil, nil, err
-		}
-		gen, err := lx.value()
-		if err != nil {
-			return nil, nil, err
-		}
-		kw, err := lx.value()
-		n, ok1 := num.(float64)
-		_, ok2 := gen.(float64)
-		if err != nil || !ok1 || !ok2 || kw != pdfKeyword("obj") {
-			return nil, nil, fmt.Errorf("at byte %d: want an object header, got %v %v %v", lx.pos, num, gen, kw)
-		}
+		n, _ := strconv.Atoi(string(data[m[2]:m[3]]))
+		lx.pos = m[1]
 		v, err := lx.value()
 		if err != nil {
-			return nil, nil, fmt.Errorf("object %v: %w", n, err)
+			return nil, nil, fmt.Errorf("object %d: %w", n, err)
 		}
 		lx.skipSpace()
 		if d, ok := v.(pdfDict); ok && bytes.HasPrefix(data[lx.pos:], []byte("stream")) {
-			s, err := lx.stream(d)
-			if err != nil {
-				return nil, nil, fmt.Errorf("object %v: %w", n, err)
+			if v, err = lx.stream(d); err != nil {
+				return nil, nil, fmt.Errorf("object %d: %w", n, err)
 			}
-			v = s
 		}
 		if end, err := lx.value(); err != nil || end != pdfKeyword("endobj") {
-			return nil, nil, fmt.Errorf("object %v: no endobj (%v, %v)", n, end, err)
+			return nil, nil, fmt.Errorf("object %d: no endobj (%v, %v)", n, end, err)
 		}
-		objs[int(n)] = v
+		objs[n] = v
 	}
+	lx.pos = bytes.LastIndex(data, []byte("trailer")) + len("trailer")
+	trailer, err := lx.value()
+	if d, ok := trailer.(pdfDict); ok && err == nil {
+		return objs, d, nil
+	}
+	return nil, nil, fmt.Errorf("trailer %v: %v", trailer, err)
 }
+
+// pdfObjHeader is an object's header: fpdf writes generation 0 only, at a line's start.
+var pdfObjHeader = regexp.MustCompile(`(?m)^(\d+) 0 obj\b`)
 
 // pdfLexer reads PDF values from data (the file, or a content stream).
 type pdfLexer struct {
@@ -197,26 +176,10 @@ func (lx *pdfLexer) token() (any, error) {
 		if end < 0 {
 			return nil, errPDFEnd
 		}
-		hex := strings.Map(func(r rune) rune {
-			if isPDFSpace(byte(r)) {
-				return -1
-			}
-			return r
-		}, string(d[lx.pos+1:lx.pos+end]))
+		s, err := hex.DecodeString(string(bytes.Join(bytes.Fields(d[lx.pos+1:lx.pos+end]), nil)))
 		lx.pos += end + 1
-		if len(hex)%2 == 1 {
-			hex += "0"
-		}
-		var s pdfString
-		for i := 0; i < len(hex); i += 2 {
-			b, err := strconv.ParseUint(hex[i:i+2], 16, 8)
-			if err != nil {
-				return nil, fmt.Errorf("hex string: %w", err)
-			}
-			s = append(s, byte(b))
-		}
-		return s, nil
-	case c == '[', c == ']', c == '{', c == '}':
+		return pdfString(s), err
+	case c == '[', c == ']':
 		lx.pos++
 		return pdfKeyword(d[lx.pos-1 : lx.pos]), nil
 	}
@@ -228,21 +191,14 @@ func (lx *pdfLexer) token() (any, error) {
 	if word == "" {
 		return nil, fmt.Errorf("unexpected %q at byte %d", c, start)
 	}
-	switch word {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	case "null":
-		return nil, nil
-	}
 	if f, err := strconv.ParseFloat(word, 64); err == nil && strings.Trim(word, "+-.0123456789") == "" {
 		return f, nil
 	}
 	return pdfKeyword(word), nil
 }
 
-// literal reads a (string) with its escapes and balanced parentheses.
+// literal reads a (string) with its escapes and balanced parentheses. fpdf escapes only
+// a backslash, the parentheses and a carriage return.
 func (lx *pdfLexer) literal() (pdfString, error) {
 	d := lx.data
 	lx.pos++ // (
@@ -262,36 +218,12 @@ func (lx *pdfLexer) literal() (pdfString, error) {
 			if lx.pos >= len(d) {
 				return nil, errPDFEnd
 			}
-			e := d[lx.pos]
-			lx.pos++
-			switch e {
-			case 'n':
-				c = '\n'
-			case 'r':
+			if c = d[lx.pos]; c == 'r' {
 				c = '\r'
-			case 't':
-				c = '\t'
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			case '\r', '\n': // a line continuation
-				if e == '\r' && lx.pos < len(d) && d[lx.pos] == '\n' {
-					lx.pos++
-				}
-				continue
-			default:
-				if e >= '0' && e <= '7' {
-					v := int(e - '0')
-					for i := 0; i < 2 && lx.pos < len(d) && d[lx.pos] >= '0' && d[lx.pos] <= '7'; i++ {
-						v = v*8 + int(d[lx.pos]-'0')
-						lx.pos++
-					}
-					c = byte(v)
-				} else {
-					c = e // \( \) \\ and unknown escapes stand for the character
-				}
+			} else if !strings.ContainsRune(`\()`, rune(c)) {
+				return nil, fmt.Errorf("escape \\%c at byte %d", c, lx.pos)
 			}
+			lx.pos++
 		}
 		s = append(s, c)
 	}
@@ -300,13 +232,7 @@ func (lx *pdfLexer) literal() (pdfString, error) {
 
 // stream reads the stream after its dictionary d and decodes FlateDecode.
 func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
-	lx.pos += len("stream")
-	if lx.pos < len(lx.data) && lx.data[lx.pos] == '\r' {
-		lx.pos++
-	}
-	if lx.pos < len(lx.data) && lx.data[lx.pos] == '\n' {
-		lx.pos++
-	}
+	lx.pos += len("stream\n") // fpdf ends the keyword's line with a line feed alone
 	n, ok := d["Length"].(float64)
 	if !ok || lx.pos+int(n) > len(lx.data) {
 		return nil, fmt.Errorf("stream length %v", d["Length"])
@@ -335,19 +261,15 @@ func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
 	return nil, fmt.Errorf("filter %v", d["Filter"])
 }
 
-// pdfTextString decodes a text string: UTF-16BE after a byte-order mark, else bytes as
-// Latin-1 (close enough to PDFDocEncoding for the tests).
+// pdfTextString decodes a text string, which fpdf writes as UTF-16BE after a byte-order
+// mark; one without the mark is read as ASCII.
 func pdfTextString(s pdfString) string {
-	if len(s) >= 2 && s[0] == 0xFE && s[1] == 0xFF {
-		u := make([]uint16, 0, len(s)/2)
-		for i := 2; i+1 < len(s); i += 2 {
-			u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
-		}
-		return string(utf16.Decode(u))
+	if len(s) < 2 || s[0] != 0xFE || s[1] != 0xFF {
+		return string(s)
 	}
-	r := make([]rune, len(s))
-	for i, b := range s {
-		r[i] = rune(b)
+	u := make([]uint16, 0, len(s)/2)
+	for i := 2; i+1 < len(s); i += 2 {
+		u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
 	}
-	return string(r)
+	return string(utf16.Decode(u))
 }

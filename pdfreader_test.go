@@ -12,18 +12,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf16"
 
 	"golang.org/x/text/encoding/charmap"
 )
 
-// popplerTool runs one of poppler-utils' programs on a PDF and returns its output. The
-// Go reader below (readPDF) carries the core checks everywhere; poppler's programs are an
-// extra layer, run where they are installed (.ci/run installs them) and skipped elsewhere.
-func popplerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
+// readerTool runs a PDF reader's program on a PDF (its path last) and returns what it
+// prints. The Go reader below (readPDF) carries the core checks everywhere; poppler's,
+// MuPDF's and pdf.js's readers are an extra layer, run where they are installed (.ci/run
+// installs them) and skipped elsewhere.
+func readerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath(tool); err != nil {
-		notInstalled(t, "%s not installed: %v (install poppler-utils for the poppler checks)", tool, err)
+		pkg := map[string]string{"mutool": "mupdf-tools", "node": "nodejs"}[tool]
+		notInstalled(t, "%s not installed: %v (install %s)", tool, err, cmp.Or(pkg, "poppler-utils"))
 	}
 	path := filepath.Join(t.TempDir(), "doc.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
@@ -56,19 +57,11 @@ func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
 	return body, res.Header
 }
 
-// textLines is the document's text as the Go reader finds it: non-empty lines, top to
-// bottom, page after page, white space runs made one space.
-func textLines(t *testing.T, pdf []byte) []string {
-	t.Helper()
-	return readPDF(t, pdf).lines()
-}
-
-// popplerLines is pdftotext -layout's output in textLines' form; it skips the test when
-// pdftotext is missing.
+// popplerLines is pdftotext -layout's output in pdfDoc.lines' form.
 func popplerLines(t *testing.T, pdf []byte) []string {
 	t.Helper()
 	var lines []string
-	for _, l := range strings.Split(popplerTool(t, pdf, "pdftotext", "-layout"), "\n") {
+	for _, l := range strings.Split(readerTool(t, pdf, "pdftotext", "-layout"), "\n") {
 		if l = strings.Join(strings.Fields(l), " "); l != "" {
 			lines = append(lines, l)
 		}
@@ -76,28 +69,12 @@ func popplerLines(t *testing.T, pdf []byte) []string {
 	return lines
 }
 
-// checkPopplerAgrees checks, in a subtest that skips without poppler, that pdftotext
-// reads the same lines as the Go reader finds typed (a document's /ActualText included).
-func checkPopplerAgrees(t *testing.T, pdf []byte) {
-	t.Helper()
-	t.Run("pdftotext agrees", func(t *testing.T) {
-		var typed []string
-		for _, l := range readPDF(t, pdf).textLines() {
-			typed = append(typed, l.Typed)
-		}
-		want := strings.Join(typed, "\n")
-		if got := strings.Join(popplerLines(t, pdf), "\n"); got != want {
-			t.Errorf("pdftotext reads:\n%s\n\nthe Go reader:\n%s", got, want)
-		}
-	})
-}
-
 // A reader of the PDFs this service writes, so that the core checks need nothing but Go.
 // It knows what fpdf writes: objects one after another (no object streams, no
-// encryption), zlib FlateDecode streams, Type0 fonts with Identity-H, a ToUnicode CMap and
-// a /W widths array, TrueType fonts in WinAnsiEncoding (ISO 32000-1 Annex D, which
-// Windows-1252 is for its printable characters) with /FirstChar and /Widths, and text
-// shown with Tj/TJ strings placed by Td/Tm inside BT/ET. It is not a general PDF reader
+// encryption), zlib FlateDecode streams, Type0 fonts with Identity-H, a ToUnicode CMap of
+// bfranges and a /W widths array, TrueType fonts in WinAnsiEncoding (ISO 32000-1 Annex D,
+// which Windows-1252 is for its printable characters) with /FirstChar and /Widths, and
+// text shown with Tj strings placed by Td inside BT/ET. It is not a general PDF reader
 // and fails the test on anything it does not know.
 
 // pdfDoc is what readPDF finds in a document.
@@ -105,27 +82,18 @@ type pdfDoc struct {
 	Title string    // of the document information dictionary
 	Dates [2]string // its CreationDate and ModDate, as written
 	Pages []pdfPage // in page-tree order
-	// Fonts are the BaseFont names of the fonts the document embeds (FontFile2).
-	Fonts []string
+	Fonts []string  // the BaseFont names of the fonts the document embeds (FontFile2)
 }
 
 // pdfPage is one page: its media box and its text, line by line from the top, each line's
 // pieces ordered left to right (for right-to-left scripts this is visual order).
 type pdfPage struct {
-	MediaBox [4]float64
-	Lines    []string
-	// Fonts are the BaseFont names of the fonts text on this page is shown in.
-	Fonts []string
-	// Right is where the rightmost character other than a space ends.
-	Right float64
-	// Rects are the rectangles drawn (re), as x, y, width, height in PDF space.
-	Rects [][4]float64
-	// Segments are the straight lines drawn (m, l), as x1, y1, x2, y2 in PDF space.
-	Segments [][4]float64
-	// TextLines are Lines with where and how each is set.
-	TextLines []pdfTextLine
-	// Glyphs are the characters shown, in the order they are drawn.
-	Glyphs []pdfGlyph
+	MediaBox  [4]float64
+	Right     float64       // where the rightmost character other than a space ends
+	Rects     [][4]float64  // the rectangles drawn (re): x, y, width, height in PDF space
+	Segments  [][4]float64  // the straight lines drawn (m, l): x1, y1, x2, y2 in PDF space
+	TextLines []pdfTextLine // the lines of text with where and how each is set
+	Glyphs    []pdfGlyph    // the characters shown, in the order they are drawn
 }
 
 // pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
@@ -139,18 +107,6 @@ type pdfTextLine struct {
 	Size    float64
 }
 
-// text is the page's lines joined with newlines.
-func (p pdfPage) text() string { return strings.Join(p.Lines, "\n") }
-
-// text is every page's lines joined with newlines.
-func (d pdfDoc) text() string {
-	var pages []string
-	for _, p := range d.Pages {
-		pages = append(pages, p.text())
-	}
-	return strings.Join(pages, "\n")
-}
-
 // textLines is every page's text lines, in order.
 func (d pdfDoc) textLines() []pdfTextLine {
 	var lines []pdfTextLine
@@ -160,30 +116,24 @@ func (d pdfDoc) textLines() []pdfTextLine {
 	return lines
 }
 
-// lines is every page's lines, in order.
+// lines is every page's lines of text, in order.
 func (d pdfDoc) lines() []string {
 	var lines []string
-	for _, p := range d.Pages {
-		lines = append(lines, p.Lines...)
+	for _, l := range d.textLines() {
+		lines = append(lines, l.Text)
 	}
 	return lines
 }
 
-// readPDF reads a document fpdf wrote; a document it cannot read fails the test.
+// readPDF reads a document fpdf wrote, whose page tree is one node over all its pages; a
+// document it cannot read fails the test.
 func readPDF(t *testing.T, data []byte) pdfDoc {
 	t.Helper()
-	doc, err := parsePDF(data)
+	objs, trailer, err := pdfObjects(data)
 	if err != nil {
 		t.Fatalf("read PDF: %v", err)
 	}
-	return doc
-}
-
-func parsePDF(data []byte) (doc pdfDoc, err error) {
-	objs, trailer, err := pdfObjects(data)
-	if err != nil {
-		return doc, err
-	}
+	var doc pdfDoc
 	r := pdfReader{objs: objs, fonts: map[string]*pdfFont{}}
 	if info, ok := r.resolve(trailer["Info"]).(pdfDict); ok {
 		if s, ok := r.resolve(info["Title"]).(pdfString); ok {
@@ -195,25 +145,28 @@ func parsePDF(data []byte) (doc pdfDoc, err error) {
 			}
 		}
 	}
-	root, ok := r.resolve(trailer["Root"]).(pdfDict)
-	if !ok {
-		return doc, fmt.Errorf("no document catalog")
+	root, _ := r.resolve(trailer["Root"]).(pdfDict)
+	pages, _ := r.resolve(root["Pages"]).(pdfDict)
+	kids, _ := r.resolve(pages["Kids"]).([]any)
+	for _, k := range kids {
+		page, err := r.page(k, pages["MediaBox"])
+		if err != nil {
+			t.Fatalf("read PDF: page %d: %v", len(doc.Pages)+1, err)
+		}
+		doc.Pages = append(doc.Pages, page)
 	}
-	if err := r.walkPages(root["Pages"], nil, &doc); err != nil {
-		return doc, err
+	if len(doc.Pages) == 0 {
+		t.Fatalf("read PDF: no pages in %v", pages)
 	}
 	for _, o := range objs {
 		d, ok := o.(pdfDict)
-		if !ok || d["Type"] != pdfName("FontDescriptor") {
-			continue
-		}
-		if d["FontFile2"] != nil || d["FontFile"] != nil || d["FontFile3"] != nil {
+		if ok && d["Type"] == pdfName("FontDescriptor") && d["FontFile2"] != nil {
 			name, _ := d["FontName"].(pdfName)
 			doc.Fonts = append(doc.Fonts, string(name))
 		}
 	}
 	slices.Sort(doc.Fonts)
-	return doc, nil
+	return doc
 }
 
 // pdfReader resolves references and remembers the fonts it has read.
@@ -233,67 +186,38 @@ func (r *pdfReader) resolve(v any) any {
 	return nil
 }
 
-// walkPages appends the pages under node to doc; inherited carries the media box down.
-func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
-	d, ok := r.resolve(node).(pdfDict)
+// page reads a page, whose media box is its own or else the page tree's.
+func (r *pdfReader) page(node, mediaBox any) (pdfPage, error) {
+	var page pdfPage
+	d, _ := r.resolve(node).(pdfDict)
+	if d["Type"] != pdfName("Page") {
+		return page, fmt.Errorf("page tree node %v", d)
+	}
+	mb, ok := r.resolve(cmp.Or(d["MediaBox"], mediaBox)).([]any)
+	if !ok || len(mb) != 4 {
+		return page, fmt.Errorf("media box %v", mb)
+	}
+	for i, v := range mb {
+		page.MediaBox[i], _ = r.resolve(v).(float64)
+	}
+	content, ok := r.resolve(d["Contents"]).(*pdfStream)
 	if !ok {
-		return fmt.Errorf("page tree node %v is not a dictionary", node)
+		return page, fmt.Errorf("contents %v", d["Contents"])
 	}
-	if mb, ok := r.resolve(d["MediaBox"]).([]any); ok {
-		inherited = mb
+	res, _ := r.resolve(d["Resources"]).(pdfDict)
+	fontRes, _ := r.resolve(res["Font"]).(pdfDict)
+	shown, err := r.showText(content.data, fontRes)
+	if err != nil {
+		return page, err
 	}
-	switch d["Type"] {
-	case pdfName("Pages"):
-		kids, _ := r.resolve(d["Kids"]).([]any)
-		for _, k := range kids {
-			if err := r.walkPages(k, inherited, doc); err != nil {
-				return err
-			}
+	page.Glyphs, page.Rects, page.Segments = shown.glyphs, shown.rects, shown.segments
+	page.TextLines = pdfLines(page.Glyphs)
+	for _, g := range page.Glyphs {
+		if g.text != " " {
+			page.Right = max(page.Right, g.endX)
 		}
-		return nil
-	case pdfName("Page"):
-		var page pdfPage
-		if len(inherited) != 4 {
-			return fmt.Errorf("page without a media box")
-		}
-		for i, v := range inherited {
-			page.MediaBox[i], _ = r.resolve(v).(float64)
-		}
-		var content []byte
-		contents := r.resolve(d["Contents"])
-		if a, ok := contents.([]any); ok {
-			for _, c := range a {
-				if s, ok := r.resolve(c).(*pdfStream); ok {
-					content = append(append(content, s.data...), '\n')
-				}
-			}
-		} else if s, ok := contents.(*pdfStream); ok {
-			content = s.data
-		}
-		res, _ := r.resolve(d["Resources"]).(pdfDict)
-		fontRes, _ := r.resolve(res["Font"]).(pdfDict)
-		shown, err := r.showText(content, fontRes)
-		if err != nil {
-			return fmt.Errorf("page %d: %w", len(doc.Pages)+1, err)
-		}
-		glyphs, fonts, rects, segments := shown.glyphs, shown.fonts, shown.rects, shown.segments
-		page.TextLines = pdfLines(glyphs)
-		page.Glyphs = glyphs
-		for _, l := range page.TextLines {
-			page.Lines = append(page.Lines, l.Text)
-		}
-		for _, g := range glyphs {
-			if g.text != " " {
-				page.Right = max(page.Right, g.endX)
-			}
-		}
-		page.Fonts = fonts
-		page.Rects = rects
-		page.Segments = segments
-		doc.Pages = append(doc.Pages, page)
-		return nil
 	}
-	return fmt.Errorf("page tree node of type %v", d["Type"])
+	return page, nil
 }
 
 // pdfFont is what the reader needs of a font: its name, how many bytes a character code
@@ -301,7 +225,6 @@ func (r *pdfReader) walkPages(node any, inherited []any, doc *pdfDoc) error {
 type pdfFont struct {
 	name      string
 	codeBytes int
-	toUnicode map[int]string
 	ranges    []pdfCMapRange
 	widths    map[int]float64
 	dw        float64
@@ -313,9 +236,6 @@ type pdfCMapRange struct {
 }
 
 func (f *pdfFont) text(code int) string {
-	if s, ok := f.toUnicode[code]; ok {
-		return s
-	}
 	for _, rg := range f.ranges {
 		if code >= rg.lo && code <= rg.hi && len(rg.dst) > 0 {
 			rs := slices.Clone(rg.dst)
@@ -323,10 +243,7 @@ func (f *pdfFont) text(code int) string {
 			return string(rs)
 		}
 	}
-	switch {
-	case f.codeBytes == 1 && (code == 0xA0 || code == 0xAD):
-		return map[int]string{0xA0: " ", 0xAD: "-"}[code] // WinAnsi's duplicates (Annex D)
-	case f.codeBytes == 1:
+	if f.codeBytes == 1 {
 		return string(charmap.Windows1252.DecodeByte(byte(code)))
 	}
 	return "\uFFFD"
@@ -349,7 +266,7 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 		return nil, fmt.Errorf("font resource %s missing", res)
 	}
 	name, _ := d["BaseFont"].(pdfName)
-	f := &pdfFont{name: string(name), codeBytes: 1, toUnicode: map[int]string{}, widths: map[int]float64{}, dw: 1000}
+	f := &pdfFont{name: string(name), codeBytes: 1, widths: map[int]float64{}, dw: 1000}
 	if d["Subtype"] == pdfName("Type0") {
 		if d["Encoding"] != pdfName("Identity-H") {
 			return nil, fmt.Errorf("font %s: encoding %v", name, d["Encoding"])
@@ -407,24 +324,10 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 	return f, nil
 }
 
-// readCMap reads the bfchar and bfrange sections of a ToUnicode CMap.
+// readCMap reads the bfrange sections of a ToUnicode CMap, each range's text a UTF-16
+// string (fpdf writes no bfchar sections, nor ranges of arrays).
 func (f *pdfFont) readCMap(data []byte) error {
 	lx := &pdfLexer{data: data}
-	code := func(v any) int {
-		n := 0
-		for _, b := range v.(pdfString) {
-			n = n<<8 | int(b)
-		}
-		return n
-	}
-	utf16Of := func(v any) []rune {
-		s := v.(pdfString)
-		u := make([]uint16, 0, len(s)/2)
-		for i := 0; i+1 < len(s); i += 2 {
-			u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
-		}
-		return utf16.Decode(u)
-	}
 	var stack []any
 	for {
 		v, err := lx.value()
@@ -436,19 +339,12 @@ func (f *pdfFont) readCMap(data []byte) error {
 		}
 		switch v {
 		case pdfKeyword("endbfchar"):
-			for i := 0; i+1 < len(stack); i += 2 {
-				f.toUnicode[code(stack[i])] = string(utf16Of(stack[i+1]))
-			}
+			return fmt.Errorf("a bfchar section")
 		case pdfKeyword("endbfrange"):
 			for i := 0; i+2 < len(stack); i += 3 {
-				lo, hi := code(stack[i]), code(stack[i+1])
-				if a, ok := stack[i+2].([]any); ok {
-					for j, s := range a {
-						f.toUnicode[lo+j] = string(utf16Of(s))
-					}
-				} else {
-					f.ranges = append(f.ranges, pdfCMapRange{lo, hi, utf16Of(stack[i+2])})
-				}
+				lo, hi, dst := stack[i].(pdfString), stack[i+1].(pdfString), stack[i+2].(pdfString)
+				f.ranges = append(f.ranges, pdfCMapRange{pdfCode(lo), pdfCode(hi),
+					[]rune(pdfTextString(append(pdfString{0xFE, 0xFF}, dst...)))})
 			}
 		}
 		if _, ok := v.(pdfKeyword); ok {
@@ -459,10 +355,19 @@ func (f *pdfFont) readCMap(data []byte) error {
 	}
 }
 
-// pdfGlyph is one shown character: its text, where it starts and ends on the baseline
-// (x left of endX, also for a glyph drawn mirrored), the font size, and the text it
-// stands for: its own, or for the first glyph of a marked-content span with /ActualText
-// the span's (the span's other glyphs stand for nothing).
+// pdfCode is a character code written as a string of its bytes, big-endian.
+func pdfCode(s pdfString) int {
+	n := 0
+	for _, b := range s {
+		n = n<<8 | int(b)
+	}
+	return n
+}
+
+// pdfGlyph is one shown character: its text, where it starts and ends on the baseline,
+// the font size, and the text it stands for: its own, or for the first glyph of a
+// marked-content span with /ActualText the span's (the span's other glyphs stand for
+// nothing).
 type pdfGlyph struct {
 	text       string
 	x, y, endX float64
@@ -471,61 +376,37 @@ type pdfGlyph struct {
 	typed      string
 }
 
-// pdfMatrix is [a b c d e f] of PDF's transformation matrices.
-type pdfMatrix [6]float64
-
-var pdfIdentity = pdfMatrix{1, 0, 0, 1, 0, 0}
-
-// mul is m × n (m applied first).
-func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
-	return pdfMatrix{
-		m[0]*n[0] + m[1]*n[2], m[0]*n[1] + m[1]*n[3],
-		m[2]*n[0] + m[3]*n[2], m[2]*n[1] + m[3]*n[3],
-		m[4]*n[0] + m[5]*n[2] + n[4], m[4]*n[1] + m[5]*n[3] + n[5],
-	}
-}
-
 // pageContent is what a page's content stream shows and draws: its glyphs in the order
-// shown, the names of the fonts it shows them in, and the rectangles and straight lines
-// it draws.
+// shown, and the rectangles and straight lines it draws.
 type pageContent struct {
 	glyphs   []pdfGlyph
-	fonts    []string
 	rects    [][4]float64
 	segments [][4]float64
 }
 
-// contentReader runs a content stream's operators, keeping the graphics and text state
-// they change.
+// contentReader runs a content stream's operators, keeping the text state they change.
 type contentReader struct {
-	r       *pdfReader
-	fontRes pdfDict
-	out     pageContent
-	stack   []any // the operands of the next operator
-
+	r            *pdfReader
+	fontRes      pdfDict
+	out          pageContent
+	stack        []any   // the operands of the next operator
 	pathX, pathY float64 // the current point of a path
-	graphicsState
-	saved   []graphicsState // by q, for Q
-	tm, tlm pdfMatrix
-	spans   []int    // per open marked-content sequence, its first glyph; -1 without /ActualText
-	actual  []string // per open marked-content sequence, its /ActualText
+	font         *pdfFont
+	size         float64
+	lineX, lineY float64 // where the text line starts (Td)
+	x            float64 // where the next glyph is shown on it
+	span         int     // the first glyph of the open /ActualText span; -1 when none is
+	actual       string  // its /ActualText
 }
 
-// graphicsState is the part of PDF's graphics state the reader keeps: q saves it and Q
-// restores it, the text state (the font among it) included.
-type graphicsState struct {
-	ctm     pdfMatrix
-	font    *pdfFont
-	size    float64
-	leading float64
-	charSp  float64
-	wordSp  float64
-	hScale  float64
-}
+// pdfOperands are the operators the reader knows and how many operands each takes; the
+// colour and line-style operators and ET change nothing it reads.
+var pdfOperands = map[pdfKeyword]int{"m": 2, "l": 2, "re": 4, "S": 0, "Td": 2, "Tf": 2, "Tj": 1,
+	"BT": 0, "ET": 0, "BDC": 2, "EMC": 0, "g": 1, "G": 1, "w": 1, "j": 1, "J": 1}
 
 // showText runs a content stream's text, path and marked-content operators.
 func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, error) {
-	c := &contentReader{r: r, fontRes: fontRes, graphicsState: graphicsState{ctm: pdfIdentity, hScale: 1}, tm: pdfIdentity, tlm: pdfIdentity}
+	c := &contentReader{r: r, fontRes: fontRes, span: -1}
 	lx := &pdfLexer{data: content}
 	for {
 		v, err := lx.value()
@@ -540,8 +421,8 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, erro
 			c.stack = append(c.stack, v)
 			continue
 		}
-		need := map[pdfKeyword]int{"m": 2, "l": 2, "re": 4, "cm": 6, "Tm": 6, "Td": 2, "TD": 2, "Tf": 2, "TL": 1, "Tc": 1, "Tw": 1, "Tz": 1, "Tj": 1, "TJ": 1, "'": 1, "\"": 3, "BDC": 2}[op]
-		if len(c.stack) < need {
+		need, known := pdfOperands[op]
+		if !known || len(c.stack) != need {
 			return pageContent{}, fmt.Errorf("operator %s with %d operands", op, len(c.stack))
 		}
 		if err := c.run(op); err != nil {
@@ -560,130 +441,51 @@ func (c *contentReader) number(n int) float64 {
 // run runs one operator on the operands stacked.
 func (c *contentReader) run(op pdfKeyword) error {
 	switch op {
-	case "m", "l", "re", "q", "Q", "cm":
-		c.graphics(op)
-	case "BDC", "BMC", "EMC":
-		c.markedContent(op)
+	case "m", "l":
+		if op == "l" {
+			segment := [4]float64{c.pathX, c.pathY, c.number(2), c.number(1)}
+			c.out.segments = append(c.out.segments, segment)
+		}
+		c.pathX, c.pathY = c.number(2), c.number(1)
+	case "re":
+		c.out.rects = append(c.out.rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
+	case "BT":
+		c.lineX, c.lineY, c.x = 0, 0, 0
+	case "Td":
+		c.lineX, c.lineY = c.lineX+c.number(2), c.lineY+c.number(1)
+		c.x = c.lineX
 	case "Tf":
-		name, _ := c.stack[len(c.stack)-2].(pdfName)
+		name, _ := c.stack[0].(pdfName)
 		font, err := c.r.font(c.fontRes, string(name))
 		if err != nil {
 			return err
 		}
 		c.font, c.size = font, c.number(1)
-	case "Tj", "'", "\"":
-		if op != "Tj" {
-			c.nextLine(0, -c.leading)
-		}
-		s, _ := c.stack[len(c.stack)-1].(pdfString)
+	case "Tj":
+		s, _ := c.stack[0].(pdfString)
 		return c.show(s)
-	case "TJ":
-		a, _ := c.stack[len(c.stack)-1].([]any)
-		for _, e := range a {
-			switch e := e.(type) {
-			case pdfString:
-				if err := c.show(e); err != nil {
-					return err
-				}
-			case float64:
-				c.tm = pdfMatrix{1, 0, 0, 1, -e / 1000 * c.size * c.hScale, 0}.mul(c.tm)
-			}
-		}
-	default:
-		c.textState(op)
-	}
-	return nil
-}
-
-// graphics runs the path and graphics-state operators the reader knows.
-func (c *contentReader) graphics(op pdfKeyword) {
-	switch op {
-	case "m", "l":
-		p := pdfMatrix{1, 0, 0, 1, c.number(2), c.number(1)}.mul(c.ctm)
-		if op == "l" {
-			c.out.segments = append(c.out.segments, [4]float64{c.pathX, c.pathY, p[4], p[5]})
-		}
-		c.pathX, c.pathY = p[4], p[5]
-	case "re":
-		c.out.rects = append(c.out.rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
-	case "q":
-		c.saved = append(c.saved, c.graphicsState)
-	case "Q":
-		if len(c.saved) > 0 {
-			c.graphicsState, c.saved = c.saved[len(c.saved)-1], c.saved[:len(c.saved)-1]
-		}
-	case "cm":
-		var m pdfMatrix
-		for i := range m {
-			m[i] = c.number(6 - i)
-		}
-		c.ctm = m.mul(c.ctm)
-	}
-}
-
-// markedContent opens and closes marked-content sequences; at the end of one with an
-// /ActualText, its first glyph stands for that text and the others for nothing.
-func (c *contentReader) markedContent(op pdfKeyword) {
-	switch op {
 	case "BDC":
-		props, _ := c.stack[len(c.stack)-1].(pdfDict)
-		if _, ok := props["ActualText"].(pdfString); ok {
-			c.spans = append(c.spans, len(c.out.glyphs))
-			c.actual = append(c.actual, pdfTextString(props["ActualText"].(pdfString)))
-			return
+		// At the end of a span with an /ActualText, its first glyph stands for that text
+		// and the others for nothing.
+		props, _ := c.stack[1].(pdfDict)
+		actual, ok := props["ActualText"].(pdfString)
+		if !ok || c.span >= 0 {
+			return fmt.Errorf("marked content %v inside a span: %v", props, c.span >= 0)
 		}
-		c.spans, c.actual = append(c.spans, -1), append(c.actual, "")
-	case "BMC":
-		c.spans, c.actual = append(c.spans, -1), append(c.actual, "")
+		c.span, c.actual = len(c.out.glyphs), pdfTextString(actual)
 	case "EMC":
-		if len(c.spans) == 0 {
-			return
+		if c.span < 0 {
+			return fmt.Errorf("EMC outside a span")
 		}
-		first, text := c.spans[len(c.spans)-1], c.actual[len(c.actual)-1]
-		c.spans, c.actual = c.spans[:len(c.spans)-1], c.actual[:len(c.actual)-1]
-		if first < 0 {
-			return
-		}
-		for i := first; i < len(c.out.glyphs); i++ {
+		for i := c.span; i < len(c.out.glyphs); i++ {
 			c.out.glyphs[i].typed = ""
 		}
-		if first < len(c.out.glyphs) {
-			c.out.glyphs[first].typed = text
+		if c.span < len(c.out.glyphs) {
+			c.out.glyphs[c.span].typed = c.actual
 		}
+		c.span = -1
 	}
-}
-
-// textState runs the operators that set the text matrix and text parameters.
-func (c *contentReader) textState(op pdfKeyword) {
-	switch op {
-	case "BT":
-		c.tm, c.tlm = pdfIdentity, pdfIdentity
-	case "Tm":
-		for i := range c.tlm {
-			c.tlm[i] = c.number(6 - i)
-		}
-		c.tm = c.tlm
-	case "Td":
-		c.nextLine(c.number(2), c.number(1))
-	case "TD":
-		c.leading = -c.number(1)
-		c.nextLine(c.number(2), c.number(1))
-	case "T*":
-		c.nextLine(0, -c.leading)
-	case "TL":
-		c.leading = c.number(1)
-	case "Tc":
-		c.charSp = c.number(1)
-	case "Tw":
-		c.wordSp = c.number(1)
-	case "Tz":
-		c.hScale = c.number(1) / 100
-	}
-}
-
-func (c *contentReader) nextLine(tx, ty float64) {
-	c.tlm = pdfMatrix{1, 0, 0, 1, tx, ty}.mul(c.tlm)
-	c.tm = c.tlm
+	return nil
 }
 
 // show shows a string's glyphs in the current font.
@@ -692,25 +494,13 @@ func (c *contentReader) show(s pdfString) error {
 	if font == nil {
 		return fmt.Errorf("text shown without a font")
 	}
-	if !slices.Contains(c.out.fonts, font.name) {
-		c.out.fonts = append(c.out.fonts, font.name)
-	}
 	for i := 0; i+font.codeBytes <= len(s); i += font.codeBytes {
-		code := 0
-		for _, b := range s[i : i+font.codeBytes] {
-			code = code<<8 | int(b)
-		}
-		adv := font.width(code)/1000*c.size + c.charSp
-		if font.codeBytes == 1 && code == ' ' {
-			adv += c.wordSp
-		}
-		adv *= c.hScale
-		m := c.tm.mul(c.ctm)
-		end := pdfMatrix{1, 0, 0, 1, adv, 0}.mul(c.tm).mul(c.ctm)
-		x, endX := min(m[4], end[4]), max(m[4], end[4])
+		code := pdfCode(s[i : i+font.codeBytes])
+		adv := font.width(code) / 1000 * c.size
 		text := font.text(code)
-		c.out.glyphs = append(c.out.glyphs, pdfGlyph{text: text, x: x, y: m[5], endX: endX, size: c.size * m[3], font: font.name, typed: text})
-		c.tm = pdfMatrix{1, 0, 0, 1, adv, 0}.mul(c.tm)
+		c.out.glyphs = append(c.out.glyphs, pdfGlyph{text: text, x: c.x, y: c.lineY, endX: c.x + adv,
+			size: c.size, font: font.name, typed: text})
+		c.x += adv
 	}
 	return nil
 }
