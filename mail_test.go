@@ -76,8 +76,6 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Stray.", ""},
 		{"a boundary parameter that is not the body's (issue 23; CPython's msg_31.txt)", from + date + "Content-Type: multipart/mixed; boundary=B_\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nmessage 1\r\n--B--\r\n",
 			"", "message 1", ""},
-		{"the same with an Exchange boundary, capitals and digits", from + date + "Content-Type: multipart/mixed; boundary=\"_000_\"\r\n\r\n--_000_DB6PR07MB1234XAB_\r\nContent-Type: text/plain\r\n\r\nmessage 2\r\n--_000_DB6PR07MB1234XAB_--\r\n",
-			"", "message 2", ""},
 		{"declared base64, written as text (issue 23; enmime's mime-bad-content-transfer-encoding.raw)", from + date + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nploozdect  nispplul swunkglap\r\n",
 			"", "ploozdect  nispplul swunkglap", ""},
 		{"real base64 with a stray character is still decoded", from + date + "Content-Transfer-Encoding: base64\r\n\r\nSGVsbG8g*d29ybGQ=\r\n",
@@ -92,8 +90,6 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Long boundary.", ""},
 		{"Outlook's unquoted boundary (1.6)", from + date + "Content-Type: multipart/alternative;\r\n\tboundary=----=_NextPart_000_0001_01D0\r\n\r\n------=_NextPart_000_0001_01D0\r\nContent-Type: text/plain\r\n\r\nOutlook text.\r\n------=_NextPart_000_0001_01D0--\r\n",
 			"", "Outlook text.", ""},
-		{"a text attachment is not the body (1.7)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=log.txt\r\n\r\nattached log\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The message</p>\r\n--b--\r\n",
-			"", "The message", ""},
 		{"an 8-bit byte inside an encoded-word (1.8)", from + date + "Subject: =?iso-8859-1?q?caf\xe9_=E9t=E9?=\r\n\r\nb\r\n",
 			"café été", "b", ""},
 		{"an unknown charset spoils no other word (1.8)", from + date + "Subject: =?NONE?q?plain?= =?utf-8?q?Gr=C3=BC=C3=9Fe?=\r\n\r\nb\r\n",
@@ -108,8 +104,6 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"café", "b", ""},
 		{"UTF-8 under the label ascii, as under us-ascii", from + date + "Content-Type: text/plain; charset=ascii\r\n\r\ncaf\xc3\xa9\r\n",
 			"", "café", ""},
-		{"UTF-7 (1.9)", from + date + "Content-Type: text/plain; charset=utf-7\r\n\r\nHi +AOk-t+AOk-\r\n",
-			"", "Hi été", ""},
 		{"cp932 (1.9)", from + date + "Content-Type: text/plain; charset=cp932\r\n\r\n\x93\xfa\x96\x7b\r\n",
 			"", "日本", ""},
 		{"text without a subtype is text/plain (1.10)", from + date + "Content-Type: text\r\n\r\nJust text.\r\n",
@@ -122,13 +116,13 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "News", ""},
 		{"a raw 8-bit GB2312 subject read in the body's charset (1.10)", from + date + "Subject: \xd6\xd0\xce\xc4\r\nContent-Type: text/plain; charset=gb2312\r\n\r\n\xd6\xd0\xce\xc4\r\n",
 			"中文", "中文", ""},
-		{"ATTACHMENT in capitals is an attachment", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: ATTACHMENT; filename=log.txt\r\n\r\nattached log\r\n--b\r\nContent-Type: text/plain\r\n\r\nThe message.\r\n--b--\r\n",
+		{"a text attachment, ATTACHMENT in capitals, is not the body (1.7)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: ATTACHMENT; filename=log.txt\r\n\r\nattached log\r\n--b\r\nContent-Type: text/plain\r\n\r\nThe message.\r\n--b--\r\n",
 			"", "The message.", ""},
 		{"of several HTML parts, the first", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>First</p>\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>Second</p>\r\n--b--\r\n",
 			"", "First", ""},
 		{"multipart/related: the start part, by its Content-ID", from + date + "Content-Type: multipart/related; boundary=b; start=\"<main@x>\"\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <other@x>\r\n\r\nNot the start.\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <main@x>\r\n\r\nThe start.\r\n--b--\r\n",
 			"", "The start.", ""},
-		{"a boundary inside a line is no delimiter", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nsee x--b here\r\nand on\r\n--b--\r\n",
+		{"a boundary inside a line is no delimiter (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nsee x--b here\r\nand on\r\n--b--\r\n",
 			"", "see x--b here\r\nand on", ""},
 		{"a quoted-printable soft break before a lone CR", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\nsoft=\rbreak\r\n",
 			"", "softbreak", ""},
@@ -159,7 +153,7 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "Related HTML", ""},
 		{"a preamble and an epilogue are not shown (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\nThis is a multi-part message in MIME format.\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b--\r\nA list's footer.\r\n",
 			"", "", ""},
-		{"base64 of UTF-7 (issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
+		{"base64 of UTF-7 (1.9, issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
 			"", "Hi été", ""},
 		{"a field name with blanks and punctuation, continued, then a base64 body (issue 28; " +
 			"mnako/letters' tests/test_english_plaintext_ascii_over_base64.txt)",
@@ -188,10 +182,6 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--c--\r\n" +
 				"Content-Type: text/plain\r\n\r\n--c--\r\n",
 			"", "", ""},
-		{"a delimiter must start its line: one after text is part of the text (RFC 2046 5.1.1)",
-			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\n" +
-				"see x--b\r\nand on\r\n--b--\r\n",
-			"", "see x--b\r\nand on", ""},
 		{"a C1 control makes decoded base64 unreadable: the text as written " +
 			"(as enmime's mime-bad-content-transfer-encoding.raw)",
 			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
@@ -417,60 +407,6 @@ func TestUndatedMessageByFileTime(t *testing.T) {
 	}
 }
 
-// BenchmarkEmailPromptBusyWindow: a window of 20,000 messages costs the job the messages
-// that fit in its prompt (about 400 here), not the 20,000: newest delivered first, the
-// read stops once the prompt is full.
-func BenchmarkEmailPromptBusyWindow(b *testing.B) {
-	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	dir := newMaildir(b)
-	body := strings.Repeat("A line of an ordinary message. ", 12)
-	for i := range 20_000 {
-		at := start.Add(time.Duration(i) * time.Second)
-		msg := maildirMessage(fmt.Sprint(i), at) + body + "\r\n"
-		writeFile(b, filepath.Join(dir, "cur", fmt.Sprintf("%d.M%dP1.host:2,S", at.Unix(), i)), msg)
-	}
-	log := slog.New(slog.DiscardHandler)
-	for b.Loop() {
-		fit := promptFit{maxChars: maxPromptDataChars}
-		err := readMaildir(context.Background(), os.DirFS(dir), start, log, func(e email) bool { return fit.offer(e) })
-		if err != nil || fit.offered > 1000 || len(fit.items) < 100 {
-			b.Fatalf("gather = %v after %d offers, %d kept", err, fit.offered, len(fit.items))
-		}
-	}
-}
-
-func TestParseEmailFixtures(t *testing.T) {
-	cases := []struct {
-		file                          string
-		from, to, subject, date, body string
-	}{
-		{"new/1795508160.M1P1.host", "Jörg Müller <joerg@example.com>", "team@example.com", "Grüße aus Köln", "2026-11-24T08:15:00.000Z", "Hallo zusammen, die Straße ist gesperrt."},
-		{"cur/1795438860.M2P1.host:2,S", "Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z", "Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici, bien au-delà de soixante-seize caractères."},
-		{"cur/1795593660.M3P1.host:2,S", "Ivan <ivan@example.ru>", "team@example.com", "Status", "2026-11-25T08:00:00.000Z", "Привет, мир.\nВторая строка."},
-		{"new/1795563060.M4P1.host", "Ops <ops@example.com>", "team@example.com", "Deploy finished", "2026-11-24T23:30:00.000Z", "Deploy 42 finished without errors."},
-		{"new/1795586460.M5P1.host", "Newsletter <news@example.com>", "team@example.com", "HTML only", "2026-11-25T06:00:00.000Z", "Café & tea on Friday"},
-	}
-	fixtures := os.DirFS("testdata/maildir")
-	quiet := slog.New(slog.DiscardHandler)
-	for _, tc := range cases {
-		got, err := readEmailFile(fixtures, tc.file, time.Time{}, quiet)
-		if err != nil {
-			t.Errorf("%s: %v", tc.file, err)
-			continue
-		}
-		want := email{From: tc.from, To: tc.to, Subject: tc.subject, Date: tc.date, Body: tc.body}
-		got.when = time.Time{}
-		if got != want {
-			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, want)
-		}
-	}
-	for _, bad := range []string{"new/1795590000.M7P1.host"} {
-		if _, err := readEmailFile(fixtures, bad, time.Time{}, quiet); err == nil {
-			t.Errorf("%s parsed, want an error", bad)
-		}
-	}
-}
-
 // FuzzParseEmail: any bytes either parse to valid UTF-8 fields within the body cap, or
 // give an error; never a panic.
 func FuzzParseEmail(f *testing.F) {
@@ -576,7 +512,7 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-unknown-charset", "Grüße", "Grüße", true},
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
-		{"unicode-1-1-utf-7", "a+AOk-", "aé", false},                              // UTF-7's other labels (utf-7: TestEmailAsAReaderSees)
+		{"unicode-1-1-utf-7", "a+AOk-", "aé", false},                              // UTF-7's other labels
 		{"csUnicode11UTF7", "a+AOk-", "aé", false},
 		{"utf-7", "caf\xe9 +AOk-", "caf\uFFFD é", false}, // 8-bit is no UTF-7
 		{"utf-7", "café +AOk-", "caf\uFFFD é", false},
@@ -598,12 +534,7 @@ func TestDecodeCharset(t *testing.T) {
 // TestUnknownCharsetInMessage: a message whose subject and body use a charset the
 // service does not know keeps its text and logs the charset with the file's name.
 func TestUnknownCharsetInMessage(t *testing.T) {
-	dir := t.TempDir()
-	for _, sub := range []string{"new", "cur", "tmp"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := newMaildir(t)
 	const name = "1795597860.M1P1.host"
 	writeFile(t, filepath.Join(dir, "new", name), "From: =?x-klingon?q?Kor_=FF?= <kor@example.com>\r\n"+
 		"To: team@example.com\r\nSubject: =?x-klingon?q?Qapla=27?=\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n"+

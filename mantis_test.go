@@ -77,7 +77,6 @@ type fakeTracker struct {
 	failures []int            // statuses refused with before the real answers, one per request
 	version  string           // MANTIS_VERSION; "2.28.4" when empty
 	token    string           // the API token its user has; testTrackerKey when empty
-	project  string           // the project that exists; "1" when empty
 	// anonymous is the tracker's anonymous account ($g_anonymous_account, with
 	// $g_allow_anonymous_login ON); "" when it has none. anonymousByName: the account has
 	// no user row yet, so MantisBT logs it in as "anonymous", not by cookie.
@@ -99,7 +98,6 @@ type fakeTracker struct {
 var refusalReasons = map[int]string{
 	401: "Valid API token required",
 	403: "API token not found",
-	404: "Project '1' doesn't exist",
 	503: "Mantis Offline",
 }
 
@@ -140,7 +138,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, 503, "API disabled")
 		return
 	}
-	if project := q.Get("project_id"); project != cmp.Or(f.project, "1") || f.noAccess && loginMethod == "api-token" {
+	if project := q.Get("project_id"); project != "1" || f.noAccess && loginMethod == "api-token" {
 		f.refuse(w, 404, fmt.Sprintf("Project '%s' doesn't exist", project))
 		return
 	}
@@ -299,9 +297,10 @@ func note(id int, created, text string) map[string]any {
 		"view_state": public, "type": "note", "attachments": []any{}}
 }
 
-// TestTrackerRefusals: each way MantisBT 2.26, and 2.27 and later, refuses, or answers as
-// an account other than the token's, fails the job with an error that says what it
-// means, without the token, before anything reaches the model.
+// TestTrackerRefusals: each way MantisBT 2.26, and 2.27 and later, refuses, answers as an
+// account other than the token's, or writes a date the service cannot read, fails the job
+// with an error that says what it means, without the token, before anything reaches the
+// model.
 func TestTrackerRefusals(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	const (
@@ -319,15 +318,11 @@ func TestTrackerRefusals(t *testing.T) {
 	}{
 		{"unknown token", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
 			unknown + ": tracker answered 403 (API token not found)", 1},
-		{"unknown token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
-			unknown + ": tracker answered 403 (API token not found)", 1},
 		{"unknown token", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
 			unknown + ", and the tracker has no anonymous access: tracker answered 401 (Valid API token required)", 1},
 		{"token of the wrong length", "2.27.3", func(c *config) { c.TrackerKey = "short" }, nil,
 			"tracker answered 401 (Valid API token required)", 1},
 		{"unknown token, anonymous access", "2.27.3", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
-			asGuest, 1},
-		{"unknown token, anonymous access, REST API disabled", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous, f.restOff = "guest", true },
 			asGuest, 1},
 		// The anonymous account without a user row yet is logged in by name, not by cookie:
 		// the service must not take that login for the token's.
@@ -337,10 +332,6 @@ func TestTrackerRefusals(t *testing.T) {
 			`MantisBT did not accept TRACKER_API_KEY and served another account, "guest" ` +
 				`(X-Mantis-LoginMethod: anonymous)`, 1},
 		{"no token", "2.28.4", func(c *config) { c.TrackerKey = "" }, nil, "TRACKER_API_KEY is not configured", 0},
-		{"no token, anonymous access", "2.26.4", func(c *config) { c.TrackerKey = "" }, func(f *fakeTracker) { f.anonymous = "guest" },
-			"TRACKER_API_KEY is not configured", 0},
-		{"the token's user disabled", "2.26.4", nil, func(f *fakeTracker) { f.disabled = true },
-			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
 		{"the token's user disabled", "2.28.4", nil, func(f *fakeTracker) { f.disabled = true },
 			"MantisBT knows TRACKER_API_KEY but refused its user: the account is disabled: tracker answered 403 (Access denied)", 1},
 		{"the token's user below the API's access level", "2.27.3", nil, func(f *fakeTracker) { f.lowAccess = true },
@@ -357,6 +348,19 @@ func TestTrackerRefusals(t *testing.T) {
 			"MantisBT is offline: an administrator took it offline (mantis_offline.php): tracker answered 503 (Mantis Offline)", 3},
 		{"a stored text not UTF-8: 500 with no body", "2.28.4", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
 			"MantisBT failed to write the list: an issue's stored text may not be valid UTF-8: tracker answered 500", 3},
+		// A date not as MantisBT writes it fails the job rather than ending the walk or
+		// dropping the note unnoticed; a long one is quoted by its first 40 characters.
+		{"an issue's updated_at not a date", "2.28.4", nil,
+			func(f *fakeTracker) { f.issues[0]["updated_at"] = "25/11/2026 10:00" },
+			`issue 1: updated_at "25/11/2026 10:00" is not a date the tracker writes`, 1},
+		{"a note's created_at not a date", "2.28.4", nil, func(f *fakeTracker) {
+			f.issues[0]["notes"] = []map[string]any{note(7, "25/11/2026 09:00", "a note")}
+		},
+			`issue 1: note 7's created_at "25/11/2026 09:00" is not`, 1},
+		{"a long updated_at", "2.28.4", nil, func(f *fakeTracker) {
+			f.issues[0]["updated_at"] = strings.Repeat("1", 40) + strings.Repeat("9", 60)
+		},
+			`issue 1: updated_at "` + strings.Repeat("1", 40) + `" is not a date`, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.version+" "+tc.name, func(t *testing.T) {

@@ -125,7 +125,6 @@ type summaryEnv struct {
 	clock   *testClock
 	tracker *fakeTracker
 	model   *fakeModel
-	prompts string
 }
 
 func newSummaryEnv(t *testing.T, now time.Time, change ...func(*config)) *summaryEnv {
@@ -151,7 +150,7 @@ func newSummaryEnv(t *testing.T, now time.Time, change ...func(*config)) *summar
 	}
 	clock := &testClock{now: now}
 	e := newTestEnvAt(t, clock.Now, append([]func(*config){base}, change...)...)
-	return &summaryEnv{testEnv: e, clock: clock, tracker: tracker, model: model, prompts: prompts}
+	return &summaryEnv{testEnv: e, clock: clock, tracker: tracker, model: model}
 }
 
 // newHeldSummaryEnv is a summary environment with one ticket of the window whose model
@@ -191,22 +190,31 @@ func writeFile(t testing.TB, path, content string) {
 }
 
 // TestTrackerPrompt checks the exact prompt: placeholders replaced, the kept tickets as
-// JSON with the requested fields only, old notes dropped, `notes` absent when MantisBT
-// left it out, long texts cut.
+// JSON with the requested fields only, old notes dropped (`"notes": []` when none is
+// left), `notes` absent when MantisBT left it out, long texts cut. A trailing slash in
+// the endpoint is not doubled. A key is hidden in errors and logs, never in the data: with
+// the tracker token "t", MantisBT's answer is read with every "t" in it, and a summary
+// that quotes the model's key ("x", as docs/SUMMARIES.md lets an Ollama user choose) is
+// stored as the model wrote it.
 func TestTrackerPrompt(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, berlin(t)) // Wednesday; window from 23 Nov 00:00 CET
-	e := newSummaryEnv(t, now)
+	e := newSummaryEnv(t, now, func(c *config) {
+		c.TrackerEndpoint += "/"
+		c.TrackerKey, c.GenAIKey = "t", "x"
+	})
+	e.tracker.token, e.model.key = "t", "x"
 	long := strings.Repeat("é", 2500)
 	e.tracker.issues = []map[string]any{
 		issue(3, "2026-11-25T09:00:00+01:00",
 			note(31, "2026-11-22T23:59:59+01:00", "too old"),
 			note(32, "2026-11-22T23:00:00+00:00", "exactly at the start"),
 			note(33, "2026-11-24T10:00:00-05:00", long)),
+		issue(4, "2026-11-24T08:00:00+00:00", note(41, "2026-10-01T08:00:00+00:00", "old")),
 		issue(2, "2026-11-23T01:30:00+02:00"), // 22 Nov 23:30 UTC = 23 Nov 00:30 CET: inside, no notes field
 		issue(1, "2026-11-22T22:59:59+00:00", note(11, "2026-11-24T10:00:00+00:00", "new note on an old ticket")),
 	}
 	e.tracker.issues[0]["description"] = long
-	e.model.answer = "Tickets were worked on."
+	e.model.answer = "Next: fix the mailbox export."
 	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +225,8 @@ func TestTrackerPrompt(t *testing.T) {
 		`{"id":3,"summary":"Ticket 3","description":"` + cut + `","created_at":"2026-01-01T08:00:00+00:00","updated_at":"2026-11-25T09:00:00+01:00","reporter":` + reporter +
 		`,"notes":[{"id":32,"reporter":` + noteReporter + `,"text":"exactly at the start","created_at":"2026-11-22T23:00:00+00:00","updated_at":"2026-11-22T23:00:00+00:00"},` +
 		`{"id":33,"reporter":` + noteReporter + `,"text":"` + cut + `","created_at":"2026-11-24T10:00:00-05:00","updated_at":"2026-11-24T10:00:00-05:00"}]},` +
+		`{"id":4,"summary":"Ticket 4","description":"Description 4","created_at":"2026-01-01T08:00:00+00:00",` +
+		`"updated_at":"2026-11-24T08:00:00+00:00","reporter":` + reporter + `,"notes":[]},` +
 		`{"id":2,"summary":"Ticket 2","description":"Description 2","created_at":"2026-01-01T08:00:00+00:00","updated_at":"2026-11-23T01:30:00+02:00","reporter":` + reporter + `}` +
 		"]\nEnd."
 	calls := e.model.calls()
@@ -226,7 +236,7 @@ func TestTrackerPrompt(t *testing.T) {
 	status, raw := e.do("GET", "/api/tracker-summary/today", nil)
 	var got map[string]string
 	json.Unmarshal(raw, &got)
-	if status != 200 || got["summaryDate"] != "2026-11-24T23:00:00.000Z" || got["summaryText"] != "Tickets were worked on." ||
+	if status != 200 || got["summaryDate"] != "2026-11-24T23:00:00.000Z" || got["summaryText"] != e.model.answer ||
 		got["generatedAt"] != "2026-11-25T09:00:00.000Z" || len(got) != 3 {
 		t.Errorf("today = %d %s", status, raw)
 	}
@@ -236,9 +246,13 @@ func TestTrackerPrompt(t *testing.T) {
 }
 
 // TestSummaryFailuresStoreNothing: every kind of failure leaves no summary and a
-// healthy service, through the endpoints, and logs why without a secret.
+// healthy service, through the endpoints, and logs why without a secret. GET
+// /api/tracker-summary answers it without a path or a detail, which the log keeps, and
+// stores nothing either; within 30 s after a failed run, a caller is answered 503 with the
+// time to wait in Retry-After, not a new run.
 func TestSummaryFailuresStoreNothing(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	const internal = `500 {"error":"Failed to generate summary: internal error"}`
 	cases := []struct {
 		name    string
 		change  func(*config)
@@ -246,23 +260,37 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		wantLog string
 		// what the job that does not fail stores
 		wantTracker, wantEmail int
+		onDemand               string // GET /api/tracker-summary's status and body
 	}{
-		{"no model key", func(c *config) { c.GenAIKey = "" }, nil, "GENAI_API_KEY is not configured", 0, 0},
-		{"no tracker endpoint", func(c *config) { c.TrackerEndpoint = "" }, nil, "TRACKER_API_ENDPOINT is not configured", 0, 1},
-		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/t.txt"; c.EmailPromptFile = "/nonexistent/e.txt" }, nil, "Prompt template not readable", 0, 0},
-		{"no Maildir", func(c *config) { c.Maildir = "" }, nil, "MAILDIR is not configured", 1, 0},
-		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "MAILDIR /nonexistent/mail: read Maildir: open new", 1, 0},
-		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403} }, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire): tracker answered 403 (API token not found)", 0, 1},
-		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` }, "no choices[0].message.content", 0, 0},
-		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` }, "not a chat completion", 0, 0},
-		{"model answer with null content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": [{"message": {"content": null}}]}` }, "no choices[0].message.content", 0, 0},
+		{"no model key", func(c *config) { c.GenAIKey = "" }, nil, "GENAI_API_KEY is not configured", 0, 0,
+			`500 {"error":"GENAI_API_KEY is not configured"}`},
+		{"no tracker endpoint", func(c *config) { c.TrackerEndpoint = "" }, nil, "TRACKER_API_ENDPOINT is not configured", 0, 1,
+			internal},
+		{"no template", func(c *config) {
+			c.TrackerPromptFile, c.EmailPromptFile = "/nonexistent/t.txt", "/nonexistent/e.txt"
+		}, nil,
+			"Prompt template not readable: TRACKER_PROMPT_FILE: open /nonexistent/t.txt", 0, 0,
+			`500 {"error":"Prompt template not readable"}`},
+		{"no Maildir", func(c *config) { c.Maildir = "" }, nil, "MAILDIR is not configured", 1, 0,
+			`200 {"summary":"The summary."}`},
+		{"Maildir missing", func(c *config) { c.Maildir = "/nonexistent/mail" }, nil, "MAILDIR /nonexistent/mail: read Maildir: open new", 1, 0,
+			`200 {"summary":"The summary."}`},
+		{"tracker refuses", nil, func(e *summaryEnv) { e.tracker.failures = []int{403, 403} }, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire): tracker answered 403 (API token not found)", 0, 1,
+			internal},
+		{"model answer without content", nil, func(e *summaryEnv) { e.model.raw = `{"choices": []}` },
+			"no choices[0].message.content", 0, 0, internal},
+		{"model answer not JSON", nil, func(e *summaryEnv) { e.model.raw = `<html>bad gateway</html>` },
+			"not a chat completion", 0, 0, internal},
+		{"model answer with null content", nil,
+			func(e *summaryEnv) { e.model.raw = `{"choices": [{"message": {"content": null}}]}` },
+			"no choices[0].message.content", 0, 0, internal},
 		{"a ticket too large for the prompt", nil, func(e *summaryEnv) {
 			notes := make([]map[string]any, 110) // each cut at 2,000 characters: 220,000 in all
 			for i := range notes {
 				notes[i] = note(i+1, mantisDate(now), strings.Repeat("n", 3000))
 			}
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now), notes...)}
-		}, "none of the 1 items fits in 200000 characters", 0, 1},
+		}, "none of the 1 items fits in 200000 characters", 0, 1, internal},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,6 +298,20 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			if tc.setup != nil {
 				tc.setup(e)
+			}
+			status, raw := e.do("GET", "/api/tracker-summary", nil)
+			if got := fmt.Sprintf("%d %s", status, strings.TrimSpace(string(raw))); got != tc.onDemand {
+				t.Errorf("GET /api/tracker-summary = %s, want %s", got, tc.onDemand)
+			}
+			if tc.onDemand == internal { // 10.5 s after a failed run: the 19.5 s left, rounded up
+				e.clock.Set(now.Add(10500 * time.Millisecond))
+				res, body := e.getRaw("/api/tracker-summary")
+				busy := res.StatusCode == 503 && res.Header.Get("Retry-After") == "20" &&
+					strings.Contains(string(body), errSummaryBusy.Error())
+				if !busy || strings.Count(e.logs.String(), "on-demand tracker summary failed") != 1 {
+					t.Errorf("a second caller = %d (Retry-After %q) %s, want 503 with Retry-After 20, no new run:\n%s",
+						res.StatusCode, res.Header.Get("Retry-After"), body, e.logs)
+				}
 			}
 			for _, path := range []string{"/api/tracker-summaries/generate", "/api/email-summaries/generate"} {
 				if status, _ := e.do("POST", path, nil); status != 202 {
@@ -329,71 +371,46 @@ func TestGenerateAnswersBeforeSlowModelAndRunsOnce(t *testing.T) {
 	}
 }
 
+// TestTrackerSummaryRegeneratedInPlace: a second tracker job of the day replaces the
+// day's summary in place, same id and date, new text and generatedAt; the template is read
+// per job, so that an edit takes effect without a restart.
 func TestTrackerSummaryRegeneratedInPlace(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	e := newSummaryEnv(t, now)
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-
-	e.model.answer = "First."
-	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var first struct{ Summaries []Summary }
-	e.doJSON("GET", "/api/tracker-summaries", nil, &first)
-
-	e.clock.Set(now.Add(time.Hour))
-	e.model.answer = "Second."
-	// The template is read per job: an edit takes effect without a restart.
-	writeFile(t, e.srv.cfg.TrackerPromptFile, "Edited $DATE $TRACKER_TICKETS")
-	if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var second struct {
-		Summaries []Summary
-		Total     int
-	}
-	e.doJSON("GET", "/api/tracker-summaries", nil, &second)
-	if len(first.Summaries) != 1 || second.Total != 1 || len(second.Summaries) != 1 {
-		t.Fatalf("summaries: first %+v second %+v, want one each", first, second)
-	}
-	a, b := first.Summaries[0], second.Summaries[0]
-	if a.ID != b.ID || b.SummaryText != "Second." || b.GeneratedAt != "2026-11-25T11:00:00.000Z" || a.GeneratedAt != "2026-11-25T10:00:00.000Z" || a.SummaryDate != b.SummaryDate {
-		t.Errorf("regenerated %+v from %+v, want same id and date, new text and generatedAt", b, a)
+	var first Summary
+	for i, answer := range []string{"First.", "Second."} {
+		e.clock.Set(now.Add(time.Duration(i) * time.Hour))
+		e.model.answer = answer
+		if err := e.srv.generateTrackerSummary(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Summaries []Summary
+			Total     int
+		}
+		e.doJSON("GET", "/api/tracker-summaries", nil, &list)
+		if list.Total != 1 || len(list.Summaries) != 1 {
+			t.Fatalf("after job %d: %+v, want one summary", i+1, list)
+		}
+		got := list.Summaries[0]
+		first = cmp.Or(first, got)
+		if got.ID != first.ID || got.SummaryDate != first.SummaryDate || got.SummaryText != answer ||
+			got.GeneratedAt != timestamp(now.Add(time.Duration(i)*time.Hour)) {
+			t.Errorf("after job %d: %+v, want %q generated now, of the first's id and date", i+1, got, answer)
+		}
+		writeFile(t, e.srv.cfg.TrackerPromptFile, "Edited $DATE $TRACKER_TICKETS")
 	}
 	if calls := e.model.calls(); len(calls) != 2 || !strings.HasPrefix(calls[1], "Edited 2026-11-25 [") {
 		t.Errorf("second prompt = %q, want the edited template", calls[len(calls)-1])
 	}
 }
 
-// TestKeysLeaveDataWhole: a key is hidden in errors and logs, never in the data. With the
-// tracker token "t", MantisBT's answer is read with every "t" in it, and a summary that
-// quotes the model's key ("x", as docs/SUMMARIES.md lets an Ollama user choose) is stored
-// as the model wrote it.
-func TestKeysLeaveDataWhole(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	e := newSummaryEnv(t, now, func(c *config) { c.TrackerKey, c.GenAIKey = "t", "x" })
-	e.tracker.token, e.model.key = "t", "x"
-	e.tracker.issues = []map[string]any{issue(1, mantisDate(now), note(7, mantisDate(now), "Next: fix the export."))}
-	e.model.answer = "Next: fix the mailbox export (ticket 1)."
-	if err := e.srv.generateTrackerSummary(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	var today DatedSummary
-	if status := e.doJSON("GET", "/api/tracker-summary/today", nil, &today); status != 200 || today.SummaryText != e.model.answer {
-		t.Errorf("today's summary = %d %q, want %q", status, today.SummaryText, e.model.answer)
-	}
-	if calls := e.model.calls(); len(calls) != 1 || !strings.Contains(calls[0], `"text":"Next: fix the export."`) {
-		t.Errorf("prompt = %q, want the note's text whole", calls)
-	}
-}
-
+// TestNothingToSummarise: without tickets or mail in the window, the jobs and GET
+// /api/tracker-summary give their no-material texts without calling the model.
 func TestNothingToSummarise(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	empty := t.TempDir()
-	for _, sub := range []string{"new", "cur", "tmp"} {
-		os.Mkdir(filepath.Join(empty, sub), 0o700)
-	}
-	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = empty })
+	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = newMaildir(t) })
 	e.tracker.issues = []map[string]any{issue(1, mantisDate(now.Add(-100*time.Hour)))}
 	for _, generate := range []func(context.Context) error{
 		e.srv.generateTrackerSummary, e.srv.generateEmailSummary,
@@ -408,6 +425,10 @@ func TestNothingToSummarise(t *testing.T) {
 	if len(tr.Summaries) != 1 || tr.Summaries[0].SummaryText != "No tracker tickets updated recently." ||
 		len(em.Summaries) != 1 || em.Summaries[0].SummaryText != "No emails received recently." {
 		t.Errorf("stored %+v and %+v, want the no-material texts", tr, em)
+	}
+	status, raw := e.do("GET", "/api/tracker-summary", nil)
+	if status != 200 || strings.TrimSpace(string(raw)) != `{"summary":"No tracker tickets updated recently."}` {
+		t.Errorf("GET /api/tracker-summary = %d %s, want the no-material text", status, raw)
 	}
 	if n := len(e.model.calls()); n != 0 {
 		t.Errorf("model called %d times with nothing to summarise", n)
@@ -467,42 +488,6 @@ func TestSummaryLists(t *testing.T) {
 				t.Errorf("GET %s%s = %d summaries, total %v; want %d from %d, total 15", path, tc.query, len(got.Summaries), got.Total, len(want), tc.first)
 			}
 		}
-	}
-}
-
-func TestEarlierTrackerSummaryEndpoint(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	cases := []struct {
-		name   string
-		change func(*config)
-		issues []map[string]any
-		fail   []int
-		status int
-		body   string
-	}{
-		{"summary", nil, []map[string]any{issue(1, mantisDate(now))}, nil, 200, `{"summary":"The summary."}`},
-		{"no tickets", nil, nil, nil, 200, `{"summary":"No tracker tickets updated recently."}`},
-		{"no key", func(c *config) { c.GenAIKey = "" }, nil, nil, 500, `{"error":"GENAI_API_KEY is not configured"}`},
-		{"no template", func(c *config) { c.TrackerPromptFile = "/nonexistent/p.txt" }, nil, nil, 500, `{"error":"Prompt template not readable"}`},
-		{"tracker down", nil, nil, []int{502, 502, 502}, 500, `{"error":"Failed to generate summary: internal error"}`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newSummaryEnv(t, now, tc.change)
-			e.tracker.issues = tc.issues
-			e.tracker.failures = tc.fail
-			status, raw := e.do("GET", "/api/tracker-summary", nil)
-			if status != tc.status || strings.TrimSpace(string(raw)) != tc.body {
-				t.Errorf("GET /api/tracker-summary = %d %s, want %d %s", status, raw, tc.status, tc.body)
-			}
-			if n := e.count("tracker_summaries"); n != 0 {
-				t.Errorf("the on-demand summary stored %d rows", n)
-			}
-			// The answer names no path; the log keeps it.
-			if tc.name == "no template" && !strings.Contains(e.logs.String(), "Prompt template not readable: TRACKER_PROMPT_FILE: open /nonexistent/p.txt") {
-				t.Errorf("the log lacks the template's path:\n%s", e.logs)
-			}
-		})
 	}
 }
 
@@ -570,15 +555,29 @@ func TestEmailSummaryPrompt(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(calls[0], "Mail of 2026-11-25:\n"), "\nEnd.")), &sent); err != nil {
 		t.Fatal(err)
 	}
-	var subjects []string
-	for _, m := range sent {
-		subjects = append(subjects, m.Subject)
-	}
 	// Newest delivered first; the old message and the file that is not one are left out,
-	// the undated one is dated by its delivery.
-	want := []string{"Status", "No date", "HTML only", "Deploy finished", "Grüße aus Köln", "Café crème"}
-	if !slices.Equal(subjects, want) {
-		t.Errorf("subjects sent = %q, want %q", subjects, want)
+	// the undated one is dated by its delivery, the time in its file's name.
+	want := [][5]string{ // From, To, Subject, Date, Body
+		{"Ivan <ivan@example.ru>", "team@example.com", "Status", "2026-11-25T08:00:00.000Z",
+			"Привет, мир.\nВторая строка."},
+		{"Nodate <nodate@example.com>", "", "No date", "2026-11-25T07:05:00.000Z", "No Date header."},
+		{"Newsletter <news@example.com>", "team@example.com", "HTML only", "2026-11-25T06:00:00.000Z",
+			"Café & tea on Friday"},
+		{"Ops <ops@example.com>", "team@example.com", "Deploy finished", "2026-11-24T23:30:00.000Z",
+			"Deploy 42 finished without errors."},
+		{"Jörg Müller <joerg@example.com>", "team@example.com", "Grüße aus Köln",
+			"2026-11-24T08:15:00.000Z", "Hallo zusammen, die Straße ist gesperrt."},
+		{"Claire <claire@example.fr>", "team@example.com", "Café crème", "2026-11-23T13:00:00.000Z",
+			"Un café crème, s'il vous plaît. Cette ligne est très longue et continue ici, " +
+				"bien au-delà de soixante-seize caractères."},
+	}
+	if len(sent) != len(want) {
+		t.Errorf("sent %d messages, want %d: %+v", len(sent), len(want), sent)
+	}
+	for i, m := range sent[:min(len(sent), len(want))] {
+		if got := [5]string{m.From, m.To, m.Subject, m.Date, m.Body}; got != want[i] {
+			t.Errorf("message %d sent as %q,\nwant %q", i, got, want[i])
+		}
 	}
 	if strings.Count(e.logs.String(), `msg="skip e-mail message" file=new/`) != 2 ||
 		strings.Count(e.logs.String(), `err="not a message: no header field and no text"`) != 2 {
@@ -636,19 +635,25 @@ func TestScheduleCatchesUp(t *testing.T) {
 		catchUp = "summary schedule: catching up on today's run"
 		wait    = "summary schedule: waiting for the next run"
 	)
+	ctx := context.Background()
+	save := func(day time.Time) func(*Store) error {
+		return func(s *Store) error { return s.SaveTrackerSummary(ctx, startOfDay(day), "done") }
+	}
 	cases := []struct {
-		name     string
-		hour     int      // of the run time
-		minute   int      // of the run time
-		existing []string // before the start: "tracker today", "email today", "tracker yesterday", "no tracker table"
-		log      string   // catchUp: both jobs run at once
+		name         string
+		hour, minute int                // the run time
+		existing     func(*Store) error // before the start; nil: nothing
+		log          string             // catchUp: both jobs run at once
 	}{
 		{"after the run time, today's summary missing", 6, 30, nil, catchUp},
-		{"after the run time, only yesterday's summary", 6, 30, []string{"tracker yesterday"}, catchUp},
-		{"after the run time, only today's e-mail summary", 6, 30, []string{"email today"}, catchUp},
-		{"after the run time, today's summary exists", 6, 30, []string{"tracker today"}, wait},
-		{"after the run time, today's summary unreadable", 6, 30, []string{"no tracker table"},
-			"summary schedule: no catch-up, today's tracker summary not readable"},
+		{"after the run time, only yesterday's summary", 6, 30, save(now.AddDate(0, 0, -1)), catchUp},
+		{"after the run time, only today's e-mail summary", 6, 30,
+			func(s *Store) error { return s.AddEmailSummary(ctx, startOfDay(now), "done") }, catchUp},
+		{"after the run time, today's summary exists", 6, 30, save(now), wait},
+		{"after the run time, today's summary unreadable", 6, 30, func(s *Store) error {
+			_, err := s.write.Exec(`DROP TABLE tracker_summaries`)
+			return err
+		}, "summary schedule: no catch-up, today's tracker summary not readable"},
 		{"exactly at the run time", 10, 0, nil, catchUp}, // the next run is tomorrow's
 		{"before the run time", 11, 30, nil, wait},
 	}
@@ -656,20 +661,8 @@ func TestScheduleCatchesUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSummaryEnv(t, now)
 			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
-			ctx := context.Background()
-			for _, what := range tc.existing {
-				var err error
-				switch what {
-				case "tracker today":
-					err = e.store.SaveTrackerSummary(ctx, startOfDay(now), "done")
-				case "email today":
-					err = e.store.AddEmailSummary(ctx, startOfDay(now), "done")
-				case "tracker yesterday":
-					err = e.store.SaveTrackerSummary(ctx, startOfDay(now.AddDate(0, 0, -1)), "done")
-				case "no tracker table":
-					_, err = e.store.write.Exec(`DROP TABLE tracker_summaries`)
-				}
-				if err != nil {
+			if tc.existing != nil {
+				if err := tc.existing(e.store); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -736,30 +729,24 @@ func runningJobs(j *summaryJobs) []string {
 // TestShutdownDuringSlowModel: the real server, a model that never answers, SIGTERM (a
 // cancelled ctx): run returns within its bound and the job's call is cancelled.
 func TestShutdownDuringSlowModel(t *testing.T) {
-	model := &fakeModel{t: t, release: make(chan struct{}), entered: make(chan struct{}, 1), gone: make(chan struct{}, 1)}
-	ms := httptest.NewServer(model)
-	defer ms.Close()
-	defer close(model.release)
-	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
-	ts := httptest.NewServer(tracker)
-	defer ts.Close()
-	prompt := filepath.Join(t.TempDir(), "p.txt")
-	writeFile(t, prompt, "$TRACKER_TICKETS")
-
+	e := newHeldSummaryEnv(t, time.Now())
+	defer close(e.model.release)
+	e.model.gone = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	cfg := e.srv.cfg
 	base, done, _ := startRun(t, ctx, map[string]string{
 		"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db"),
-		"TRACKER_API_ENDPOINT": ts.URL + "/api/rest", "TRACKER_API_KEY": testTrackerKey,
-		"GENAI_API_KEY": testModelKey, "GENAI_BASE_URL": ms.URL + "/v1", "GENAI_MODEL": "test-model",
-		"TRACKER_PROMPT_FILE": prompt,
+		"TRACKER_API_ENDPOINT": cfg.TrackerEndpoint, "TRACKER_API_KEY": testTrackerKey,
+		"GENAI_API_KEY": testModelKey, "GENAI_BASE_URL": cfg.GenAIBaseURL, "GENAI_MODEL": "test-model",
+		"TRACKER_PROMPT_FILE": cfg.TrackerPromptFile,
 	})
 	res, err := http.Post(base+"/api/tracker-summaries/generate", "application/json", nil)
 	if err != nil || res.StatusCode != 202 {
 		t.Fatalf("generate: %v %v", res, err)
 	}
 	res.Body.Close()
-	<-model.entered
+	<-e.model.entered
 	start := time.Now()
 	cancel()
 	select {
@@ -776,7 +763,7 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 		t.Fatal("run did not return within 15 s")
 	}
 	select {
-	case <-model.gone:
+	case <-e.model.gone:
 	case <-time.After(5 * time.Second):
 		t.Error("the model call was not cancelled: the model never saw its client go")
 	}
