@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,43 +63,51 @@ func (c *hostileChild) peakRSS() int64 {
 	return kb << 10
 }
 
-// send sends a JSON body (none when body is nil) and returns the reply's status and body.
-func (c *hostileChild) send(method, path string, body any) (int, []byte) {
+// request sends body (a string as written, anything else as JSON) on a connection of its
+// own, and answers the reply's status and body, or why it was not read whole within limit.
+func (c *hostileChild) request(method, path string, body any, limit time.Duration) (int, []byte, error) {
 	c.t.Helper()
-	var r io.Reader = http.NoBody
-	if raw, ok := body.(json.RawMessage); ok { // as written: Marshal would escape <, > and &
-		r = bytes.NewReader(raw)
-	} else if body != nil {
-		raw, err := json.Marshal(body)
+	raw, ok := body.(string)
+	if !ok && body != nil {
+		b, err := json.Marshal(body)
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		r = bytes.NewReader(raw)
+		raw = string(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, r)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, strings.NewReader(raw))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+	start := time.Now()
+	res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err == nil {
+		defer res.Body.Close()
+		var out []byte
+		if out, err = io.ReadAll(res.Body); err == nil {
+			return res.StatusCode, out, nil
+		}
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		c.t.Fatalf("%s %s: reading the reply: %v", method, path, err)
-	}
-	return res.StatusCode, raw
+	return 0, nil, fmt.Errorf("%s %s: %v after %v", method, path, err, time.Since(start))
 }
 
-// call sends a JSON body, fails the test unless the reply's status is want, and decodes
-// the reply into out (when not nil).
+// call sends body, fails the test unless the reply's status is want, and decodes the
+// reply into out (when not nil). Right after an attack the service may still rightly
+// refuse with 503 (its heavy slots held by the attack's unread replies): call asks again
+// for up to a minute.
 func (c *hostileChild) call(method, path string, body any, want int, out any) {
 	c.t.Helper()
-	status, raw := c.send(method, path, body)
-	if status != want {
-		c.t.Fatalf("%s %s = %d, want %d: %.300s", method, path, status, want, raw)
+	deadline := time.Now().Add(time.Minute)
+	status, raw, err := c.request(method, path, body, 30*time.Second)
+	for err == nil && status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		status, raw, err = c.request(method, path, body, 30*time.Second)
+	}
+	if err != nil || status != want {
+		c.t.Fatalf("%s %s = %d %v, want %d: %.300s", method, path, status, err, want, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -109,45 +116,26 @@ func (c *hostileChild) call(method, path string, body any, want int, out any) {
 	}
 }
 
-// read GETs path into out. Right after an attack the service may still rightly refuse
-// with 503 (its heavy slots held by the attack's unread replies); read asks again until
-// limit has passed, and fails the test on any other status.
-func (c *hostileChild) read(path string, out any, limit time.Duration) {
+// submit submits v to the field of the form and returns the new response's id.
+func (c *hostileChild) submit(form int64, field, v string) int64 {
 	c.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		status, raw := c.send("GET", path, nil)
-		if status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if status != http.StatusOK {
-			c.t.Fatalf("GET %s = %d, want 200: %.300s", path, status, raw)
-		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			c.t.Fatalf("GET %s: decoding %.300s: %v", path, raw, err)
-		}
-		return
+	var out struct{ ResponseID int64 }
+	body := map[string]any{"values": map[string]any{field: v}}
+	c.call("POST", "/api/forms/"+itoa(form)+"/responses", body, 201, &out)
+	return out.ResponseID
+}
+
+// within fails the test unless the request is answered want within limit.
+func (c *hostileChild) within(method, path string, body any, want int, limit time.Duration) {
+	c.t.Helper()
+	if status, raw, err := c.request(method, path, body, limit); err != nil || status != want {
+		c.t.Errorf("%s %s during the attack = %d %v %.300s, want %d", method, path, status, err, raw, want)
 	}
 }
 
-// within reports how long a GET took and fails it past limit or on an unexpected status.
-func (c *hostileChild) within(path string, want int, limit time.Duration) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
-	start := time.Now()
-	res, err := (&http.Client{Transport: &http.Transport{}}).Do(req) // a connection of its own
-	if err != nil {
-		c.t.Errorf("GET %s during the attack: %v after %v", path, err, time.Since(start))
-		return
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != want {
-		c.t.Errorf("GET %s during the attack = %d, want %d", path, res.StatusCode, want)
-	}
+// neverRead opens a connection that GETs path and never reads the answer.
+func (c *hostileChild) neverRead(path string) {
+	c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n")
 }
 
 // rawConn opens a connection and writes head; the attack decides what follows.
@@ -163,28 +151,6 @@ func (c *hostileChild) rawConn(head string) net.Conn {
 	return conn
 }
 
-// submitWithin submits v to field of form and fails the test unless it is answered 201
-// within limit: a write waits for the database only, whatever else clients hold.
-func (c *hostileChild) submitWithin(form int64, field, v string, limit time.Duration) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	body := `{"values":{"` + field + `":"` + v + `"}}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/forms/"+itoa(form)+"/responses", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	res, err := (&http.Client{Transport: &http.Transport{}}).Do(req) // a connection of its own
-	if err != nil {
-		c.t.Errorf("submit during the attack: %v after %v", err, time.Since(start))
-		return
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		c.t.Errorf("submit during the attack = %d %s, want 201", res.StatusCode, raw)
-	}
-}
-
 // TestHostile runs each attack on a fresh service and checks the bounds meanwhile.
 func TestHostile(t *testing.T) {
 	if testing.Short() {
@@ -192,6 +158,7 @@ func TestHostile(t *testing.T) {
 	}
 	type setup struct {
 		form     FormDetail
+		field    string // the form's first field
 		response int64
 	}
 	// The summaries' attacks need a tracker and a model: the fakes of mantis_test.go
@@ -204,18 +171,17 @@ func TestHostile(t *testing.T) {
 	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
 	defer ts.Close()
 	defer ms.Close()
-	prompts := t.TempDir()
-	writeFile(t, filepath.Join(prompts, "tracker.txt"), "$DATE $TRACKER_TICKETS")
-	writeFile(t, filepath.Join(prompts, "email.txt"), "$DATE $EMAILS")
 	maildir := t.TempDir()
 	for _, sub := range []string{"new", "cur", "tmp"} {
 		os.Mkdir(filepath.Join(maildir, sub), 0o755)
 	}
-	writeFile(t, filepath.Join(maildir, "new", fmt.Sprintf("%d.M1P1.host", time.Now().Unix())), nestedMessage(14_000))
+	message := fmt.Sprintf("%d.M1P1.host", time.Now().Unix())
+	writeFile(t, filepath.Join(maildir, "new", message), nestedMessage(14_000))
 	summaryEnv := []string{"TRACKER_API_ENDPOINT=" + ts.URL + "/api/rest", "TRACKER_API_KEY=t",
 		"GENAI_API_KEY=x", "GENAI_BASE_URL=" + ms.URL + "/v1", "GENAI_MODEL=test-model",
-		"TRACKER_PROMPT_FILE=" + filepath.Join(prompts, "tracker.txt"), "EMAIL_PROMPT_FILE=" + filepath.Join(prompts, "email.txt"),
-		"MAILDIR=" + maildir}
+		"TRACKER_PROMPT_FILE=", "EMAIL_PROMPT_FILE=", "MAILDIR=" + maildir}
+	upload := "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
+		"Content-Length: %d\r\n\r\n"
 
 	attacks := []struct {
 		name   string
@@ -223,102 +189,86 @@ func TestHostile(t *testing.T) {
 		attack func(c *hostileChild, s setup) (stop func())
 	}{
 		{"PDF of characters that print as their names", nil, func(c *hostileChild, s setup) func() {
-			var id struct{ ResponseID int64 }
-			field := itoa(s.form.Categories[0].Fields[0].ID)
-			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("\U0001FBA9", maxValueChars)}}, 201, &id)
-			return repeatGETs(c, "/api/responses/"+itoa(id.ResponseID)+"/export/pdf", 4)
+			id := c.submit(s.form.ID, s.field, strings.Repeat("\U0001FBA9", maxValueChars))
+			return repeatRaw(c, "GET", "/api/responses/"+itoa(id)+"/export/pdf", "", 4)
 		}},
-		{"clients that never read a large list and CSV", nil, func(c *hostileChild, s setup) func() {
-			field := itoa(s.form.Categories[0].Fields[0].ID)
-			for range 60 {
-				c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: strings.Repeat("v", 100_000)}}, 201, nil)
-			}
-			for i := range 80 {
-				path := "/api/forms/" + itoa(s.form.ID) + "/responses"
-				if i%2 == 1 {
-					path += ".csv"
-				}
-				c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
-			}
-			return func() {}
-		}},
-		{"a long label repeated in every listed response", nil, func(c *hostileChild, s setup) func() {
-			var f FormDetail
-			c.call("POST", "/api/forms", map[string]any{"title": "t", "categories": []any{map[string]any{"fields": []any{
-				map[string]any{"label": strings.Repeat("L", maxLabelChars), "type": "text"}}}}}, 201, &f)
-			c.call("GET", "/api/forms/"+itoa(f.ID), nil, 200, &f)
-			for range 300 {
-				c.call("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{itoa(f.Categories[0].Fields[0].ID): "a"}}, 201, nil)
-			}
-			return repeatGETs(c, "/api/forms/"+itoa(f.ID)+"/responses", 8)
-		}},
-		{"clients that never read a large form", nil, func(c *hostileChild, s setup) func() {
-			// A body of 1 MiB, read at once by every client: the form is one statement, and
-			// its answers are built and sent a heavy slot at a time.
+		{"clients that never read hold every large answer there is, while 60 submit", nil, func(c *hostileChild, s setup) func() {
+			// A setting and descriptions that JSON escapes sixfold, a form of 1 MiB (one
+			// statement, its answers built and sent a heavy slot at a time), a list and a CSV
+			// of 6 MB, a PDF.
 			lt := strings.Repeat("<", maxDescriptionChars)
+			c.call("PUT", "/api/settings/big", `{"value":"`+strings.Repeat("<", maxBodyBytes-100)+`"}`, 200, nil)
+			for range listPageRows {
+				c.call("POST", "/api/forms", `{"title":"t","description":"`+lt+`"}`, 201, nil)
+			}
 			var fields []string
 			for i := range 95 {
 				fields = append(fields, fmt.Sprintf(`{"label":"f%d","type":"text","description":"%s"}`, i, lt))
 			}
 			var f FormDetail
-			c.call("POST", "/api/forms", json.RawMessage(`{"title":"t","categories":[{"name":"c","fields":[`+strings.Join(fields, ",")+`]}]}`), 201, &f)
-			for range 300 {
-				c.rawConn("GET /api/forms/" + itoa(f.ID) + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			body := `{"title":"t","categories":[{"name":"c","fields":[` + strings.Join(fields, ",") + `]}]}`
+			c.call("POST", "/api/forms", body, 201, &f)
+			for range 60 {
+				c.submit(s.form.ID, s.field, strings.Repeat("v", 100_000))
 			}
-			return func() {}
-		}},
-		{"clients that never read a large setting or form list", nil, func(c *hostileChild, s setup) func() {
-			lt := strings.Repeat("<", maxDescriptionChars)
-			c.call("PUT", "/api/settings/big", json.RawMessage(`{"value":"`+strings.Repeat("<", maxBodyBytes-100)+`"}`), 200, nil)
-			for range listPageRows {
-				c.call("POST", "/api/forms", json.RawMessage(`{"title":"t","description":"`+lt+`"}`), 201, nil)
-			}
-			for range 100 {
-				for _, path := range []string{"/api/settings/big", "/api/forms"} {
-					c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
-				}
-			}
-			return func() {}
-		}},
-		{"clients that never read hold every large answer they can, while 60 submit", nil, func(c *hostileChild, s setup) func() {
-			c.call("PUT", "/api/settings/big", json.RawMessage(`{"value":"`+strings.Repeat("s", maxBodyBytes-100)+`"}`), 200, nil)
 			big := strings.Repeat("a long line of text\n", 5000)
-			field := itoa(s.form.Categories[1].Fields[0].ID)
-			var id struct{ ResponseID int64 }
-			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: big}}, 201, &id)
-			paths := []string{"/api/settings/big", "/api/forms", "/api/forms/" + itoa(s.form.ID) + "/responses",
-				"/api/forms/" + itoa(s.form.ID) + "/responses.csv", "/api/responses/" + itoa(id.ResponseID) + "/export/pdf"}
-			for i := range 200 {
-				c.rawConn("GET " + paths[i%len(paths)] + " HTTP/1.1\r\nHost: localhost\r\n\r\n") // and never read
+			id := c.submit(s.form.ID, itoa(s.form.Categories[1].Fields[0].ID), big)
+			responses := "/api/forms/" + itoa(s.form.ID) + "/responses"
+			paths := []string{"/api/settings/big", "/api/forms", "/api/forms/" + itoa(f.ID), responses,
+				responses + ".csv", "/api/responses/" + itoa(id) + "/export/pdf"}
+			for i := range 300 {
+				c.neverRead(paths[i%len(paths)])
 			}
 			// Large writes whose answers are never read either.
-			put := fmt.Sprintf("PUT /api/settings/w HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes-50)
 			for range 20 {
-				c.rawConn(put + `{"value":"` + strings.Repeat("w", maxBodyBytes-50-12) + `"}`)
+				c.rawConn(fmt.Sprintf(upload, "PUT", "/api/settings/w", maxBodyBytes-50) +
+					`{"value":"` + strings.Repeat("w", maxBodyBytes-50-12) + `"}`)
 			}
 			time.Sleep(500 * time.Millisecond) // every slot taken, the rest waiting
+			// A write waits for the database only, whatever else clients hold.
+			ack := map[string]any{"values": map[string]any{s.field: "ack"}}
 			for range 60 {
-				c.submitWithin(s.form.ID, itoa(s.form.Categories[0].Fields[0].ID), "ack", 2*time.Second)
+				c.within("POST", responses, ack, 201, 2*time.Second)
 			}
 			return func() {}
 		}},
-		{"the form list of many long titles, read at once", nil, func(c *hostileChild, s setup) func() {
-			for range 100 {
-				c.call("POST", "/api/forms", map[string]any{"title": strings.Repeat("T", maxTitleChars), "description": strings.Repeat("D", maxDescriptionChars)}, 201, nil)
+		{"a long label repeated in every listed response", nil, func(c *hostileChild, s setup) func() {
+			var f FormDetail
+			label := map[string]any{"label": strings.Repeat("L", maxLabelChars), "type": "text"}
+			c.call("POST", "/api/forms", map[string]any{"title": "t",
+				"categories": []any{map[string]any{"fields": []any{label}}}}, 201, &f)
+			c.call("GET", "/api/forms/"+itoa(f.ID), nil, 200, &f)
+			for range 300 {
+				c.submit(f.ID, itoa(f.Categories[0].Fields[0].ID), "a")
 			}
-			return repeatGETs(c, "/api/forms", 8)
+			return repeatRaw(c, "GET", "/api/forms/"+itoa(f.ID)+"/responses", "", 8)
 		}},
+		{"the form list of many long titles, read at once", nil, func(c *hostileChild, s setup) func() {
+			form := map[string]any{"title": strings.Repeat("T", maxTitleChars),
+				"description": strings.Repeat("D", maxDescriptionChars)}
+			for range 100 {
+				c.call("POST", "/api/forms", form, 201, nil)
+			}
+			return repeatRaw(c, "GET", "/api/forms", "", 8)
+		}},
+		// The service runs away from its checkout, with no prompt file: the built-in
+		// template is the one sent.
 		{"thirty callers of the on-demand tracker summary at once", summaryEnv, func(c *hostileChild, s setup) func() {
-			stop := repeatGETs(c, "/api/tracker-summary", 30)
+			stop := repeatRaw(c, "GET", "/api/tracker-summary", "", 30)
 			return func() {
 				stop()
 				var got struct{ Summary string }
-				c.read("/api/tracker-summary", &got, 10*time.Second)
+				c.call("GET", "/api/tracker-summary", nil, 200, &got)
 				if got.Summary != model.answer {
 					c.t.Errorf("the summary = %q, want the model's %q whole", got.Summary, model.answer)
 				}
-				if n := len(model.calls()); n != 1 || len(tracker.requestedPages()) != 1 {
-					c.t.Errorf("%d model calls and tracker pages %v for thirty callers within 30 s, want one walk and one call", n, tracker.requestedPages())
+				calls, pages := model.calls(), tracker.requestedPages()
+				if len(calls) != 1 || len(pages) != 1 {
+					c.t.Fatalf("%d model calls and tracker pages %v for thirty callers within 30 s, "+
+						"want one walk and one call", len(calls), pages)
+				}
+				if !strings.HasPrefix(calls[0], "You are writing the daily briefing of a software team for ") {
+					c.t.Errorf("prompt sent = %.200q, want the built-in tracker template", calls[0])
 				}
 			}
 		}},
@@ -326,17 +276,11 @@ func TestHostile(t *testing.T) {
 			c.call("POST", "/api/email-summaries/generate", nil, 202, nil)
 			return func() {
 				deadline := time.Now().Add(10 * time.Second)
-				for {
-					var page struct{ Total int }
-					c.read("/api/email-summaries", &page, 10*time.Second)
-					if page.Total == 1 {
-						return
-					}
+				for page := (struct{ Total int }{}); page.Total != 1; time.Sleep(50 * time.Millisecond) {
 					if time.Now().After(deadline) {
-						c.t.Error("the e-mail job did not finish within 10 s")
-						return
+						c.t.Fatal("the e-mail job did not finish within 10 s")
 					}
-					time.Sleep(50 * time.Millisecond)
+					c.call("GET", "/api/email-summaries", nil, 200, &page)
 				}
 			}
 		}},
@@ -360,24 +304,25 @@ func TestHostile(t *testing.T) {
 		{"two hundred writers of large forms at once", nil, func(c *hostileChild, s setup) func() {
 			// Each form is 300 fields, a few milliseconds on the one write connection:
 			// the writers wait for it (writeWait) while reads and /healthz go on.
-			var fields strings.Builder
+			var fields []string
 			for i := range 300 {
-				fmt.Fprintf(&fields, `{"label":"field %d","type":"text","description":"%s"},`, i, strings.Repeat("d", 200))
+				fields = append(fields, fmt.Sprintf(`{"label":"field %d","type":"text","description":"%s"}`,
+					i, strings.Repeat("d", 200)))
 			}
-			body := `{"title":"t","categories":[{"name":"c","fields":[` + strings.TrimSuffix(fields.String(), ",") + `]}]}`
+			body := `{"title":"t","categories":[{"name":"c","fields":[` + strings.Join(fields, ",") + `]}]}`
 			return repeatRaw(c, "POST", "/api/forms", body, 200)
 		}},
 		{"uploads that stall short of their end", nil, func(c *hostileChild, s setup) func() {
 			chunk := `{"title":"` + strings.Repeat("x", maxBodyBytes-100)
 			for range 300 {
-				conn := c.rawConn(fmt.Sprintf("POST /api/forms HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes))
+				conn := c.rawConn(fmt.Sprintf(upload, "POST", "/api/forms", maxBodyBytes))
 				go io.WriteString(conn, chunk) // and stop short
 			}
 			return func() {}
 		}},
 		{"values nested ten thousand deep", nil, func(c *hostileChild, s setup) func() {
 			deep := strings.Repeat("[", 9990) + strings.Repeat("1,", 200_000) + "1" + strings.Repeat("]", 9990)
-			body := `{"values":{"` + itoa(s.form.Categories[0].Fields[0].ID) + `":` + deep + `}}`
+			body := `{"values":{"` + s.field + `":` + deep + `}}`
 			return repeatRaw(c, "POST", "/api/forms/"+itoa(s.form.ID)+"/responses", body, 4)
 		}},
 		{"headers sent a byte at a time", nil, func(c *hostileChild, s setup) func() {
@@ -401,28 +346,26 @@ func TestHostile(t *testing.T) {
 			var s setup
 			c.call("POST", "/api/forms", fullForm(), 201, &s.form)
 			c.call("GET", "/api/forms/"+itoa(s.form.ID), nil, 200, &s.form)
-			field := itoa(s.form.Categories[0].Fields[0].ID)
-			var first struct{ ResponseID int64 }
-			c.call("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: "x"}}, 201, &first)
-			s.response = first.ResponseID
+			s.field = itoa(s.form.Categories[0].Fields[0].ID)
+			s.response = c.submit(s.form.ID, s.field, "x")
+			responses := "/api/forms/" + itoa(s.form.ID) + "/responses"
+			ack := map[string]any{"values": map[string]any{s.field: "ack"}}
 
 			stop := a.attack(c, s)
+			crowd := strings.HasPrefix(a.name, "two hundred writers")
 			acked := 0
 			for range 5 {
 				time.Sleep(200 * time.Millisecond) // the attack under way
-				c.within("/healthz", 200, time.Second)
-				c.within("/api/forms/"+itoa(s.form.ID), 200, 2*time.Second)
+				c.within("GET", "/healthz", nil, 200, time.Second)
+				c.within("GET", "/api/forms/"+itoa(s.form.ID), nil, 200, 2*time.Second)
 				// A crowd of writers may rightly keep a submit past writeWait (503); any
 				// other refusal is a failure.
-				switch status, raw := c.send("POST", "/api/forms/"+itoa(s.form.ID)+"/responses", map[string]any{"values": map[string]any{field: "ack"}}); status {
-				case http.StatusCreated:
+				status, raw, err := c.request("POST", responses, ack, 30*time.Second)
+				switch {
+				case status == http.StatusCreated:
 					acked++
-				case http.StatusServiceUnavailable:
-					if !strings.HasPrefix(a.name, "two hundred writers") {
-						t.Errorf("submit during the attack = 503: %.300s", raw)
-					}
-				default:
-					t.Fatalf("submit during the attack = %d: %.300s", status, raw)
+				case status != http.StatusServiceUnavailable || !crowd:
+					t.Fatalf("submit during the attack = %d %v: %.300s", status, err, raw)
 				}
 			}
 			stop()
@@ -437,10 +380,10 @@ func TestHostile(t *testing.T) {
 			var list []struct {
 				Values map[string]struct{ Value *string }
 			}
-			c.read("/api/forms/"+itoa(s.form.ID)+"/responses", &list, 60*time.Second)
+			c.call("GET", responses, nil, 200, &list)
 			kept := 0
 			for _, r := range list {
-				if v := r.Values[field].Value; v != nil && *v == "ack" {
+				if v := r.Values[s.field].Value; v != nil && *v == "ack" {
 					kept++
 				}
 			}
@@ -468,11 +411,6 @@ func nestedMessage(depth int) string {
 		fmt.Fprintf(&b, "--b%d--\r\n", i)
 	}
 	return b.String()
-}
-
-// repeatGETs runs n clients that GET path over and over until stopped.
-func repeatGETs(c *hostileChild, path string, n int) func() {
-	return repeatRaw(c, "GET", path, "", n)
 }
 
 // repeatRaw runs n clients sending the request over and over until stopped.

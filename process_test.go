@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,43 +25,47 @@ import (
 // a channel with run's result, and its log.
 func startRun(t *testing.T, ctx context.Context, env map[string]string) (string, <-chan error, *syncBuffer) {
 	t.Helper()
-	stdout := &syncBuffer{}
-	stderr := &syncBuffer{}
-	getenv := func(k string) string { return env[k] }
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, getenv, stdout, stderr) }()
+	log := &syncBuffer{}
+	done, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		done <- run(ctx, nil, func(k string) string { return env[k] }, &syncBuffer{}, log)
+		close(exited)
+	}()
+	return listening(t, log, exited), done, log
+}
+
+// listening waits until the service's log names the address it listens on and /healthz
+// there answers 200, and returns its base URL; a service that exits first fails the test.
+func listening(t *testing.T, log *syncBuffer, exited <-chan struct{}) string {
+	t.Helper()
 	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base := "http://" + m[1]
-			waitHealthy(t, base)
-			return base, done, stderr
+	deadline := time.After(20 * time.Second)
+	for {
+		if m := addr.FindStringSubmatch(log.String()); m != nil {
+			waitHealthy(t, "http://"+m[1])
+			return "http://" + m[1]
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("run returned during start-up: %v\n%s", err, stderr)
+		case <-exited:
+			t.Fatalf("the service exited during start-up:\n%s", log)
+		case <-deadline:
+			t.Fatalf("the service did not start:\n%s", log)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatalf("run did not log its address: %s", stderr)
-	return "", nil, nil
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	// Cancelled: a value wrongly accepted ends the run at once, not serves until the timeout.
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := run(stopped, nil, func(k string) string {
-		return map[string]string{"TZ": "Mars/Olympus", "ADDR": "127.0.0.1:0"}[k]
-	}, &syncBuffer{}, &syncBuffer{})
-	if err == nil || !strings.Contains(err.Error(), "TZ") {
-		t.Errorf("run with a bad TZ = %v, want a TZ error", err)
-	}
 	// Each configuration value that can be wrong stops the start with one line naming it,
 	// before the database is created.
 	dbPath := filepath.Join(t.TempDir(), "never.db")
+	missing, aFile := filepath.Join(t.TempDir(), "missing"), filepath.Join(t.TempDir(), "a-file")
+	writeFile(t, aFile, "not a folder")
 	for _, tc := range []struct{ variable, value, want string }{
+		{"TZ", "Mars/Olympus", "TZ: "},
 		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
 		{"TRACKER_PROJECT_ID", "0", `TRACKER_PROJECT_ID "0": want `},
 		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want true or false`},
@@ -72,6 +76,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"GENAI_BASE_URL", "http://user:secret@/v1", "GENAI_BASE_URL: want an http or https URL"},
 		{"SUMMARY_SCHEDULE", "6:30", `SUMMARY_SCHEDULE "6:30": want `},
 		{"ADDR", "nonsense", "ADDR: listen tcp: address nonsense: missing port"},
+		// Named with the reason, not our probe's file (TestDatabaseFolderNotWritable: a
+		// folder the service's user may not write).
+		{"DATABASE_PATH", filepath.Join(missing, "forms.db"),
+			"DATABASE_PATH: database folder " + missing + " cannot be written: no such file or directory"},
+		{"DATABASE_PATH", filepath.Join(aFile, "forms.db"),
+			"DATABASE_PATH: database folder " + aFile + " cannot be written: not a directory"},
 	} {
 		env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath, tc.variable: tc.value}
 		err := run(stopped, nil, func(k string) string { return env[k] }, &syncBuffer{}, &syncBuffer{})
@@ -81,17 +91,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		if _, statErr := os.Stat(dbPath); statErr == nil {
 			t.Fatalf("run with %s=%s created the database", tc.variable, tc.value)
 		}
-	}
-	// A folder that cannot take the database is named, with the reason, not our probe's file.
-	missing := filepath.Join(t.TempDir(), "missing")
-	inMissing := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(missing, "forms.db")}
-	err = run(stopped, nil, func(k string) string { return inMissing[k] }, &syncBuffer{}, &syncBuffer{})
-	if want := "DATABASE_PATH: database folder " + missing + " cannot be written: no such file or directory"; err == nil || err.Error() != want {
-		t.Errorf("run with DATABASE_PATH in a missing folder = %v, want %q", err, want)
-	}
-	err = run(context.Background(), []string{"extra"}, func(string) string { return "" }, &syncBuffer{}, &syncBuffer{})
-	if err == nil {
-		t.Errorf("run with arguments = nil, want a usage error")
 	}
 	// Only "backup" writes a copy: another word of two arguments is a usage error, and
 	// writes nothing.
@@ -104,13 +103,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Errorf("backup with a bad TRACKER_PROJECT_ID and TZ = %v, %q", err, out.String())
 	}
 	// A backup that fails (here: DEST taken) is an error naming the database, for cron.
-	err = run(context.Background(), []string{"backup", dest}, func(k string) string { return env[k] }, &out, &syncBuffer{})
+	err := run(context.Background(), []string{"backup", dest}, func(k string) string { return env[k] }, &out, &syncBuffer{})
 	if want := "backup of " + dbPath + ": " + dest + " already exists"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("backup onto an existing file = %v, want %q", err, want)
 	}
 	os.Remove(dest)
 	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
-		err = run(context.Background(), args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
+		err = run(stopped, args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
 		if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
 			t.Errorf("run %q = %v (DEST %v), want a usage error and no file", args, err, statErr)
 		}
@@ -131,9 +130,8 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *syncBuffer
+	stderr *syncBuffer   // its output
 	done   chan struct{} // closed when the process has exited
-	err    error         // of Wait, once done is closed
 }
 
 // startChild starts the service process on a free port with the given environment.
@@ -148,86 +146,79 @@ func startChild(t *testing.T, env ...string) *child {
 // and replies /healthz, and kills it when the test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	t.Helper()
-	c := &child{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = c.stderr
+	c := &child{cmd: cmd}
+	c.stderr, c.done = startCmd(t, cmd)
+	c.base = listening(t, c.stderr, c.done)
+	return c
+}
+
+// startCmd starts cmd with its output in log, in a process group of its own, killed whole
+// when the test ends (nginx's workers outlive a killed master, and hold the log's pipe
+// open); exited is closed once cmd has ended.
+func startCmd(t *testing.T, cmd *exec.Cmd) (log *syncBuffer, exited chan struct{}) {
+	t.Helper()
+	log, exited = &syncBuffer{}, make(chan struct{})
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
+		cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-c.done
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
 	})
-	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
-	deadline := time.After(20 * time.Second)
-	for c.base == "" {
-		if m := addr.FindStringSubmatch(c.stderr.String()); m != nil {
-			c.base = "http://" + m[1]
-			break
-		}
-		select {
-		case <-c.done:
-			t.Fatalf("service exited during start-up: %v\n%s", c.err, c.stderr)
-		case <-deadline:
-			t.Fatalf("service did not start:\n%s", c.stderr)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	waitHealthy(t, c.base)
-	return c
+	return log, exited
 }
 
-// writeLoad submits responses from 32 clients until stop is closed. Its first result
-// returns the ids acknowledged so far; its second waits for the clients to end and
-// returns every acknowledged id.
-func writeLoad(base string, formID int64, stop <-chan struct{}) (sofar, all func() []int64) {
+// writeLoad submits responses from the given number of clients, each one every pace at
+// most, until stop is closed. Each result maps the acknowledged ids to the time their 201
+// was read: sofar at once, all once the clients have ended.
+func writeLoad(base string, formID int64, clients int, pace time.Duration, stop <-chan struct{}) (
+	sofar, all func() map[int64]time.Time) {
 	var mu sync.Mutex
-	var acked []int64
+	acked := map[int64]time.Time{}
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 10 * time.Second}
-	for i := range 32 {
+	url := fmt.Sprintf("%s/api/forms/%d/responses", base, formID)
+	for i := range clients {
 		wg.Go(func() {
+			tick := time.NewTicker(pace)
+			defer tick.Stop()
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-tick.C:
 				}
 				body := fmt.Sprintf(`{"values": {"1": "client %d answer %d"}}`, i, n)
-				if id, ok := submitAcked(client, fmt.Sprintf("%s/api/forms/%d/responses", base, formID), body); ok {
+				res, err := client.Post(url, "application/json", strings.NewReader(body))
+				if err != nil {
+					continue // the service going away acknowledged nothing
+				}
+				var out struct{ ResponseID int64 }
+				err = json.NewDecoder(res.Body).Decode(&out)
+				res.Body.Close()
+				if err == nil && res.StatusCode == http.StatusCreated {
 					mu.Lock()
-					acked = append(acked, id)
+					acked[out.ResponseID] = time.Now()
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	sofar = func() []int64 {
+	sofar = func() map[int64]time.Time {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Clone(acked)
+		return maps.Clone(acked)
 	}
-	return sofar, func() []int64 {
+	return sofar, func() map[int64]time.Time {
 		wg.Wait()
 		return acked
 	}
-}
-
-// submitAcked posts body as a response to url and returns its id when the service
-// acknowledged it: a 201 with the id. An error is the server going away, which
-// acknowledged nothing.
-func submitAcked(client *http.Client, url, body string) (int64, bool) {
-	res, err := client.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		return 0, false
-	}
-	defer res.Body.Close()
-	var out struct{ ResponseID int64 }
-	err = json.NewDecoder(res.Body).Decode(&out)
-	return out.ResponseID, res.StatusCode == http.StatusCreated && err == nil
 }
 
 // createLoadForm makes the one-field form the load writes to.
@@ -246,121 +237,116 @@ func createLoadForm(t *testing.T, base string) int64 {
 	return f.ID
 }
 
-// waitRows waits until the database holds at least n responses.
-func waitRows(t *testing.T, dbPath string, n int) {
+// checkDatabase reads the database file at path once the process is gone: SQLite finds
+// it intact, and every response acknowledged before lossFrom (any time: every one, when
+// zero) is there with its value.
+func checkDatabase(t *testing.T, path string, acked map[int64]time.Time, lossFrom time.Time) {
 	t.Helper()
-	db := openReadOnly(dbPath)
-	defer db.Close()
-	waitFor(t, func() bool {
-		var got int
-		return db.QueryRow(`SELECT count(*) FROM responses`).Scan(&got) == nil && got >= n
-	})
-}
-
-// checkDatabase reopens the file after the process is gone: every acknowledged response
-// is there with its value, and SQLite finds the file intact.
-func checkDatabase(t *testing.T, dbPath string, formID int64, acked []int64) {
-	t.Helper()
-	store, err := OpenStore(context.Background(), dbPath, time.Now)
+	kept, err := responseIDs(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	var integrity string
-	if err := store.read.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Errorf("integrity_check = %q, %v", integrity, err)
-	}
-	listed := map[int64]int{}
-	for _, r := range allResponses(t, store, formID) {
-		listed[r.ID] = len(r.Values)
-	}
-	lost := 0
-	for _, id := range acked {
-		if n, ok := listed[id]; !ok || n != 1 {
+	lost, late := 0, 0
+	var oldest time.Time
+	for id, at := range acked {
+		switch {
+		case kept[id]:
+		case lossFrom.IsZero() || at.Before(lossFrom):
 			lost++
+		default:
+			late++
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
 		}
 	}
-	if lost > 0 || len(acked) == 0 {
-		t.Errorf("%d of %d acknowledged responses lost or incomplete (%d listed)", lost, len(acked), len(listed))
+	if late > 0 {
+		t.Logf("%d of %d acknowledged lost, the oldest acknowledged at %s (loss allowed from %s)",
+			late, len(acked), oldest.Format(time.StampMilli), lossFrom.Format(time.StampMilli))
 	}
-	t.Logf("%d acknowledged, %d listed", len(acked), len(listed))
+	if lost > 0 || len(kept) == 0 {
+		t.Errorf("%d of %d acknowledged responses lost or incomplete (%d kept)",
+			lost, len(acked), len(kept))
+	}
 }
 
-// loadedChild is the service process on a fresh database, with 32 clients writing to
-// it and at least 300 responses already stored.
+// responseIDs reads the database file at path, read-only: the ids of its responses stored
+// with their value, once integrity_check passes.
+func responseIDs(path string) (map[int64]bool, error) {
+	db := openReadOnly(path)
+	defer db.Close()
+	var integrity string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		return nil, fmt.Errorf("integrity_check = %q, %v", integrity, err)
+	}
+	rows, err := db.Query(`SELECT DISTINCT responseId FROM response_values WHERE value IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// loadedChild is the service process on a fresh database, with clients writing to it
+// (writeLoad) and at least 300 responses already stored.
 type loadedChild struct {
 	*child
 	dbPath string
-	formID int64
-	stop   chan struct{}  // close to end the load
-	sofar  func() []int64 // what was acknowledged so far
-	acked  func() []int64 // after stop: waits for the clients, returns what was acknowledged
+	stop   chan struct{}              // close to end the load
+	sofar  func() map[int64]time.Time // what was acknowledged so far
+	acked  func() map[int64]time.Time // after stop: waits for the clients
 }
 
-func startLoadedChild(t *testing.T) loadedChild {
+func startLoadedChild(t *testing.T, clients int, pace time.Duration) loadedChild {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "load.db")
 	c := startChild(t, "DATABASE_PATH="+dbPath)
-	formID := createLoadForm(t, c.base)
 	stop := make(chan struct{})
-	sofar, acked := writeLoad(c.base, formID, stop)
-	waitRows(t, dbPath, 300)
-	return loadedChild{child: c, dbPath: dbPath, formID: formID, stop: stop, sofar: sofar, acked: acked}
+	sofar, acked := writeLoad(c.base, createLoadForm(t, c.base), clients, pace, stop)
+	db := openReadOnly(dbPath)
+	defer db.Close()
+	waitFor(t, func() bool {
+		var n int
+		return db.QueryRow(`SELECT count(*) FROM responses`).Scan(&n) == nil && n >= 300
+	})
+	return loadedChild{child: c, dbPath: dbPath, stop: stop, sofar: sofar, acked: acked}
 }
 
-// TestKill9DuringWriteLoad: kill -9 of the real process under 32-client write load;
-// after a restart on the same file every acknowledged response is listed.
-func TestKill9DuringWriteLoad(t *testing.T) {
-	c := startLoadedChild(t)
-	dbPath, formID := c.dbPath, c.formID
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-c.done
-	close(c.stop)
-	acked := c.acked()
-
-	c2 := startChild(t, "DATABASE_PATH="+dbPath)
-	res, err := http.Get(fmt.Sprintf("%s/api/forms/%d/responses", c2.base, formID))
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("list after restart: %v %v", res, err)
-	}
-	var list []listedResponse
-	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if len(list) < len(acked) {
-		t.Errorf("listed %d after restart, acknowledged %d", len(list), len(acked))
-	}
-	c2.cmd.Process.Signal(syscall.SIGTERM)
-	<-c2.done
-	checkDatabase(t, dbPath, formID, acked)
-}
-
-// TestSIGTERMDuringLoad: SIGTERM under load ends the process with status 0 within the
-// shutdown bound, and nothing acknowledged is lost.
-func TestSIGTERMDuringLoad(t *testing.T) {
-	c := startLoadedChild(t)
-	start := time.Now()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.done:
-		if c.err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", c.err, c.stderr)
-		}
-		if d := time.Since(start); d > 15*time.Second {
-			t.Errorf("shutdown took %s, want at most 15 s", d)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the process did not exit within 20 s of SIGTERM")
-	}
-	close(c.stop)
-	checkDatabase(t, c.dbPath, c.formID, c.acked())
-	if !strings.Contains(c.stderr.String(), "msg=stopped") {
-		t.Errorf("no orderly stop in the log:\n%s", c.stderr)
+// TestSignalDuringWriteLoad: kill -9 or SIGTERM of the real process under 32-client write
+// load keeps every acknowledged response. After SIGTERM the process exits 0 within the
+// shutdown bound, logging an orderly stop; after kill -9 the service restarts on the file.
+func TestSignalDuringWriteLoad(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c := startLoadedChild(t, 32, time.Millisecond)
+			if err := c.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-c.done:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("the process did not exit within 15 s of %v", sig)
+			}
+			close(c.stop)
+			if sig == syscall.SIGKILL {
+				restarted := startChild(t, "DATABASE_PATH="+c.dbPath)
+				restarted.cmd.Process.Signal(syscall.SIGTERM)
+				<-restarted.done
+			} else if code := c.cmd.ProcessState.ExitCode(); code != 0 ||
+				!strings.Contains(c.stderr.String(), "msg=stopped") {
+				t.Errorf("exit status %d after SIGTERM, want 0 and an orderly stop in the log:\n%s",
+					code, c.stderr)
+			}
+			checkDatabase(t, c.dbPath, c.acked(), time.Time{})
+		})
 	}
 }
 
@@ -371,7 +357,7 @@ func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
-	field := itoa(f.Categories[1].Fields[0].ID)
+	id, field := itoa(f.ID), itoa(f.Categories[1].Fields[0].ID)
 	var pages int
 	if err := e.store.write.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -379,16 +365,15 @@ func TestDiskFull(t *testing.T) {
 	if _, err := e.store.write.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("x", 3000)
+	answer := map[string]any{"values": map[string]any{field: strings.Repeat("x", 3000)}}
 	acked, failed := 0, 0
 	for range 40 {
-		status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: long}})
-		switch status {
+		switch status, raw := e.do("POST", "/api/forms/"+id+"/responses", answer); status {
 		case 201:
 			acked++
 		case 500:
 			failed++
-			if want := `{"error":"Failed to submit response for form ` + itoa(f.ID) + `: internal error"}`; strings.TrimSpace(string(raw)) != want {
+			if want := `{"error":"Failed to submit response for form ` + id + `: internal error"}`; strings.TrimSpace(string(raw)) != want {
 				t.Errorf("disk-full reply = %s, want %s", raw, want)
 			}
 		default:
@@ -401,43 +386,42 @@ func TestDiskFull(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "database or disk is full") {
 		t.Errorf("the log does not say the database is full:\n%s", e.logs)
 	}
-	status, raw := e.do("PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)})
-	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to update setting 'k': `) {
-		t.Errorf("setting write on a full database = %d %s", status, raw)
-	}
 	longField := map[string]any{"label": "l", "type": "text", "description": strings.Repeat("x", maxDescriptionChars)}
 	big := map[string]any{"title": strings.Repeat("t", maxTitleChars), "description": strings.Repeat("d", maxDescriptionChars),
 		"categories": []any{map[string]any{"name": "c", "fields": []any{longField, longField, longField}}}}
 	before := e.snapshot()
-	status, raw = e.do("POST", "/api/forms", big)
-	if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to create form: `) {
-		t.Errorf("create on a full database = %d %s", status, raw)
-	}
-	status, raw = e.do("PUT", "/api/forms/"+itoa(f.ID), big)
-	if want := `{"error":"Failed to update form ` + itoa(f.ID) + `: `; status != 500 || !strings.HasPrefix(string(raw), want) {
-		t.Errorf("update on a full database = %d %s", status, raw)
+	for _, w := range []struct {
+		method, path string
+		body         any
+		want         string
+	}{
+		{"PUT", "/api/settings/k", map[string]any{"value": strings.Repeat("y", 20000)}, "update setting 'k'"},
+		{"POST", "/api/forms", big, "create form"},
+		{"PUT", "/api/forms/" + id, big, "update form " + id},
+	} {
+		status, raw := e.do(w.method, w.path, w.body)
+		if status != 500 || !strings.HasPrefix(string(raw), `{"error":"Failed to `+w.want+`: `) {
+			t.Errorf("%s %s on a full database = %d %s", w.method, w.path, status, raw)
+		}
 	}
 	if e.snapshot() != before {
 		t.Errorf("failed writes on a full database changed it")
 	}
-	if status, _ := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
-		t.Errorf("read on a full database = %d", status)
-	}
 	var list []listedResponse
-	if status := e.doJSON("GET", "/api/forms/"+itoa(f.ID)+"/responses", nil, &list); status != 200 || len(list) != acked {
+	if status := e.doJSON("GET", "/api/forms/"+id+"/responses", nil, &list); status != 200 || len(list) != acked {
 		t.Errorf("list on a full database = %d with %d responses, want 200 with the %d acknowledged", status, len(list), acked)
 	}
 	if n := e.count("response_values"); n != acked {
 		t.Errorf("%d values for %d acknowledged responses: a failed write left a part behind", n, acked)
 	}
 	e.wantNoOrphans()
-	// A monitor meets what clients meet: 503 with the reason until a write succeeds.
-	if status, raw := e.do("GET", "/healthz", nil); status != 503 ||
-		strings.TrimSpace(string(raw)) != `{"error":"Database refuses writes: database or disk is full"}` {
-		t.Errorf("healthz on a full database = %d %s", status, raw)
-	}
-	if e.store.WriteRefusal() == "" {
-		t.Errorf("healthz's probe cleared the refusal on a full database")
+	// A monitor meets what clients meet: 503 with the reason until a write succeeds; the
+	// second asks whether the first one's failed probe cleared the reason.
+	for range 2 {
+		if status, raw := e.do("GET", "/healthz", nil); status != 503 ||
+			strings.TrimSpace(string(raw)) != `{"error":"Database refuses writes: database or disk is full"}` {
+			t.Errorf("healthz on a full database = %d %s", status, raw)
+		}
 	}
 	// Once there is room, /healthz's own probe finds it, with no client writing, and
 	// leaves nothing behind.
@@ -451,13 +435,13 @@ func TestDiskFull(t *testing.T) {
 	if e.snapshot() != before {
 		t.Errorf("healthz's probe left a change behind")
 	}
-	if status, raw := e.do("POST", "/api/forms/"+itoa(f.ID)+"/responses", map[string]any{"values": map[string]any{field: long}}); status != 201 {
+	if status, raw := e.do("POST", "/api/forms/"+id+"/responses", answer); status != 201 {
 		t.Fatalf("submit once the disk has room = %d %s", status, raw)
 	}
 }
 
-// TestHealthProbeMustWrite: after a refused write, /healthz turns 200 again only when its
-// own probe's write goes through; a probe that fails for another reason keeps the 503.
+// TestHealthProbeMustWrite: after a refused write, a probe that fails for another reason
+// keeps /healthz's 503 (TestDiskFull: one that writes turns it 200).
 func TestHealthProbeMustWrite(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
@@ -470,15 +454,8 @@ func TestHealthProbeMustWrite(t *testing.T) {
 	if status, raw := e.do("GET", "/healthz", nil); status != 503 {
 		t.Errorf("healthz with its probe failing = %d %s, want 503", status, raw)
 	}
-	if _, err := e.store.write.Exec(`DROP TRIGGER no_probe`); err != nil {
-		t.Fatal(err)
-	}
-	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
-		t.Errorf("healthz with its probe writing = %d %s, want 200", status, raw)
-	}
 	// The probe takes the one write connection as a client's write does, waiting at most
 	// writeWait: with the connection held by a long write, /healthz still answers, 503.
-	e.store.refused.Store(new("database or disk is full"))
 	e.store.writeWait = 100 * time.Millisecond
 	conn, err := e.store.write.Conn(t.Context())
 	if err != nil {
@@ -493,55 +470,47 @@ func TestHealthProbeMustWrite(t *testing.T) {
 }
 
 // TestHealthReadOnlyDatabase: a database that refuses writes as read-only makes /healthz
-// 503 with that reason from the first refused write until one succeeds; a write refused
-// for the request's own sake (a missing form) changes nothing.
+// 503 with that reason from the first refused write, of either kind (one statement, a
+// transaction), until one succeeds.
 func TestHealthReadOnlyDatabase(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
-	if status, raw := e.do("DELETE", "/api/forms/999999", nil); status != 404 {
-		t.Fatalf("delete of a missing form = %d %s", status, raw)
-	}
-	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
-		t.Fatalf("healthz = %d %s", status, raw)
-	}
 	if _, err := e.store.write.Exec(`PRAGMA query_only = ON`); err != nil {
 		t.Fatal(err)
 	}
-	for _, write := range []func() int{
-		func() int { status, _ := e.do("PUT", "/api/settings/k", map[string]any{"value": "v"}); return status },
-		func() int { status, _ := e.do("DELETE", "/api/forms/"+itoa(f.ID), nil); return status },
+	for _, w := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PUT", "/api/settings/k", map[string]any{"value": "v"}},
+		{"DELETE", "/api/forms/" + itoa(f.ID), nil},
 	} {
 		e.store.refused.Store(nil)
-		if status := write(); status != 500 {
-			t.Fatalf("write to a read-only database = %d", status)
+		if status, raw := e.do(w.method, w.path, w.body); status != 500 {
+			t.Fatalf("%s %s on a read-only database = %d %s", w.method, w.path, status, raw)
 		}
-		if status, raw := e.do("GET", "/healthz", nil); status != 503 || !strings.Contains(string(raw), "Database refuses writes: attempt to write a readonly database") {
-			t.Errorf("healthz while writes are refused = %d %s", status, raw)
+		status, raw := e.do("GET", "/healthz", nil)
+		if want := "Database refuses writes: attempt to write a readonly database"; status != 503 ||
+			!strings.Contains(string(raw), want) {
+			t.Errorf("healthz after %s %s was refused = %d %s", w.method, w.path, status, raw)
 		}
 	}
 	if _, err := e.store.write.Exec(`PRAGMA query_only = OFF`); err != nil {
 		t.Fatal(err)
 	}
-	if status, _ := e.do("PUT", "/api/settings/k", map[string]any{"value": "v"}); status != 200 {
-		t.Fatalf("write once writable = %d", status)
-	}
 	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
-		t.Errorf("healthz after a write succeeded = %d %s", status, raw)
+		t.Errorf("healthz once the database is writable = %d %s", status, raw)
 	}
 }
 
-// TestOutboundFaults: a tracker or model that hangs, replies garbage or closes the
-// connection mid-reply ends the job with a log line within its timeout, while the API
-// keeps answering.
+// TestOutboundFaults: a tracker or model that hangs or closes the connection mid-reply
+// ends the job with a log line within its timeout, while the API keeps answering. (One
+// that replies garbage: TestTrackerAnswerSaysWhatItIs, TestSummaryFailuresStoreNothing.)
 func TestOutboundFaults(t *testing.T) {
 	hang := func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
 		<-r.Context().Done()
-	}
-	garbage := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"issues": [{"id": 1, "upd`+"\x00\xff")
 	}
 	cut := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000")
@@ -554,7 +523,7 @@ func TestOutboundFaults(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	for _, side := range []string{"tracker", "model"} {
-		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "replies garbage": garbage, "closes mid-reply": cut} {
+		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "closes mid-reply": cut} {
 			t.Run(side+" "+name, func(t *testing.T) {
 				bad := httptest.NewServer(h)
 				defer bad.Close()
@@ -571,15 +540,12 @@ func TestOutboundFaults(t *testing.T) {
 				if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
 					t.Fatal("generate not accepted")
 				}
-				for !strings.Contains(e.logs.String(), "summary job failed") {
+				waitFor(t, func() bool {
 					if status, _ := e.do("GET", "/api/forms", nil); status != 200 {
 						t.Fatalf("API not answering during the job: %d", status)
 					}
-					if time.Since(start) > 10*time.Second {
-						t.Fatalf("job did not end:\n%s", e.logs)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+					return strings.Contains(e.logs.String(), "summary job failed")
+				})
 				// Hangs and 5xx-free failures are not retried: one timeout, well inside 3 s.
 				if d := time.Since(start); d > 3*time.Second {
 					t.Errorf("job took %s with a 300 ms timeout", d)
@@ -709,41 +675,5 @@ func TestStopServingLogsServeError(t *testing.T) {
 	want := `msg=serve err="accept: too many open files"`
 	if !strings.Contains(e.logs.String(), want) {
 		t.Errorf("the log lacks %q:\n%s", want, e.logs)
-	}
-}
-
-// TestBinaryAwayFromCheckout: the built binary, run from a folder that holds nothing of
-// the checkout and with no prompt variables set, runs a summary with its built-in template.
-func TestBinaryAwayFromCheckout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the service (seconds); -short skips it")
-	}
-	bin := serviceBinary(t)
-	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
-	model := &fakeModel{t: t, answer: "The summary."}
-	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
-	defer ts.Close()
-	defer ms.Close()
-	cmd := exec.Command(bin)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH=forms.db",
-		"TRACKER_API_ENDPOINT="+ts.URL+"/api/rest", "TRACKER_API_KEY="+testTrackerKey,
-		"GENAI_API_KEY="+testModelKey, "GENAI_BASE_URL="+ms.URL+"/v1", "GENAI_MODEL=test-model",
-		"TRACKER_PROMPT_FILE=", "EMAIL_PROMPT_FILE=")
-	c := startProcess(t, cmd)
-	res, err := http.Get(c.base + "/api/tracker-summary")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("GET /api/tracker-summary = %d %s\n%s", res.StatusCode, body, c.stderr)
-	}
-	if calls := model.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "You are writing the daily briefing of a software team for ") {
-		t.Errorf("prompts sent = %.200q, want the built-in tracker template", calls)
-	}
-	if strings.Contains(c.stderr.String(), "level=ERROR") {
-		t.Errorf("the service logged an error:\n%s", c.stderr)
 	}
 }
