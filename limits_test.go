@@ -24,17 +24,14 @@ func TestFormLimits(t *testing.T) {
 	field := func(label, desc string) map[string]any {
 		return map[string]any{"label": label, "type": "text", "description": desc}
 	}
-	fields := func(n int) []any {
-		var fs []any
-		for i := range n {
-			fs = append(fs, field(fmt.Sprint("f", i), ""))
-		}
-		return fs
-	}
 	cats := func(n, fieldsEach int) []any {
 		var cs []any
 		for range n {
-			cs = append(cs, map[string]any{"name": "c", "fields": fields(fieldsEach)})
+			var fs []any
+			for i := range fieldsEach {
+				fs = append(fs, field(fmt.Sprint("f", i), ""))
+			}
+			cs = append(cs, map[string]any{"name": "c", "fields": fs})
 		}
 		return cs
 	}
@@ -57,10 +54,9 @@ func TestFormLimits(t *testing.T) {
 		{"category name too long", map[string]any{"title": "t", "categories": []any{map[string]any{"name": long(maxLabelChars + 1)}}}, 500, fmt.Sprintf("Failed to %%s: Category name is too long (at most %d characters)", maxLabelChars)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := tc.body
 			for _, target := range []struct{ method, path, op string }{{"POST", "/api/forms", "create form"}, {"PUT", "/api/forms/" + itoa(existing.ID), "update form " + itoa(existing.ID)}} {
 				before := e.snapshot()
-				status, reply := e.do(target.method, target.path, body)
+				status, reply := e.do(target.method, target.path, tc.body)
 				want := tc.msg
 				if strings.Contains(want, "%s") {
 					want = fmt.Sprintf(want, target.op)
@@ -146,101 +142,123 @@ func TestListsAcrossPages(t *testing.T) {
 	}
 }
 
-// TestLargeBodiesWaitForRoom: with the room for large bodies taken, a large body waits
-// UploadWait and is refused 503 with Retry-After, unread, storing nothing, while a small
-// one goes in; once the room is free the large one goes in too.
-func TestLargeBodiesWaitForRoom(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t, func(c *config) { c.UploadWait = 100 * time.Millisecond })
-	f := e.createForm(fullForm())
-	field := itoa(f.Categories[0].Fields[0].ID)
-	large := map[string]any{"values": map[string]any{field: strings.Repeat("y", smallBodyBytes)}}
-	if err := e.srv.uploads.Acquire(t.Context(), maxUploadBytes); err != nil {
-		t.Fatal(err)
-	}
-	res, body := e.send("POST", "/api/forms/"+itoa(f.ID)+"/responses", large)
-	if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" || e.count("responses") != 0 {
-		t.Errorf("a large body with no room = %d %s (Retry-After %q, %d stored), want 503, Retry-After 1, none stored",
-			res.StatusCode, body, res.Header.Get("Retry-After"), e.count("responses"))
-	}
-	e.submit(f.ID, map[string]any{field: "small"})
-	e.srv.uploads.Release(maxUploadBytes)
-	if res, body := e.send("POST", "/api/forms/"+itoa(f.ID)+"/responses", large); res.StatusCode != 201 {
-		t.Errorf("a large body once the room is free = %d %s, want 201", res.StatusCode, body)
-	}
-}
-
-// TestWritesWaitForTheDatabaseOnly: a write is refused only before its transaction
-// begins, and waits for nothing but the write connection. With every heavy slot taken
-// (clients that never read), a large setting, a form whose answer passes 64 KiB, a submit
-// and a deletion are answered at once, and what they were told is what is stored. With
-// the write connection held past the wait, every route that stores is refused 503 with
-// Retry-After and stores nothing, while reads are answered; one let in once the
-// connection is free is stored.
-func TestWritesWaitForTheDatabaseOnly(t *testing.T) {
+// TestBusyResourcesRefuseWhatTheyBound: each bound on a shared resource refuses only what
+// it bounds, and only before anything is read or stored. With the resource taken past its
+// wait, each request it bounds is refused 503 Server busy with Retry-After, unread, storing
+// nothing, while the others are answered at once; let in while it waits for the resource,
+// each is answered once it is free. The room for large bodies bounds large bodies; the heavy
+// slots every answer that may be large (a PDF export, a response list, a CSV export, a large
+// form, the form list, a setting, the summaries) and no write, not even one whose answer
+// passes 64 KiB; the one write connection every route that stores.
+func TestBusyResourcesRefuseWhatTheyBound(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
-	responses := "/api/forms/" + itoa(f.ID) + "/responses"
-	release := occupyHeavy(t, e.srv)
-	value := strings.Repeat("é", 300_000)
-	for _, w := range []struct {
+	type call struct {
 		method, path string
 		body         any
-		want         int
-	}{
-		{"PUT", "/api/settings/big", map[string]any{"value": value}, 200},
-		{"POST", "/api/forms", map[string]any{"title": strings.Repeat("\x01", maxTitleChars), "description": strings.Repeat("\x01", maxDescriptionChars)}, 201},
-		{"POST", responses, map[string]any{"values": map[string]any{field: "v"}}, 201},
-		{"DELETE", "/api/forms/" + itoa(e.createForm(map[string]any{"title": "gone"}).ID), nil, 200},
-	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		res, body := e.request(ctx, w.method, w.path, w.body)
-		cancel()
-		if res == nil || res.StatusCode != w.want {
-			t.Errorf("%s %s with every heavy slot taken: %v %.80s, want %d within 2 s", w.method, w.path, res, body, w.want)
-		}
 	}
-	release()
-	var setting map[string]string
-	if e.doJSON("GET", "/api/settings/big", nil, &setting); setting["value"] != value {
-		t.Errorf("the setting stored is %d bytes, want the %d acknowledged", len(setting["value"]), len(value))
+	submit := func(value string) call {
+		values := map[string]any{"values": map[string]any{field: value}}
+		return call{"POST", "/api/forms/" + itoa(f.ID) + "/responses", values}
 	}
-
-	e.store.writeWait = 100 * time.Millisecond
-	conn, err := e.store.write.Conn(t.Context()) // the one write connection, held
-	if err != nil {
+	responseID := e.submit(f.ID, map[string]any{field: "x"})
+	var fields []any
+	for i := range 20 { // JSON writes a byte of text in 6 at most: past largeAnswer
+		fields = append(fields, map[string]any{"label": fmt.Sprint(i), "type": "text",
+			"description": strings.Repeat("d", 1000)})
+	}
+	large := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
+	if err := e.srv.store.SaveTrackerSummary(t.Context(), startOfDay(e.srv.now()), "s"); err != nil {
 		t.Fatal(err)
 	}
-	before := e.snapshot()
+	var heavy []call
+	form := "/api/forms/" + itoa(f.ID)
+	for _, path := range []string{"/api/responses/" + itoa(responseID) + "/export/pdf", form + "/responses",
+		form + "/responses.csv", "/api/forms/" + itoa(large.ID), "/api/forms", "/api/settings/k",
+		"/api/tracker-summary/today", "/api/tracker-summaries", "/api/email-summaries"} {
+		heavy = append(heavy, call{"GET", path, nil})
+	}
+	var writes []call
 	for route := range e.srv.routes() {
 		method, pattern, _ := strings.Cut(route, " ")
 		if method == "GET" || strings.HasSuffix(pattern, "/generate") { // generate stores later
 			continue
 		}
 		path := strings.NewReplacer("{id}", itoa(f.ID), "{key}", "k").Replace(pattern)
-		res, body := e.send(method, path, map[string]any{"title": "t", "values": map[string]any{field: "v"}, "value": "v"})
-		if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "Server busy, retry later") {
-			t.Errorf("%s with the write connection held = %d %s, want 503 Server busy with Retry-After", route, res.StatusCode, body)
+		body := map[string]any{"title": "t", "values": map[string]any{field: "v"}, "value": "v"}
+		writes = append(writes, call{method, path, body})
+	}
+	for _, tc := range []struct {
+		name                      string
+		wait                      *time.Duration
+		occupy                    func() (release func())
+		refused, answered, waiter []call // waiter: let in while the resource is taken
+	}{
+		{"room for large bodies", &e.srv.cfg.UploadWait,
+			func() func() {
+				if err := e.srv.uploads.Acquire(t.Context(), maxUploadBytes); err != nil {
+					t.Fatal(err)
+				}
+				return func() { e.srv.uploads.Release(maxUploadBytes) }
+			},
+			[]call{submit(strings.Repeat("y", smallBodyBytes))}, []call{submit("small")},
+			[]call{submit(strings.Repeat("z", smallBodyBytes))}},
+		{"heavy slots", &e.srv.cfg.HeavyWait, func() func() { return occupyHeavy(t, e.srv) }, heavy, []call{
+			{"GET", "/api/forms/" + itoa(f.ID), nil}, // a small form never waits
+			{"PUT", "/api/settings/big", map[string]any{"value": strings.Repeat("é", 300_000)}},
+			{"POST", "/api/forms", map[string]any{"title": strings.Repeat("\x01", maxTitleChars),
+				"description": strings.Repeat("\x01", maxDescriptionChars)}},
+			submit("v"),
+			{"DELETE", "/api/forms/" + itoa(e.createForm(map[string]any{"title": "gone"}).ID), nil},
+		}, heavy},
+		{"write connection", &e.store.writeWait, func() func() {
+			conn, err := e.store.write.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { conn.Close() }
+		}, writes, []call{{"GET", "/api/forms/" + itoa(f.ID), nil}}, []call{submit("after")}},
+	} {
+		*tc.wait = 100 * time.Millisecond
+		release := tc.occupy()
+		before := e.snapshot()
+		for _, c := range tc.refused {
+			res, body := e.send(c.method, c.path, c.body)
+			if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" ||
+				!strings.Contains(string(body), "Server busy, retry later") {
+				t.Errorf("%s taken: %s %s = %d %.80s (Retry-After %q), want 503 Server busy",
+					tc.name, c.method, c.path, res.StatusCode, body, res.Header.Get("Retry-After"))
+			}
 		}
-	}
-	if res, _ := e.getRaw("/api/forms/" + itoa(f.ID)); res.StatusCode != 200 {
-		t.Errorf("a read with the write connection held = %d, want 200", res.StatusCode)
-	}
-	e.store.writeWait = 10 * time.Second
-	waited := make(chan int)
-	go func() {
-		res, _ := e.send("POST", responses, map[string]any{"values": map[string]any{field: "after"}})
-		waited <- res.StatusCode
-	}()
-	time.Sleep(50 * time.Millisecond) // let it wait; it is let in either way
-	conn.Close()
-	if status := <-waited; status != 201 || e.count("responses") != 2 {
-		t.Errorf("a submit let in once the connection is free = %d with %d responses, want 201 and 2", status, e.count("responses"))
-	}
-	if after := e.snapshot(); strings.Count(after, "after") != 1 || len(after) <= len(before) {
-		t.Errorf("the refused writes changed the database")
+		if e.snapshot() != before {
+			t.Errorf("%s taken: the refused requests changed the database", tc.name)
+		}
+		for _, c := range tc.answered {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			res, body := e.request(ctx, c.method, c.path, c.body)
+			cancel()
+			if res == nil || res.StatusCode >= 300 {
+				t.Errorf("%s taken: %s %s = %v %.80s, want an answer within 2 s",
+					tc.name, c.method, c.path, res, body)
+			}
+		}
+		*tc.wait = 10 * time.Second
+		statuses := make(chan int, len(tc.waiter))
+		for _, c := range tc.waiter {
+			go func() {
+				res, _ := e.send(c.method, c.path, c.body)
+				statuses <- res.StatusCode
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // past the short wait: the waiters wait the long one
+		release()
+		for range tc.waiter {
+			if status := <-statuses; status >= 300 {
+				t.Errorf("%s freed: a request let in while it was taken = %d, want 2xx", tc.name, status)
+			}
+		}
 	}
 }
 
@@ -280,44 +298,6 @@ func TestPDFTooLongReply(t *testing.T) {
 	e.wantError("GET", "/api/responses/"+itoa(id)+"/export/pdf", nil, 500, want)
 }
 
-// TestHeavyAnswersWaitForASlot: every answer that may be large (a PDF export, a response
-// list, a CSV export, a large form, the form list, a setting, the summaries) takes a heavy
-// slot before it is read: with every slot taken past HeavyWait, each is refused 503 with
-// Retry-After, nothing read; freed, each is answered. A small form never waits.
-func TestHeavyAnswersWaitForASlot(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t, func(c *config) { c.HeavyWait = 100 * time.Millisecond })
-	f := e.createForm(fullForm())
-	responseID := e.submit(f.ID, map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"})
-	var fields []any
-	for i := range 20 { // JSON writes a byte of text in 6 at most: past largeAnswer
-		fields = append(fields, map[string]any{"label": fmt.Sprint(i), "type": "text", "description": strings.Repeat("d", 1000)})
-	}
-	large := e.createForm(map[string]any{"title": "t", "categories": []any{map[string]any{"fields": fields}}})
-	if err := e.srv.store.SaveTrackerSummary(t.Context(), startOfDay(e.srv.now()), "s"); err != nil {
-		t.Fatal(err)
-	}
-	paths := []string{"/api/responses/" + itoa(responseID) + "/export/pdf", "/api/forms/" + itoa(f.ID) + "/responses",
-		"/api/forms/" + itoa(f.ID) + "/responses.csv", "/api/forms/" + itoa(large.ID), "/api/forms", "/api/settings/k",
-		"/api/tracker-summary/today", "/api/tracker-summaries", "/api/email-summaries"}
-	release := occupyHeavy(t, e.srv)
-	for _, path := range paths {
-		res, body := e.getRaw(path)
-		if res.StatusCode != 503 || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "Server busy, retry later") {
-			t.Errorf("GET %s with every slot taken = %d %.80s (Retry-After %q), want 503 Server busy", path, res.StatusCode, body, res.Header.Get("Retry-After"))
-		}
-	}
-	if status, raw := e.do("GET", "/api/forms/"+itoa(f.ID), nil); status != 200 {
-		t.Errorf("a small form with every slot busy = %d %s, want 200 at once", status, raw)
-	}
-	release()
-	for _, path := range paths {
-		if res, body := e.getRaw(path); res.StatusCode != 200 {
-			t.Errorf("GET %s once the slots are free = %d %.80s, want 200", path, res.StatusCode, body)
-		}
-	}
-}
-
 // TestChunkedBodyCountsAsLargest: a body of unknown length (chunked) holds the whole
 // body limit of the upload budget while it is read, since it may be that long.
 func TestChunkedBodyCountsAsLargest(t *testing.T) {
@@ -351,11 +331,10 @@ func TestChunkedBodyCountsAsLargest(t *testing.T) {
 // the form limits at their number and one past it).
 func TestDocumentedLimits(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("docs/DESIGN.md")
+	design, err := os.ReadFile("docs/DESIGN.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	design := string(raw)
 	thousands := func(n int) string { // 1,000 as the table writes it
 		s := strconv.Itoa(n)
 		for i := len(s) - 3; i > 0; i -= 3 {
@@ -383,71 +362,60 @@ func TestDocumentedLimits(t *testing.T) {
 	}
 	// The size of the write /healthz tries, as a trigger on settings sees it.
 	var probe int
-	_, err = e.store.write.Exec(`CREATE TABLE probes (key TEXT, size INTEGER);
-		CREATE TRIGGER probe AFTER INSERT ON settings
-		BEGIN INSERT INTO probes VALUES (NEW.key, length(NEW.value)); END`)
-	if err == nil {
-		err = e.store.ProbeWrite(context.Background())
-	}
-	if err == nil {
-		row := e.store.write.QueryRow(`SELECT size FROM probes WHERE key = ?`, "\x00probe")
-		err = row.Scan(&probe)
-	}
-	if err != nil {
+	_, err = e.store.write.Exec(`CREATE TABLE probes (size INTEGER); CREATE TRIGGER probe
+		AFTER INSERT ON settings BEGIN INSERT INTO probes VALUES (length(NEW.value)); END`)
+	if err != nil || e.store.ProbeWrite(context.Background()) != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		pattern string   // a regular expression whose groups are the documented values
-		want    []string // the values of the code, as the document writes them
-	}{
-		{`\| request body \| ([^|]+) \|`, []string{size(maxBodyBytes)}},
-		{`\| form title \| ([\d,]+) characters \|`, []string{thousands(maxTitleChars)}},
-		{`\| form description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
-		{`\| categories per form \| ([\d,]+) \|`, []string{thousands(maxCategories)}},
-		{`\| fields per form, all categories \| ([\d,]+) \|`, []string{thousands(maxFields)}},
-		{`\| field label, category name \| ([\d,]+) characters \|`, []string{thousands(maxLabelChars)}},
-		{`\| field description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
-		{`\| submitted value[^|]*\| ([\d,]+) characters \|`, []string{thousands(maxValueChars)}},
-		{`\| summary page size[^|]*\| ([\d,]+) \|`, []string{thousands(maxSummaryPage)}},
-		{`\| PDF pages \| ([\d,]+) \|`, []string{thousands(pdfMaxPages)}},
-		{`names total at most ([\d,]+) letters`, []string{thousands(pdfNameBudget)}},
-		{`\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
-		{`\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
-			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
-		{`\| answers that may be large[^|(]*\(over (\d+ KiB)[^|]*\| (\d+) at once, each waiting at most (\d+ s) \|`,
-			[]string{size(largeAnswer), strconv.Itoa(heavySlots), secs(heavyWait)}},
-		{`\| a write's wait for the one write connection \| (\d+ s) \(half the shutdown's grace\)`,
-			[]string{secs(writeWait)}},
-		{`Shutdown: requests in flight get up to (\d+ s);[^;]*waited for up to (\d+ s)`,
-			[]string{secs(e.srv.cfg.RequestGrace), secs(e.srv.cfg.JobGrace)}},
-		{`\| headers, whole body, whole answer or page of a list, idle connection \| (\d+ s), (\d+ s), (\d+ s), (\d+ s) \|`,
-			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout),
-				secs(hs.IdleTimeout)}},
-		{`\((\d+ s): the single writer waits them out\)`,
-			[]string{secs(time.Duration(busy) * time.Millisecond)}},
-		{`Outbound calls time out \((\d+ s)\)`, []string{secs(e.srv.cfg.OutboundTimeout)}},
-		{`is retried twice, after ([\d.]+ s) and then ([\d.]+ s)`,
-			[]string{fracSecs(defaults.OutboundRetryDelay), fracSecs(2 * defaults.OutboundRetryDelay)}},
-		{`/healthz` + "`" + ` itself tries a write \((\d+ KiB) inserted`, []string{size(probe)}},
-		{`written a page at a time \((\d+) rows,\s+and a page of responses ends after (\d+ KiB)`,
-			[]string{strconv.Itoa(listPageRows), size(listPageBytes)}},
-	} {
-		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(design)
-		if m == nil {
-			t.Errorf("docs/DESIGN.md has no %s", tc.pattern)
-			continue
-		}
-		if got := m[1:]; !slices.Equal(got, tc.want) {
-			t.Errorf("docs/DESIGN.md: %s = %q, the code %q", tc.pattern, got, tc.want)
-		}
+	if err := e.store.write.QueryRow(`SELECT size FROM probes`).Scan(&probe); err != nil {
+		t.Fatal(err)
 	}
 	perf, err := os.ReadFile("docs/PERFORMANCE.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := regexp.MustCompile(`form cache\*\* \(store.go, (\d+ MiB)`).FindSubmatch(perf)
-	if cache == nil || string(cache[1]) != size(formCacheBytes) {
-		t.Errorf("docs/PERFORMANCE.md's form cache: %q, the code %s", cache, size(formCacheBytes))
+	for _, tc := range []struct {
+		doc     []byte
+		pattern string   // a regular expression whose groups are the documented values
+		want    []string // the values of the code, as the document writes them
+	}{
+		{design, `\| request body \| ([^|]+) \|`, []string{size(maxBodyBytes)}},
+		{design, `\| form title \| ([\d,]+) characters \|`, []string{thousands(maxTitleChars)}},
+		{design, `\| form description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{design, `\| categories per form \| ([\d,]+) \|`, []string{thousands(maxCategories)}},
+		{design, `\| fields per form, all categories \| ([\d,]+) \|`, []string{thousands(maxFields)}},
+		{design, `\| field label, category name \| ([\d,]+) characters \|`, []string{thousands(maxLabelChars)}},
+		{design, `\| field description \| ([\d,]+) characters \|`, []string{thousands(maxDescriptionChars)}},
+		{design, `\| submitted value[^|]*\| ([\d,]+) characters \|`, []string{thousands(maxValueChars)}},
+		{design, `\| summary page size[^|]*\| ([\d,]+) \|`, []string{thousands(maxSummaryPage)}},
+		{design, `\| PDF pages \| ([\d,]+) \|`, []string{thousands(pdfMaxPages)}},
+		{design, `names total at most ([\d,]+) letters`, []string{thousands(pdfNameBudget)}},
+		{design, `\| open connections \| ([\d,]+) \|`, []string{thousands(maxConnections)}},
+		{design, `\| large bodies[^|(]*\(over (\d+ KiB)[^|]*\| (\d+ MiB) \|[^|]*after waiting (\d+ s)`,
+			[]string{size(smallBodyBytes), size(maxUploadBytes), secs(maxUploadWait)}},
+		{design, `\| answers that may be large[^|(]*\(over (\d+ KiB)[^|]*\| (\d+) at once, each waiting at most (\d+ s) \|`,
+			[]string{size(largeAnswer), strconv.Itoa(heavySlots), secs(heavyWait)}},
+		{design, `\| a write's wait for the one write connection \| (\d+ s) \(half the shutdown's grace\)`,
+			[]string{secs(writeWait)}},
+		{design, `Shutdown: requests in flight get up to (\d+ s);[^;]*waited for up to (\d+ s)`,
+			[]string{secs(e.srv.cfg.RequestGrace), secs(e.srv.cfg.JobGrace)}},
+		{design, `\| headers, whole body, whole answer or page of a list, idle connection \| (\d+ s), (\d+ s), (\d+ s), (\d+ s) \|`,
+			[]string{secs(hs.ReadHeaderTimeout), secs(hs.ReadTimeout), secs(hs.WriteTimeout),
+				secs(hs.IdleTimeout)}},
+		{design, `\((\d+ s): the single writer waits them out\)`,
+			[]string{secs(time.Duration(busy) * time.Millisecond)}},
+		{design, `Outbound calls time out \((\d+ s)\)`, []string{secs(e.srv.cfg.OutboundTimeout)}},
+		{design, `is retried twice, after ([\d.]+ s) and then ([\d.]+ s)`,
+			[]string{fracSecs(defaults.OutboundRetryDelay), fracSecs(2 * defaults.OutboundRetryDelay)}},
+		{design, `/healthz` + "`" + ` itself tries a write \((\d+ KiB) inserted`, []string{size(probe)}},
+		{design, `written a page at a time \((\d+) rows,\s+and a page of responses ends after (\d+ KiB)`,
+			[]string{strconv.Itoa(listPageRows), size(listPageBytes)}},
+		{perf, `form cache\*\* \(store.go, (\d+ MiB)`, []string{size(formCacheBytes)}},
+	} {
+		m := regexp.MustCompile(tc.pattern).FindStringSubmatch(string(tc.doc))
+		if m == nil || !slices.Equal(m[1:], tc.want) {
+			t.Errorf("%s = %q, the code %q", tc.pattern, m, tc.want)
+		}
 	}
 	if e.srv.cfg.RequestGrace != 2*writeWait {
 		t.Errorf("writeWait %v is not half the shutdown's grace %v", writeWait, e.srv.cfg.RequestGrace)

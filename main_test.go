@@ -67,13 +67,7 @@ func TestRoutingErrors(t *testing.T) {
 		{"GET", "/api/forms/1/export", ""}, // not a path at all
 	}
 	for _, tc := range cases {
-		req, _ := http.NewRequest(tc.method, e.http.URL+tc.path, nil)
-		res, err := e.http.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		res, body := e.request(t.Context(), tc.method, tc.path, nil)
 		wantStatus, wantBody := 405, `{"error":"Method not allowed"}`
 		if tc.allow == "" {
 			wantStatus, wantBody = 404, `{"error":"Not found"}`
@@ -81,15 +75,6 @@ func TestRoutingErrors(t *testing.T) {
 		if res.StatusCode != wantStatus || strings.TrimSpace(string(body)) != wantBody || res.Header.Get("Allow") != tc.allow {
 			t.Errorf("%s %s = %d %s Allow %q, want %d %s Allow %q", tc.method, tc.path, res.StatusCode, body, res.Header.Get("Allow"), wantStatus, wantBody, tc.allow)
 		}
-	}
-}
-
-func TestHealth(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	status, raw := e.do("GET", "/healthz", nil)
-	if status != 200 || strings.TrimSpace(string(raw)) != `{"status":"ok"}` {
-		t.Errorf("healthz = %d %s", status, raw)
 	}
 }
 
@@ -128,11 +113,6 @@ func TestBodyCheckedOnEveryRoute(t *testing.T) {
 func TestBodyLimitBoundary(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	body := func(size int) string {
-		t.Helper()
-		const head, tail = `{"value": "`, `"}`
-		return head + strings.Repeat("z", size-len(head)-len(tail)) + tail
-	}
 	for _, tc := range []struct {
 		size    int
 		chunked bool
@@ -143,11 +123,8 @@ func TestBodyLimitBoundary(t *testing.T) {
 		{1048577, false, 413},
 		{1048577, true, 413},
 	} {
-		b := body(tc.size)
-		if len(b) != tc.size {
-			t.Fatalf("body is %d bytes, want %d", len(b), tc.size)
-		}
-		var r io.Reader = strings.NewReader(b)
+		const head, tail = `{"value": "`, `"}`
+		var r io.Reader = strings.NewReader(head + strings.Repeat("z", tc.size-len(head)-len(tail)) + tail)
 		if tc.chunked {
 			r = io.MultiReader(r) // hides the length: sent chunked
 		}
@@ -210,7 +187,7 @@ func TestMemberNamesExact(t *testing.T) {
 		}
 	})
 
-	t.Run("ignored", func(t *testing.T) {
+	t.Run("ignored, or the last of a repeated member", func(t *testing.T) {
 		// Wrongly cased members beside the right ones are other members: ignored.
 		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "a", "TITLE": "b", "Description": "d",
@@ -225,25 +202,19 @@ func TestMemberNamesExact(t *testing.T) {
 		if fd := got.Categories[0].Fields[0]; fd.Label != "l" || fd.Type != "text" || fd.Description != nil {
 			t.Errorf("field = %+v, want l, text, no description", fd)
 		}
-		e.doJSON("PUT", "/api/settings/k", `{"value": "a", "Value": "b"}`, nil)
-		var s struct{ Value string }
-		e.doJSON("GET", "/api/settings/k", nil, &s)
-		if s.Value != "a" {
-			t.Errorf("setting = %q, want a", s.Value)
-		}
-	})
-
-	t.Run("last of a repeated member", func(t *testing.T) {
-		var created savedForm
 		e.doJSON("POST", "/api/forms", `{"title": "first", "title": "second"}`, &created)
 		if created.Title != "second" {
 			t.Errorf("title = %q, want second", created.Title)
 		}
-		e.doJSON("PUT", "/api/settings/k", `{"value": "first", "value": "second"}`, nil)
-		var s struct{ Value string }
-		e.doJSON("GET", "/api/settings/k", nil, &s)
-		if s.Value != "second" {
-			t.Errorf("setting = %q, want second", s.Value)
+		for _, tc := range []struct{ body, want string }{
+			{`{"value": "a", "Value": "b"}`, "a"},
+			{`{"value": "first", "value": "second"}`, "second"},
+		} {
+			e.doJSON("PUT", "/api/settings/k", tc.body, nil)
+			var setting struct{ Value string }
+			if e.doJSON("GET", "/api/settings/k", nil, &setting); setting.Value != tc.want {
+				t.Errorf("PUT %s: setting = %q, want %s", tc.body, setting.Value, tc.want)
+			}
 		}
 	})
 }
@@ -386,13 +357,21 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestRunLogsSummaryConfig: the real service's start-up log says which summary can run
-// (with its model) and, for the other, the settings it lacks; a prompt file that is set
-// and cannot be read is an error naming its variable, and that summary is never logged as
-// configured, though the service starts.
-func TestRunLogsSummaryConfig(t *testing.T) {
+// TestRunLogsStartUp: the real service's start-up log says which summary can run (with its
+// model) and, for the other, the settings it lacks; a prompt file that is set and cannot be
+// read is an error naming its variable, and that summary is never logged as configured,
+// though the service starts. By default it listens on loopback only; beyond it without
+// API_TOKEN, or for ALLOWED_HOSTS without it, the log warns, once, that anyone who reaches
+// it reads and changes every form.
+func TestRunLogsStartUp(t *testing.T) {
+	if addr := testConfig(t, nil).Addr; addr != "127.0.0.1:8080" {
+		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
+	}
 	model := map[string]string{"GENAI_API_KEY": testModelKey, "GENAI_MODEL": "test-model"}
 	tracker := map[string]string{"TRACKER_API_ENDPOINT": "http://127.0.0.1:1/api/rest", "TRACKER_API_KEY": testTrackerKey}
+	const open = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN"`
+	const behindProxy = `level=WARN msg="no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN"`
+	const noTokenWarning = `level=WARN msg="no API_TOKEN`
 	for _, tc := range []struct {
 		name        string
 		env         []map[string]string
@@ -402,7 +381,7 @@ func TestRunLogsSummaryConfig(t *testing.T) {
 			`level=WARN msg="summaries cannot run until configured" kind="tracker summary" missing="GENAI_API_KEY, TRACKER_API_ENDPOINT, TRACKER_API_KEY"`,
 			`level=WARN msg="summaries cannot run until configured" kind="email summary" missing="GENAI_API_KEY, MAILDIR"`,
 			`msg=listening addr=127.0.0.1:`, ` database=`,
-		}, []string{`summaries configured`}},
+		}, []string{`summaries configured`, noTokenWarning}},
 		{"tracker unconfigured", []map[string]string{model, {"MAILDIR": t.TempDir()}}, []string{
 			`level=WARN msg="summaries cannot run until configured" kind="tracker summary" missing="TRACKER_API_ENDPOINT, TRACKER_API_KEY"`,
 			`level=INFO msg="summaries configured" kind="email summary" model=test-model`,
@@ -416,11 +395,27 @@ func TestRunLogsSummaryConfig(t *testing.T) {
 			`level=ERROR msg="summaries cannot run: prompt template not readable" kind="tracker summary" err="Prompt template not readable: TRACKER_PROMPT_FILE: open /nonexistent/tracker.txt: no such file or directory"`,
 			`level=ERROR msg="summaries cannot run: prompt template not readable" kind="email summary" err="Prompt template not readable: EMAIL_PROMPT_FILE: read `,
 		}, []string{`summaries configured`}},
+		{"IPv6 loopback", []map[string]string{{"ADDR": "[::1]:0"}}, nil, []string{noTokenWarning}},
+		{"all addresses", []map[string]string{{"ADDR": "0.0.0.0:0"}}, []string{open}, []string{behindProxy}},
+		{"all addresses, no host", []map[string]string{{"ADDR": ":0"}}, []string{open}, []string{behindProxy}},
+		{"all addresses, a token", []map[string]string{{"ADDR": ":0", "API_TOKEN": "a-token"}},
+			nil, []string{noTokenWarning}},
+		{"behind a proxy", []map[string]string{{"ALLOWED_HOSTS": "forms.example.com"}},
+			[]string{behindProxy}, []string{open}},
+		{"behind a proxy, a token", []map[string]string{{"ALLOWED_HOSTS": "forms.example.com", "API_TOKEN": "t"}},
+			nil, []string{noTokenWarning}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": filepath.Join(t.TempDir(), "db")}
 			for _, e := range tc.env {
 				maps.Copy(env, e)
+			}
+			if env["ADDR"] == "[::1]:0" {
+				if ln, err := net.Listen("tcp", env["ADDR"]); err != nil {
+					t.Skipf("no IPv6 loopback here: %v", err)
+				} else {
+					ln.Close()
+				}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -430,59 +425,14 @@ func TestRunLogsSummaryConfig(t *testing.T) {
 				t.Fatalf("run = %v", err)
 			}
 			for _, want := range tc.want {
-				if !strings.Contains(log.String(), want) {
-					t.Errorf("start-up log lacks %s:\n%s", want, log)
+				if strings.Count(log.String(), want) != 1 {
+					t.Errorf("start-up log lacks %s, or holds it more than once:\n%s", want, log)
 				}
 			}
 			for _, avoid := range append(tc.avoid, testModelKey, testTrackerKey) {
 				if strings.Contains(log.String(), avoid) {
 					t.Errorf("start-up log holds %s:\n%s", avoid, log)
 				}
-			}
-		})
-	}
-}
-
-// TestRunWarnsOpenWithoutToken: by default the service listens on loopback only; beyond
-// it without API_TOKEN, the start-up log warns that anyone who reaches it reads and changes
-// every form.
-func TestRunWarnsOpenWithoutToken(t *testing.T) {
-	if addr := testConfig(t, nil).Addr; addr != "127.0.0.1:8080" {
-		t.Errorf("default ADDR = %q, want 127.0.0.1:8080", addr)
-	}
-	const warning = `level=WARN msg="no API_TOKEN and listening beyond loopback: anyone who can reach this address reads and changes every form, response, summary and setting; set API_TOKEN"`
-	const behindProxy = `level=WARN msg="no API_TOKEN and ALLOWED_HOSTS set: anyone who reaches these host names reads and changes every form, response, summary and setting; set API_TOKEN"`
-	for _, tc := range []struct {
-		addr, token, hosts string
-		warn               string
-	}{
-		{"127.0.0.1:0", "", "", ""},
-		{"[::1]:0", "", "", ""},
-		{"0.0.0.0:0", "", "", warning},
-		{":0", "", "", warning},
-		{":0", "a-token", "", ""},
-		{"127.0.0.1:0", "", "forms.example.com", behindProxy},
-		{"127.0.0.1:0", "a-token", "forms.example.com", ""},
-	} {
-		t.Run(tc.addr+" "+tc.token+" "+tc.hosts, func(t *testing.T) {
-			if tc.addr == "[::1]:0" {
-				if ln, err := net.Listen("tcp", tc.addr); err != nil {
-					t.Skipf("no IPv6 loopback here: %v", err)
-				} else {
-					ln.Close()
-				}
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			_, done, log := startRun(t, ctx, map[string]string{"ADDR": tc.addr, "API_TOKEN": tc.token,
-				"ALLOWED_HOSTS": tc.hosts, "DATABASE_PATH": filepath.Join(t.TempDir(), "db")})
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("run = %v", err)
-			}
-			warned := strings.Count(log.String(), `level=WARN msg="no API_TOKEN`)
-			if tc.warn == "" && warned > 0 || tc.warn != "" && (warned != 1 || !strings.Contains(log.String(), tc.warn)) {
-				t.Errorf("want the warning %q, got:\n%s", tc.warn, log)
 			}
 		})
 	}
