@@ -53,20 +53,17 @@ func allResponses(t *testing.T, store *Store, formID int64) []Response {
 	return all
 }
 
+// waitHealthy waits until the service at base answers /healthz with 200.
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, func() bool {
 		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s/healthz never answered 200", base)
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
 }
 
 // testEnv is one service under test: a real store on a temporary SQLite file and the real
@@ -153,11 +150,7 @@ func newDatabaseFile(t *testing.T) (dbPath, dest string) {
 	t.Helper()
 	dir := t.TempDir()
 	dbPath, dest = filepath.Join(dir, "forms.db"), filepath.Join(dir, "copy.db")
-	store, err := OpenStore(context.Background(), dbPath, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
+	openStore(t, dbPath).Close()
 	return dbPath, dest
 }
 

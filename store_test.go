@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,11 +73,10 @@ tracker_summaries|1|
 		t.Errorf("email summaries = %+v, total %d, %v", list, total, err)
 	}
 
-	// Opening again finds everything as it was (TestMigrationsApplyOnce: nothing runs twice).
+	// Opening again runs nothing twice and finds everything as it was.
 	store.Close()
-	again := openStore(t, path)
-	defer again.Close()
-	e.store = again
+	e.store = openStore(t, path)
+	defer e.store.Close()
 	if got := e.snapshot(); got != want {
 		t.Errorf("after a second open:\n%s\nwant:\n%s", got, want)
 	}
@@ -143,41 +141,30 @@ func TestMigrationFailureRefused(t *testing.T) {
 	}
 }
 
-// TestOpenStoreRefusesURIPaths: '?' and '#' would start the query or fragment of the
-// file: URI the driver is given, so a path with them is refused rather than opening
-// another file; any other character a file name may hold is taken.
-func TestOpenStoreRefusesURIPaths(t *testing.T) {
-	for _, name := range []string{"a?b.db", "a#b.db"} {
-		path := filepath.Join(t.TempDir(), name)
-		if s, err := OpenStore(context.Background(), path, time.Now); err == nil {
-			s.Close()
-			t.Errorf("OpenStore(%q) succeeded", name)
+// TestOpenStorePaths: '?' and '#' would start the query or fragment of the file: URI
+// the driver is given, so a path with them is refused rather than opening another file;
+// any other character a file name may hold is taken, and the folder then holds the
+// database and SQLite's WAL files only (the check that it can be written leaves nothing).
+func TestOpenStorePaths(t *testing.T) {
+	for _, name := range []string{"a?b.db", "a#b.db", "Forms X&y=1 %41;!.db", "ü.db"} {
+		dir := t.TempDir()
+		s, err := OpenStore(context.Background(), filepath.Join(dir, name), time.Now)
+		if refuse := strings.ContainsAny(name, "?#"); refuse != (err != nil) {
+			t.Errorf("OpenStore(%q) = %v, want refused %v", name, err, refuse)
 		}
-	}
-	for _, name := range []string{"Forms X&y=1 %41;!.db", "ü.db"} {
-		path := filepath.Join(t.TempDir(), name)
-		s := openStore(t, path)
+		if err != nil {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 || entries[0].Name() != name {
+			t.Errorf("OpenStore(%q) made no file of that name: %v %v", name, entries, err)
+		}
+		for _, e := range entries {
+			if !slices.Contains([]string{name, name + "-wal", name + "-shm"}, e.Name()) {
+				t.Errorf("OpenStore left %s in the database folder", e.Name())
+			}
+		}
 		s.Close()
-		if _, err := os.Stat(path); err != nil {
-			t.Errorf("OpenStore(%q) made no file of that name: %v", name, err)
-		}
-	}
-}
-
-// TestOpenStoreLeavesOnlyItsFiles: the check that the database folder can be written
-// leaves nothing behind; the folder holds the database and SQLite's WAL files only.
-func TestOpenStoreLeavesOnlyItsFiles(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, filepath.Join(dir, "forms.db"))
-	defer s.Close()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !slices.Contains([]string{"forms.db", "forms.db-wal", "forms.db-shm"}, e.Name()) {
-			t.Errorf("OpenStore left %s in the database folder", e.Name())
-		}
 	}
 }
 
@@ -228,53 +215,6 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// TestFailedWritesReleaseTheWriter: every write that fails half-way ends its transaction.
-// The write pool has one connection, so a transaction left open would hold every later
-// write back until database/sql ends it with the caller's context, which here lasts
-// longer than the next write waits.
-func TestFailedWritesReleaseTheWriter(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	f := e.createForm(fullForm())
-	bad := []CategoryInput{{Fields: []FieldInput{{Label: ptr("l"), Type: "nope", TypeIsString: true}}}}
-	// Each call gets a deadline only so that a leaked transaction fails the test rather
-	// than hanging it; it is far longer than any of these writes takes.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for _, tc := range []struct {
-		name  string
-		write func() error
-	}{
-		{"create with a bad field", func() error {
-			_, err := e.store.CreateForm(ctx, FormInput{Title: "t", Categories: bad})
-			return err
-		}},
-		{"update with a bad field", func() error {
-			_, err := e.store.UpdateForm(ctx, f.ID, FormInput{Title: "t", Categories: bad})
-			return err
-		}},
-		{"update of a missing form", func() error {
-			_, err := e.store.UpdateForm(ctx, 999, FormInput{Title: "t"})
-			return err
-		}},
-		{"submit to a missing form", func() error {
-			_, err := e.store.CreateResponse(ctx, 999, map[int64]*string{1: ptr("x")})
-			return err
-		}},
-		{"delete of a missing form", func() error { return e.store.DeleteForm(ctx, 999) }},
-	} {
-		if err := tc.write(); err == nil {
-			t.Fatalf("%s succeeded", tc.name)
-		}
-		next, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := e.store.PutSetting(next, "after", tc.name)
-		cancel()
-		if err != nil {
-			t.Fatalf("a write after %s: %v (its transaction was left open)", tc.name, err)
-		}
-	}
-}
-
 // TestWriteFailingAtCommit: a write whose COMMIT fails answers 500 with the cause and
 // changes nothing. SQLite fails the COMMIT itself here: a temporary trigger on the write
 // connection (the pool's only one) leaves a deferred foreign-key violation, which SQLite
@@ -285,13 +225,11 @@ func TestWriteFailingAtCommit(t *testing.T) {
 	f := e.createForm(fullForm())
 	id := itoa(f.ID)
 	values := map[string]any{"values": map[string]any{itoa(f.Categories[0].Fields[0].ID): "x"}}
-	for _, q := range []string{
-		`CREATE TEMP TABLE commit_parent (id INTEGER PRIMARY KEY)`,
-		`CREATE TEMP TABLE commit_child (parent INTEGER REFERENCES commit_parent (id) DEFERRABLE INITIALLY DEFERRED)`,
-	} {
-		if _, err := e.store.write.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	_, err := e.store.write.Exec(`CREATE TEMP TABLE commit_parent (id INTEGER PRIMARY KEY);
+		CREATE TEMP TABLE commit_child (parent INTEGER REFERENCES commit_parent (id)
+			DEFERRABLE INITIALLY DEFERRED)`)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		event, method, path string
@@ -310,12 +248,7 @@ func TestWriteFailingAtCommit(t *testing.T) {
 			t.Fatalf("%s: %v", trigger, err)
 		}
 		before := e.snapshot()
-		status, raw := e.do(tc.method, tc.path, tc.body)
-		var answer struct{ Error string }
-		json.Unmarshal(raw, &answer)
-		if status != 500 || answer.Error != tc.want+"internal error" {
-			t.Errorf("%s %s failing at commit = %d %s, want 500 %sinternal error", tc.method, tc.path, status, raw, tc.want)
-		}
+		e.wantError(tc.method, tc.path, tc.body, 500, tc.want+"internal error")
 		if e.snapshot() != before {
 			t.Errorf("%s %s failing at commit changed the database", tc.method, tc.path)
 		}
@@ -332,15 +265,17 @@ func TestWriteFailingAtCommit(t *testing.T) {
 }
 
 // TestBackup: a backup is a copy of every row that opens on its own; a destination that
-// exists, a database that does not and a folder that cannot be written are each an error
-// that leaves nothing behind and changes nothing.
+// exists, a database that does not, a file that is none and a folder that cannot be
+// written are each an error, the whole message with its cause for the operator, that
+// leaves nothing behind and changes nothing.
 func TestBackup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "forms.db")
 	store := openStore(t, path)
 	defer store.Close()
-	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{{Label: ptr("l"), Type: "text", TypeIsString: true}}}}})
+	form, err := store.CreateForm(ctx, FormInput{Title: "Kept", Categories: []CategoryInput{{Name: "c",
+		Fields: []FieldInput{{Label: ptr("l"), Type: "text", TypeIsString: true}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,46 +301,27 @@ func TestBackup(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "taken.db"), "not to be replaced")
 	writeFile(t, filepath.Join(dir, "notes.txt"), "a text file given for the database")
 	for _, tc := range []struct {
-		name, path, dest, want string
+		path, dest, want string // want: a regular expression, @ the folder
 	}{
-		{"destination exists", path, filepath.Join(dir, "taken.db"), "already exists; a backup never replaces a file"},
-		{"destination exists, the first backup", path, dest, "already exists"},
-		{"no database", filepath.Join(dir, "missing.db"), filepath.Join(dir, "b2.db"), "no database to back up"},
-		{"no destination folder", path, filepath.Join(dir, "none", "b3.db"), "backup destination"},
+		{"forms.db", "taken.db", `@/taken\.db already exists; a backup never replaces a file`},
+		{"missing.db", "b.db", `no database to back up: stat @/missing\.db: no such file or directory`},
+		{"notes.txt", "b.db", `copy database: file is not a database`},
+		// The copy is written under a hidden temporary name beside dest.
+		{"forms.db", "none/b.db",
+			`backup destination: open @/none/\.b\.db\.tmp-\d+: no such file or directory`},
 	} {
 		before := listDir(t, dir)
-		if _, err := Backup(ctx, tc.path, tc.dest); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Backup = %v, want an error containing %q", tc.name, err, tc.want)
+		_, err := Backup(ctx, filepath.Join(dir, tc.path), filepath.Join(dir, tc.dest))
+		want := "^" + strings.ReplaceAll(tc.want, "@", regexp.QuoteMeta(dir)) + "$"
+		if err == nil || !regexp.MustCompile(want).MatchString(err.Error()) {
+			t.Errorf("Backup(%s, %s) = %v, want %s", tc.path, tc.dest, err, want)
 		}
 		if after := listDir(t, dir); !slices.Equal(after, before) {
-			t.Errorf("%s: the folder held %q, now %q", tc.name, before, after)
+			t.Errorf("Backup(%s, %s): the folder held %q, now %q", tc.path, tc.dest, before, after)
 		}
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "taken.db")); string(data) != "not to be replaced" {
 		t.Errorf("an existing destination was written: %q", data)
-	}
-	// The operator reads the message whole, with its cause.
-	missing := filepath.Join(dir, "missing.db")
-	_, err = Backup(ctx, missing, filepath.Join(dir, "b4.db"))
-	want := "no database to back up: stat " + missing + ": no such file or directory"
-	if err == nil || err.Error() != want {
-		t.Errorf("Backup of a missing database = %v, want %q", err, want)
-	}
-	before := listDir(t, dir)
-	_, err = Backup(ctx, filepath.Join(dir, "notes.txt"), filepath.Join(dir, "b5.db"))
-	if want := "copy database: file is not a database"; err == nil || err.Error() != want {
-		t.Errorf("Backup of a file that is no database = %v, want %q", err, want)
-	}
-	if after := listDir(t, dir); !slices.Equal(after, before) {
-		t.Errorf("a failed backup left %q where the folder held %q", after, before)
-	}
-	// The copy is written under a hidden temporary name beside dest.
-	_, err = Backup(ctx, path, filepath.Join(dir, "none", "b3.db"))
-	tmp := regexp.MustCompile(`^backup destination: open (.*)/\.b3\.db\.tmp-\d+: ` +
-		`no such file or directory$`)
-	m := tmp.FindStringSubmatch(fmt.Sprint(err))
-	if m == nil || m[1] != filepath.Join(dir, "none") {
-		t.Errorf("Backup into a missing folder = %v, want the hidden temporary name in it", err)
 	}
 }
 
@@ -674,36 +590,50 @@ func TestListResponsesOtherFields(t *testing.T) {
 
 // TestStoreNamesTheFailedStep: a statement the database refuses (a trigger raising an
 // error stands in for it) fails the write with the step's name, which the log then shows,
-// and leaves the database as it was.
+// leaves the database as it was and ends its transaction at once: one left open holds its
+// connection, the write pool's only one, until its context ends.
 func TestStoreNamesTheFailedStep(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	in := FormInput{Title: "new", Categories: []CategoryInput{{Name: "c", Fields: []FieldInput{
 		{Label: ptr("l"), Type: "text", TypeIsString: true}}}}}
+	type write = func(ctx context.Context, s *Store, f FormDetail) error
+	update := func(ctx context.Context, s *Store, f FormDetail) error {
+		_, err := s.UpdateForm(ctx, f.ID, in)
+		return err
+	}
+	submit := func(ctx context.Context, s *Store, f FormDetail) error {
+		values := map[int64]*string{f.Categories[0].Fields[0].ID: ptr("x")}
+		_, err := s.CreateResponse(ctx, f.ID, values)
+		return err
+	}
 	for _, tc := range []struct {
 		trigger, want string
-		write         func(e *testEnv, f FormDetail) error
+		write         write
 	}{
-		{"BEFORE DELETE ON response_values", "delete the old values: ", updateForm(in)},
-		{"BEFORE DELETE ON categories", "delete the old fields: ", updateForm(in)},
-		{"BEFORE UPDATE ON forms", "update form: ", updateForm(in)},
-		{"BEFORE INSERT ON categories", "insert category: ", updateForm(in)},
-		{"BEFORE INSERT ON fields", "insert field: ", updateForm(in)},
-		{"BEFORE INSERT ON forms", "insert form: ", func(e *testEnv, _ FormDetail) error {
-			_, err := e.store.CreateForm(ctx, in)
-			return err
-		}},
-		{"BEFORE INSERT ON responses", "insert response: ", submitValue},
-		{"BEFORE INSERT ON response_values", "insert values: ", submitValue},
-		{"BEFORE INSERT ON settings", "write setting: ", func(e *testEnv, _ FormDetail) error {
-			return e.store.PutSetting(ctx, "k", "v")
-		}},
-		{"BEFORE INSERT ON tracker_summaries", "save tracker summary: ", func(e *testEnv, _ FormDetail) error {
-			return e.store.SaveTrackerSummary(ctx, startOfDay(time.Now()), "t")
-		}},
-		{"BEFORE INSERT ON email_summaries", "add email summary: ", func(e *testEnv, _ FormDetail) error {
-			return e.store.AddEmailSummary(ctx, startOfDay(time.Now()), "t")
-		}},
+		{"BEFORE DELETE ON response_values", "delete the old values: ", update},
+		{"BEFORE DELETE ON categories", "delete the old fields: ", update},
+		{"BEFORE UPDATE ON forms", "update form: ", update},
+		{"BEFORE INSERT ON categories", "insert category: ", update},
+		{"BEFORE INSERT ON fields", "insert field: ", update},
+		{"BEFORE INSERT ON forms", "insert form: ",
+			func(ctx context.Context, s *Store, _ FormDetail) error {
+				_, err := s.CreateForm(ctx, in)
+				return err
+			}},
+		{"BEFORE INSERT ON responses", "insert response: ", submit},
+		{"BEFORE INSERT ON response_values", "insert values: ", submit},
+		{"BEFORE INSERT ON settings", "write setting: ",
+			func(ctx context.Context, s *Store, _ FormDetail) error {
+				return s.PutSetting(ctx, "k", "v")
+			}},
+		{"BEFORE INSERT ON tracker_summaries", "save tracker summary: ",
+			func(ctx context.Context, s *Store, _ FormDetail) error {
+				return s.SaveTrackerSummary(ctx, startOfDay(time.Now()), "t")
+			}},
+		{"BEFORE INSERT ON email_summaries", "add email summary: ",
+			func(ctx context.Context, s *Store, _ FormDetail) error {
+				return s.AddEmailSummary(ctx, startOfDay(time.Now()), "t")
+			}},
 	} {
 		e := newTestEnv(t)
 		f := e.createForm(fullForm())
@@ -714,27 +644,19 @@ func TestStoreNamesTheFailedStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := e.snapshot()
-		err = tc.write(e, f)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = tc.write(ctx, e.store, f)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: the failed write returned only when its context ended: its transaction "+
+				"was left open", tc.trigger)
+		}
+		cancel()
 		if err == nil || err.Error() != tc.want+"refused" {
 			t.Errorf("%s: write = %v, want %q", tc.trigger, err, tc.want+"refused")
 		}
 		if after := e.snapshot(); after != before {
-			t.Errorf("%s: the failed write changed the database:\n%s\nwant\n%s", tc.trigger, after, before)
+			t.Errorf("%s: the failed write changed the database:\n%s\nwant\n%s",
+				tc.trigger, after, before)
 		}
 	}
-}
-
-// updateForm is the write of TestStoreNamesTheFailedStep that replaces f with in.
-func updateForm(in FormInput) func(e *testEnv, f FormDetail) error {
-	return func(e *testEnv, f FormDetail) error {
-		_, err := e.store.UpdateForm(context.Background(), f.ID, in)
-		return err
-	}
-}
-
-// submitValue is the write of TestStoreNamesTheFailedStep that submits a value to f.
-func submitValue(e *testEnv, f FormDetail) error {
-	values := map[int64]*string{f.Categories[0].Fields[0].ID: ptr("x")}
-	_, err := e.store.CreateResponse(context.Background(), f.ID, values)
-	return err
 }
