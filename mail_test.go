@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,170 +24,168 @@ import (
 // TestEmailAsAReaderSees: each class of real-world mail that a mail program reads past
 // (issue 16's list, cited per case) reaches the model as a reader sees it.
 func TestEmailAsAReaderSees(t *testing.T) {
-	delivered := time.Date(2026, 11, 25, 7, 5, 0, 0, time.UTC)
 	const date = "Date: Wed, 25 Nov 2026 09:00:00 +0000\r\n"
 	const from = "From: a@example.com\r\n"
 	cases := []struct {
 		name          string
 		msg           string
 		subject, body string
-		date          string // empty: the Date header's
 	}{
 		{"multipart without its closing boundary (1.2)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHello there\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>x",
-			"", "Hello there", ""},
+			"", "Hello there"},
 		{"base64 without final padding (1.3)", from + date + "Content-Transfer-Encoding: base64\r\n\r\nSGVsbG8gd29ybGQ\r\n",
-			"", "Hello world", ""},
+			"", "Hello world"},
 		{"an attachment's base64 cut off (1.3)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\nContent-Disposition: attachment\r\nContent-Transfer-Encoding: base64\r\n\r\nSGVsbG8gd29y=\r\n",
-			"", "See attached.", ""},
-		{"a body of one character, no blank line before it", from + date + "X", "", "X", ""},
+			"", "See attached."},
+		{"a body of one character, no blank line before it", from + date + "X", "", "X"},
 		{"the first field folded", "Subject: first\r\n half\r\n" + from + date + "\r\nBody.\r\n",
-			"first half", "Body.", ""},
+			"first half", "Body."},
 		{"an unindented continuation line, passed over (1.4, issue 23)", from + "Subject: first half\r\nsecond half of the subject\r\n" + date + "\r\nBody.\r\n",
-			"first half", "Body.", ""},
+			"first half", "Body."},
 		{"multipart without a boundary parameter: its text (1.5, issue 23)", from + date + "Subject: s\r\nContent-Type: multipart/mixed\r\n\r\nbody\r\n",
-			"s", "body", ""},
+			"s", "body"},
 		// Issue 23's real messages, each class by a message of its kind.
 		{"a field name with a blank, then a base64 iso-8859-2 body (issue 23)", from + date + "X Mailer Info: v1\r\nContent-Type: text/plain; charset=iso-8859-2\r\nContent-Transfer-Encoding: base64\r\n\r\nWmG/87PmIGfqtmyxIGphvPE=\r\n",
-			"", "Zażółć gęślą jaźń", ""},
+			"", "Zażółć gęślą jaźń"},
 		{"an unindented continuation of Received:, then From and Subject (issue 23)", "Received: from mx.example.com by mail.example.org;\r\nWed, 25 Nov 2026 08:59:00 +0000\r\n" + from + "Subject: after the stray line\r\n" + date + "\r\nBody.\r\n",
-			"after the stray line", "Body.", ""},
+			"after the stray line", "Body."},
 		{"two stray lines between fields (a Received: continued twice)", from + "Received: from mx.example.com\r\nby mail.example.org with ESMTP\r\nid 12345\r\nSubject: s\r\n" + date + "\r\nBody.\r\n",
-			"s", "Body.", ""},
+			"s", "Body."},
 		{"a line with a colon but no field name begins a body without its blank line", from + date + "Subject: s\r\nNote at 10:30: the build broke\r\nSecond line\r\n",
-			"s", "Note at 10:30: the build broke\r\nSecond line", ""},
+			"s", "Note at 10:30: the build broke\r\nSecond line"},
 		{"a single-quoted boundary, read without its quotes before any guess", from + date + "Content-Type: multipart/alternative; boundary='abc'\r\n\r\n----------\r\n--abc\r\nContent-Type: text/plain\r\n\r\nThe text\r\n--abc--\r\n",
-			"", "The text", ""},
+			"", "The text"},
 		{"a multipart without parts whose body is not text shows nothing", from + date + "Content-Type: multipart/mixed\r\nContent-Transfer-Encoding: base64\r\n\r\nAAECAwQgYmluYXJ5\r\n",
-			"", "", ""},
+			"", ""},
 		{"padded base64 in the wrong charset stays decoded", from + date + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nY2Fm6Q==\r\n",
-			"", "caf\ufffd", ""},
+			"", "caf\ufffd"},
 		{"a body without the blank line after the fields still begins there", from + date + "Subject: s\r\nThis is a multi-part message in MIME format.\r\n\r\nText.\r\n",
-			"s", "This is a multi-part message in MIME format.\r\n\r\nText.", ""},
+			"s", "This is a multi-part message in MIME format.\r\n\r\nText."},
 		{"an empty HTML part, the HTML after it", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n \r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
-			"", "The text", ""},
+			"", "The text"},
 		{"an empty first part, the text after it (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
-			"", "The text", ""},
+			"", "The text"},
 		{"a boundary line repeated (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n--b\r\nContent-Type: text/plain\r\n\r\nSecond.\r\n--b--\r\n",
-			"", "Second.", ""},
+			"", "Second."},
 		{"a boundary in single quotes (issue 23; wildduck's fix3.eml)", from + date + "Content-Type: multipart/alternative; boundary='----mailcomposer-?=_1-1328088797399'\r\n\r\n------mailcomposer-?=_1-1328088797399\r\nContent-Type: text/html\r\n\r\n<b>Hello world 3!</b>\r\n------mailcomposer-?=_1-1328088797399--\r\n",
-			"", "Hello world 3!", ""},
+			"", "Hello world 3!"},
 		{"a duplicate boundary parameter (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=\"b\"; boundary=\"b\"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nDuplicate.\r\n--b--\r\n",
-			"", "Duplicate.", ""},
+			"", "Duplicate."},
 		{"a stray parameter without a value (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=\"b\"; format\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nStray.\r\n--b--\r\n",
-			"", "Stray.", ""},
+			"", "Stray."},
 		{"a boundary parameter that is not the body's (issue 23; CPython's msg_31.txt)", from + date + "Content-Type: multipart/mixed; boundary=B_\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nmessage 1\r\n--B--\r\n",
-			"", "message 1", ""},
+			"", "message 1"},
 		{"declared base64, written as text (issue 23; enmime's mime-bad-content-transfer-encoding.raw)", from + date + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nploozdect  nispplul swunkglap\r\n",
-			"", "ploozdect  nispplul swunkglap", ""},
+			"", "ploozdect  nispplul swunkglap"},
 		{"real base64 with a stray character is still decoded", from + date + "Content-Transfer-Encoding: base64\r\n\r\nSGVsbG8g*d29ybGQ=\r\n",
-			"", "Hello world", ""},
+			"", "Hello world"},
 		{"a Q-encoded word with blanks inside (issue 23)", from + date + "Subject: =?UTF-8?Q?Caf=C3=A9 cr=C3=A8me?=\r\n\r\nb\r\n",
-			"Café crème", "b", ""},
+			"Café crème", "b"},
 		{"an attachment's Content-Type not parseable (1.5)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nText part.\r\n--b\r\nContent-Type: application/octet-stream; name=\"a b\r\n\r\nxxx\r\n--b--\r\n",
-			"", "Text part.", ""},
+			"", "Text part."},
 		{"text after a boundary is no delimiter (1.5)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nline one\r\n--b is not a delimiter\r\nline two\r\n--b--\r\n",
-			"", "line one\r\n--b is not a delimiter\r\nline two", ""},
+			"", "line one\r\n--b is not a delimiter\r\nline two"},
 		{"a boundary longer than Go's reader's buffer (1.5)", from + date + "Content-Type: multipart/mixed; boundary=\"" + strings.Repeat("x", 5000) + "\"\r\n\r\n--" + strings.Repeat("x", 5000) + "\r\n\r\nLong boundary.\r\n--" + strings.Repeat("x", 5000) + "--\r\n",
-			"", "Long boundary.", ""},
+			"", "Long boundary."},
 		{"Outlook's unquoted boundary (1.6)", from + date + "Content-Type: multipart/alternative;\r\n\tboundary=----=_NextPart_000_0001_01D0\r\n\r\n------=_NextPart_000_0001_01D0\r\nContent-Type: text/plain\r\n\r\nOutlook text.\r\n------=_NextPart_000_0001_01D0--\r\n",
-			"", "Outlook text.", ""},
+			"", "Outlook text."},
 		{"an 8-bit byte inside an encoded-word (1.8)", from + date + "Subject: =?iso-8859-1?q?caf\xe9_=E9t=E9?=\r\n\r\nb\r\n",
-			"café été", "b", ""},
+			"café été", "b"},
 		{"an unknown charset spoils no other word (1.8)", from + date + "Subject: =?NONE?q?plain?= =?utf-8?q?Gr=C3=BC=C3=9Fe?=\r\n\r\nb\r\n",
-			"plainGrüße", "b", ""},
+			"plainGrüße", "b"},
 		{"a malformed word stops no other (1.8)", from + date + "Subject: =?utf-8?x?bad?= and =?utf-8?b?R3LDvMOfZQ==?=\r\n\r\nb\r\n",
-			"=?utf-8?x?bad?= and Grüße", "b", ""},
+			"=?utf-8?x?bad?= and Grüße", "b"},
 		{"text between two words of one charset stays between them", from + date + "Subject: =?utf-8?q?caf=C3=A9?= and =?utf-8?q?cr=C3=A8me?=\r\n\r\nb\r\n",
-			"café and crème", "b", ""},
+			"café and crème", "b"},
 		{"words in iso-8859-1 read as windows-1252, as in bodies", from + date + "Subject: =?iso-8859-1?q?=93quoted=94_=80?=\r\n\r\nb\r\n",
-			"“quoted” €", "b", ""},
+			"“quoted” €", "b"},
 		{"8-bit bytes in a us-ascii word read as in bodies", from + date + "Subject: =?us-ascii?q?caf=C3=A9?=\r\n\r\nb\r\n",
-			"café", "b", ""},
+			"café", "b"},
 		{"UTF-8 under the label ascii, as under us-ascii", from + date + "Content-Type: text/plain; charset=ascii\r\n\r\ncaf\xc3\xa9\r\n",
-			"", "café", ""},
+			"", "café"},
 		{"cp932 (1.9)", from + date + "Content-Type: text/plain; charset=cp932\r\n\r\n\x93\xfa\x96\x7b\r\n",
-			"", "日本", ""},
+			"", "日本"},
 		{"text without a subtype is text/plain (1.10)", from + date + "Content-Type: text\r\n\r\nJust text.\r\n",
-			"", "Just text.", ""},
+			"", "Just text."},
 		{"a digest's parts are messages, not text (1.10)", from + date + "Content-Type: multipart/digest; boundary=b\r\n\r\n--b\r\n\r\nFrom: inner@example.com\r\nSubject: inner\r\n\r\ninner body\r\n--b--\r\n",
-			"", "", ""},
+			"", ""},
 		{"an attached message is not the body (1.10)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\nContent-Type: text/plain\r\n\r\nforwarded\r\n--b\r\nContent-Type: text/plain\r\n\r\nmy note\r\n--b--\r\n",
-			"", "my note", ""},
+			"", "my note"},
 		{"no <title> (1.10)", from + date + "Content-Type: text/html\r\n\r\n<title>Newsletter 12</title><p>News</p>\r\n",
-			"", "News", ""},
+			"", "News"},
 		{"a raw 8-bit GB2312 subject read in the body's charset (1.10)", from + date + "Subject: \xd6\xd0\xce\xc4\r\nContent-Type: text/plain; charset=gb2312\r\n\r\n\xd6\xd0\xce\xc4\r\n",
-			"中文", "中文", ""},
+			"中文", "中文"},
 		{"a text attachment, ATTACHMENT in capitals, is not the body (1.7)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: ATTACHMENT; filename=log.txt\r\n\r\nattached log\r\n--b\r\nContent-Type: text/plain\r\n\r\nThe message.\r\n--b--\r\n",
-			"", "The message.", ""},
+			"", "The message."},
 		{"of several HTML parts, the first", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>First</p>\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>Second</p>\r\n--b--\r\n",
-			"", "First", ""},
+			"", "First"},
 		{"multipart/related: the start part, by its Content-ID", from + date + "Content-Type: multipart/related; boundary=b; start=\"<main@x>\"\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <other@x>\r\n\r\nNot the start.\r\n--b\r\nContent-Type: text/plain\r\nContent-ID: <main@x>\r\n\r\nThe start.\r\n--b--\r\n",
-			"", "The start.", ""},
+			"", "The start."},
 		{"a boundary inside a line is no delimiter (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nsee x--b here\r\nand on\r\n--b--\r\n",
-			"", "see x--b here\r\nand on", ""},
+			"", "see x--b here\r\nand on"},
 		{"a quoted-printable soft break before a lone CR", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\nsoft=\rbreak\r\n",
-			"", "softbreak", ""},
+			"", "softbreak"},
 		{"quoted-printable lines and a soft break ended by CRLF", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\none\r\ntwo =\r\nthree=3D3\r\n",
-			"", "one\ntwo three=3", ""},
+			"", "one\ntwo three=3"},
 		// Hand-made: a raw control byte in quoted-printable text, which RFC 2045 6.7 forbids
 		// and Go's reader refuses (none of the corpus has one): the text is kept as written.
 		{"a quoted-printable text with a raw control byte", from + date + "Content-Transfer-Encoding: quoted-printable\r\n\r\ncaf=C3=A9\x01\r\n",
-			"", "caf=C3=A9\x01", ""},
+			"", "caf=C3=A9\x01"},
 		// Hand-made: lines ended by a lone CR, as classic Mac OS mail programs saved them.
 		{"lines ended by a lone CR", "From: a@example.com\rSubject: Mac\rDate: Wed, 25 Nov 2026 09:00:00 +0000\r\rBody line\rand more\r",
-			"Mac", "Body line\rand more", ""},
+			"Mac", "Body line\rand more"},
 		{"a raw UTF-8 Subject beside a Latin-1 body", from + date + "Subject: Grüße\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nGr\xfc\xdfe\r\n",
-			"Grüße", "Grüße", ""},
+			"Grüße", "Grüße"},
 		{"a Content-Type without a subtype before the real one (issue 23's two-field class; hand-made, no packaged message of it found)", from + date + "Content-Type: html\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",
-			"", "café", ""},
+			"", "café"},
 		{"a type without a subtype keeps its charset (as 1.10 above, with a charset; hand-made)", from + date + "Content-Type: text; charset=iso-8859-2\r\n\r\n\xb1\r\n",
-			"", "ą", ""},
+			"", "ą"},
 		{"a Content-Type without a type before the real one (hand-made; enmime's mediatype_test.go has the lone field: ; name=\"file.two\")", from + date + "Content-Type: /plain\r\nContent-Type: text/html\r\n\r\n<p>The <b>HTML</b></p>\r\n",
-			"", "The HTML", ""},
+			"", "The HTML"},
 		{"of two Content-Type fields that name a type, the first (hand-made; Python's get takes the first too)", from + date + "Content-Type: text/html\r\nContent-Type: text/plain\r\n\r\n<p>The <b>first</b></p>\r\n",
-			"", "The first", ""},
+			"", "The first"},
 		{"a charset after the type without its semicolon (issue 23; enmime's mediatype_test.go: application/pdf name=\"file.pdf\")", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain charset=iso-8859-1\r\n\r\ncaf\xe9\r\n--b--\r\n",
-			"", "café", ""},
+			"", "café"},
 		{"text/ without its subtype (issue 23; enmime's mediatype_test.go: text/;charset=)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b\r\nContent-Type: text/; charset=utf-8\r\n\r\nThe text.\r\n--b--\r\n",
-			"", "The text.", ""},
+			"", "The text."},
 		{"an HTML part inside multipart/related inside multipart/alternative (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=a\r\n\r\n--a\r\nContent-Type: multipart/related; boundary=r\r\n\r\n--r\r\nContent-Type: text/html\r\n\r\n<p>Related HTML</p>\r\n--r\r\nContent-Type: image/png\r\n\r\nxx\r\n--r--\r\n--a--\r\n",
-			"", "Related HTML", ""},
+			"", "Related HTML"},
 		{"a preamble and an epilogue are not shown (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\nThis is a multi-part message in MIME format.\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b--\r\nA list's footer.\r\n",
-			"", "", ""},
+			"", ""},
 		{"base64 of UTF-7 (1.9, issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
-			"", "Hi été", ""},
+			"", "Hi été"},
 		{"a field name with blanks and punctuation, continued, then a base64 body (issue 28; " +
 			"mnako/letters' tests/test_english_plaintext_ascii_over_base64.txt)",
 			from + date + "Content-Transfer-Encoding: base64\r\n" +
 				"X-Script/function/\t !\"#$%&'()*+,-./;<=>?@[\\]^_`{|}~: TEST\r\n" +
 				" VALUE 1\t !\"#:;<=>?\r\n abcdefghijklmnopqrstuvwxyz{|}~\r\n\r\nSGVsbG8gd29ybGQ=\r\n",
-			"", "Hello world", ""},
+			"", "Hello world"},
 		{"a line without a colon is no field, even when an indented line follows " +
 			"(CPython's msg_19.txt)",
 			from + date + "Subject: s\r\nSend Ppp mailing list submissions to\r\n\tppp@zzz.org\r\n",
-			"s", "Send Ppp mailing list submissions to\r\n\tppp@zzz.org", ""},
+			"s", "Send Ppp mailing list submissions to\r\n\tppp@zzz.org"},
 		{"multipart/mixed without the semicolon before its boundary (issue 28; hand-made, " +
 			"no packaged message of it found)",
 			from + date + "Content-Type: multipart/mixed boundary=\"x\"\r\n\r\n--x\r\n" +
 				"Content-Type: image/png\r\n\r\nxx\r\n--x\r\nContent-Type: text/plain\r\n\r\n" +
 				"The text.\r\n--x--\r\n",
-			"", "The text.", ""},
+			"", "The text."},
 		{"a boundary parameter cut short, its closing quote lost (issue 28; hand-made, " +
 			"as CPython's msg_25.txt)",
 			from + date + "Content-Type: multipart/alternative; boundary=\"----=_NextPart_000\r\n" +
 				"\r\n------=_NextPart_000_0012_01D0\r\nContent-Type: text/plain\r\n\r\n" +
 				"Cut short.\r\n------=_NextPart_000_0012_01D0--\r\n",
-			"", "Cut short.", ""},
+			"", "Cut short."},
 		{"a multipart whose delimiter lines split nothing shows no MIME structure " +
 			"(issue 28; hand-made)",
 			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--c--\r\n" +
 				"Content-Type: text/plain\r\n\r\n--c--\r\n",
-			"", "", ""},
+			"", ""},
 		{"a C1 control makes decoded base64 unreadable: the text as written " +
 			"(as enmime's mime-bad-content-transfer-encoding.raw)",
 			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
 				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n",
-			"", "YcKF Yg==", ""},
+			"", "YcKF Yg=="},
 		{"a text part without a charset in a multipart/signed that names one (issue 28; " +
 			"mnako/letters' tests/test_polish_multipart_signed_iso-8859-2_over_quoted-printable.txt)",
 			from + date + "Content-Type: multipart/signed; charset=\"iso-8859-2\";\r\n" +
@@ -194,52 +193,46 @@ func TestEmailAsAReaderSees(t *testing.T) {
 				"Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
 				"Za=BF=F3=B3=E6 g=EA=B6l=B1 ja=BC=F1\r\n\r\n--s\r\n" +
 				"Content-Type: application/pkcs7-signature\r\n\r\nxx\r\n--s--\r\n",
-			"", "Zażółć gęślą jaźń", ""},
+			"", "Zażółć gęślą jaźń"},
 		{"a 7-bit ISO-2022-JP part without a charset in a multipart/signed that names one " +
 			"(issue 28; mnako/letters' tests/test_japanese_multipart_signed_iso-2022-jp_over_7bit.txt)",
 			from + date + "Content-Type: multipart/signed; charset=iso-2022-jp; boundary=s\r\n\r\n" +
 				"--s\r\nContent-Type: text/plain\r\n\r\n\x1b$B?'$OFw$($I\x1b(B\r\n--s--\r\n",
-			"", "色は匂えど", ""},
+			"", "色は匂えど"},
 		{"blanks before a field's colon, RFC 5322 4.5's obsolete syntax (issue 28; " +
 			"apache/james-mime4j's core/src/test/resources/testmsgs/obsolete.msg)",
 			from + "Subject :The obsolete syntax\r\n       \r\n and empty lines in folding.\r\n" +
 				"Date    : Wed, 25 Nov 2026 09:00:00 +0000\r\nHeaderWithWSP \t \t:\t\tvalue.\r\n\r\nbody\r\n",
-			"The obsolete syntax        and empty lines in folding.", "body", ""},
+			"The obsolete syntax        and empty lines in folding.", "body"},
 		{"a body after the header without the blank line, a line like a field further down " +
 			"(hand-made: scripts that forget the blank line; Python starts the body at the first " +
 			"line that is no field)",
 			from + date + "Subject: x\r\nHello team,\r\none\r\ntwo\r\nthree\r\nNote: see below\r\n\r\nrest\r\n",
-			"x", "Hello team,\r\none\r\ntwo\r\nthree\r\nNote: see below\r\n\r\nrest", ""},
+			"x", "Hello team,\r\none\r\ntwo\r\nthree\r\nNote: see below\r\n\r\nrest"},
 		{"adjacent words of two charsets, each decoded in its own (RFC 2047 6.2)",
 			from + date + "Subject: =?iso-8859-1?q?caf=E9?= =?utf-8?q?_cr=C3=A8me?=\r\n\r\nb\r\n",
-			"café crème", "b", ""},
+			"café crème", "b"},
 		{"text/plain beats HTML before and after it", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>HTML before</p>\r\n--b\r\nContent-Type: text/plain\r\n\r\nPlain version\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>HTML after</p>\r\n--b--\r\n",
-			"", "Plain version", ""},
+			"", "Plain version"},
 		{"of two text/plain parts, the first", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nFirst plain\r\n--b\r\nContent-Type: text/plain\r\n\r\nSecond plain\r\n--b--\r\n",
-			"", "First plain", ""},
+			"", "First plain"},
 		{"a body cut at 4,000 characters, not bytes", from + date + "Content-Type: text/plain; charset=utf-8\r\n\r\n" + strings.Repeat("é", 4500),
-			"", strings.Repeat("é", 4000), ""},
+			"", strings.Repeat("é", 4000)},
 		{"HTML's blank lines run together", from + date + "Content-Type: text/html\r\n\r\n<p>a</p>\n\n\n\n<p>b</p>\r\n",
-			"", "a \n\n b", ""},
+			"", "a \n\n b"},
 		{"an encoded word's blanks and the field's, trimmed", from + date + "Subject: =?UTF-8?Q?_Hi_?=  \r\n\r\nb\r\n",
-			"Hi", "b", ""},
+			"Hi", "b"},
 		{"raw 8-bit bytes in a Subject, no charset named, read as windows-1252", from + date + "Subject: Caf\xe9 cr\xe8me\r\n\r\nb\r\n",
-			"Café crème", "b", ""},
-		{"no Date: dated by delivery (1.1)", from + "Subject: s\r\n\r\nb\r\n", "s", "b", "delivery"},
-		{"a Date Go cannot parse: dated by delivery (1.1)", from + "Date: sometime on Tuesday\r\n\r\nb\r\n", "", "b", "delivery"},
+			"Café crème", "b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseEmail([]byte(tc.msg), delivered, slog.New(slog.DiscardHandler))
+			got, err := parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantDate := "2026-11-25T09:00:00.000Z"
-			if tc.date == "delivery" {
-				wantDate = timestamp(delivered)
-			}
-			if got.Subject != tc.subject || got.Body != tc.body || got.Date != wantDate {
-				t.Errorf("got subject %q body %q date %s,\nwant %q %q %s", got.Subject, got.Body, got.Date, tc.subject, tc.body, wantDate)
+			if got.Subject != tc.subject || got.Body != tc.body || got.Date != "2026-11-25T09:00:00.000Z" {
+				t.Errorf("got subject %q body %q date %s,\nwant %q %q", got.Subject, got.Body, got.Date, tc.subject, tc.body)
 			}
 		})
 	}
@@ -276,12 +269,10 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 		{`multipart/mixed; boundary*="abc"`, "multipart/mixed", map[string]string{"boundary": "abc"}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.value, func(t *testing.T) {
-			mediaType, params := parseMediaType(tc.value)
-			if mediaType != tc.mediaType || !maps.Equal(params, tc.params) {
-				t.Errorf("got %q %q, want %q %q", mediaType, params, tc.mediaType, tc.params)
-			}
-		})
+		mediaType, params := parseMediaType(tc.value)
+		if mediaType != tc.mediaType || !maps.Equal(params, tc.params) {
+			t.Errorf("%s: %q %q, want %q %q", tc.value, mediaType, params, tc.mediaType, tc.params)
+		}
 	}
 }
 
@@ -289,18 +280,9 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 // before) is read in well under a second of work: deeper than maxMIMEDepth nothing is
 // read, and each level read is one pass. A part at a depth real mail has is found.
 func TestMIMEDepthLinear(t *testing.T) {
-	nested := func(depth int) []byte {
-		var sb strings.Builder
-		sb.WriteString("From: a@example.com\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\n")
-		for i := range depth {
-			fmt.Fprintf(&sb, "Content-Type: multipart/mixed; boundary=b%d\r\n\r\n--b%d\r\n", i, i)
-		}
-		sb.WriteString("Content-Type: text/plain\r\n\r\ndeep\r\n")
-		return []byte(sb.String())
-	}
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
-	got, err := parseEmail(nested(14000), time.Time{}, quiet)
+	got, err := parseEmail([]byte(nestedMessage(14000)), time.Time{}, quiet)
 	if err != nil || got.Body != "" {
 		t.Errorf("14,000 levels: body %q, %v; want the message without a body", got.Body, err)
 	}
@@ -308,11 +290,10 @@ func TestMIMEDepthLinear(t *testing.T) {
 		t.Errorf("14,000 levels took %s", d)
 	}
 	// docs/DESIGN.md: 16 levels read, no deeper.
-	if got, _ := parseEmail(nested(16), time.Time{}, quiet); got.Body != "deep" {
-		t.Errorf("16 levels: body %q, want deep", got.Body)
-	}
-	if got, _ := parseEmail(nested(17), time.Time{}, quiet); got.Body != "" {
-		t.Errorf("17 levels: body %q, want none: deeper is not read", got.Body)
+	for depth, want := range map[int]string{16: "the bottom", 17: ""} {
+		if got, _ := parseEmail([]byte(nestedMessage(depth)), time.Time{}, quiet); got.Body != want {
+			t.Errorf("%d levels: body %q, want %q", depth, got.Body, want)
+		}
 	}
 }
 
@@ -354,59 +335,6 @@ func TestMaildirCostsItsPrompt(t *testing.T) {
 	}
 }
 
-// TestMaildirFileGone: a file listed in new/ but gone when it is opened (a mail program
-// moved it to cur/ meanwhile) is left out with a line naming it; the rest are read.
-func TestMaildirFileGone(t *testing.T) {
-	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	fsys := fstest.MapFS{"cur": &fstest.MapFile{Mode: fs.ModeDir}}
-	for i := range 3 {
-		at := start.Add(time.Duration(i) * time.Hour)
-		fsys[fmt.Sprintf("new/%d.M%dP1.host", at.Unix(), i)] = &fstest.MapFile{Data: []byte(maildirMessage(fmt.Sprint(i), at))}
-	}
-	gone := fmt.Sprintf("new/%d.M1P1.host", start.Add(time.Hour).Unix())
-	var logs bytes.Buffer
-	got, err := readAllMail(goneFS{fsys, gone}, start, slog.New(slog.NewTextHandler(&logs, nil)))
-	var subjects []string
-	for _, m := range got {
-		subjects = append(subjects, m.Subject)
-	}
-	if err != nil || !slices.Equal(subjects, []string{"2", "0"}) {
-		t.Errorf("read %q, %v; want 2 and 0", subjects, err)
-	}
-	if want := `msg="skip e-mail message" file=` + gone + ` err="open ` + gone + `: file does not exist"`; !strings.Contains(logs.String(), want) {
-		t.Errorf("log:\n%s\nwant %s", logs.String(), want)
-	}
-}
-
-// goneFS is an fs.FS whose file gone is listed but no longer there to open.
-type goneFS struct {
-	fs.ReadDirFS
-	gone string
-}
-
-func (g goneFS) Open(name string) (fs.File, error) {
-	if name == g.gone {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return g.ReadDirFS.Open(name)
-}
-
-// TestUndatedMessageByFileTime: without a Date and a time in its name, a message is dated
-// by its file's modification time.
-func TestUndatedMessageByFileTime(t *testing.T) {
-	dir := newMaildir(t)
-	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	path := filepath.Join(dir, "cur", "imported:2,S")
-	writeFile(t, path, "From: a@example.com\r\nSubject: undated\r\n\r\nbody\r\n")
-	if err := os.Chtimes(path, at, at); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readAllMail(os.DirFS(dir), at.Add(-time.Hour), slog.New(slog.DiscardHandler))
-	if err != nil || len(got) != 1 || got[0].Date != "2026-11-24T12:00:00.000Z" {
-		t.Errorf("readMaildir = %+v, %v; want the message dated 2026-11-24T12:00:00.000Z", got, err)
-	}
-}
-
 // FuzzParseEmail: any bytes either parse to valid UTF-8 fields within the body cap, or
 // give an error; never a panic.
 func FuzzParseEmail(f *testing.F) {
@@ -443,42 +371,29 @@ func FuzzParseEmail(f *testing.F) {
 
 // TestEmailCharsetsEndToEnd: a Maildir with one message in each of the charsets mail
 // programs write (written by testdata/make_maildir.py with Python's email package) reaches
-// the model, through POST /api/email-summaries/generate, with every sender, subject and
-// body decoded to exactly the UTF-8 the script started from.
+// the model with every sender, subject and body decoded to exactly the UTF-8 the script
+// started from.
 func TestEmailCharsetsEndToEnd(t *testing.T) {
 	raw, err := os.ReadFile("testdata/maildir-charsets.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []struct {
-		File, Charset                 string
-		From, To, Subject, Date, Body string
+		email
+		File, Charset string
 	}
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // window from 23 Nov 00:00 UTC
 	e := newSummaryEnv(t, now, func(c *config) { c.Maildir = "testdata/maildir-charsets" })
-	if status, _ := e.do("POST", "/api/email-summaries/generate", nil); status != 202 {
-		t.Fatalf("generate = %d", status)
-	}
-	waitFor(t, func() bool { return strings.Contains(e.logs.String(), "summary job done") })
-	calls := e.model.calls()
-	if len(calls) != 1 {
-		t.Fatalf("model calls = %d, want 1:\n%s", len(calls), e.logs)
-	}
-	var sent []email
-	if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(calls[0], "Mail of 2026-11-25:\n"), "\nEnd.")), &sent); err != nil {
-		t.Fatalf("prompt: %v\n%s", err, calls[0])
-	}
+	sent := sentEmails(t, e)
 	if len(sent) != len(want) {
 		t.Fatalf("sent %d messages, want %d", len(sent), len(want))
 	}
 	for i, w := range want {
-		got := sent[i]
-		if got.From != w.From || got.To != w.To || got.Subject != w.Subject || got.Date != w.Date || got.Body != w.Body {
-			t.Errorf("%s (%s):\n got %q %q %q %q\n     %q\nwant %q %q %q %q\n     %q", w.File, w.Charset,
-				got.From, got.To, got.Subject, got.Date, got.Body, w.From, w.To, w.Subject, w.Date, w.Body)
+		if sent[i] != w.email {
+			t.Errorf("%s (%s):\n got %+v\nwant %+v", w.File, w.Charset, sent[i], w.email)
 		}
 	}
 	if strings.Contains(e.logs.String(), "kept as written") {
@@ -521,12 +436,10 @@ func TestDecodeCharset(t *testing.T) {
 	for _, tc := range cases {
 		var logs bytes.Buffer
 		got := decodeCharset(tc.charset, []byte(tc.in), slog.New(slog.NewTextHandler(&logs, nil)))
-		if got != tc.want {
-			t.Errorf("decodeCharset(%q, %q) = %q, want %q", tc.charset, tc.in, got, tc.want)
-		}
 		named := strings.Contains(logs.String(), "charset="+tc.charset)
-		if named != tc.logged {
-			t.Errorf("decodeCharset(%q): logged %v, want %v: %s", tc.charset, named, tc.logged, logs.String())
+		if got != tc.want || named != tc.logged {
+			t.Errorf("decodeCharset(%q, %q) = %q, logged %v; want %q, %v: %s",
+				tc.charset, tc.in, got, named, tc.want, tc.logged, logs.String())
 		}
 	}
 }
@@ -562,9 +475,11 @@ func readAllMail(fsys fs.FS, start time.Time, log *slog.Logger) ([]email, error)
 	return all, err
 }
 
-// countingFS is an fs.FS that records the name of every file opened through it.
+// countingFS is an fs.FS that records the name of every file opened through it; the file
+// gone is listed but no longer there to open.
 type countingFS struct {
 	fs.FS
+	gone   string
 	mu     sync.Mutex
 	opened []string
 }
@@ -573,6 +488,9 @@ func (c *countingFS) Open(name string) (fs.File, error) {
 	c.mu.Lock()
 	c.opened = append(c.opened, name)
 	c.mu.Unlock()
+	if name == c.gone {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
 	return c.FS.Open(name)
 }
 
@@ -590,10 +508,13 @@ func (c *countingFS) openedFiles() []string {
 	return files
 }
 
-// maildirMessage is a small message with a subject and a Date.
+// maildirMessage is a small message with a subject and, unless date is zero, a Date.
 func maildirMessage(subject string, date time.Time) string {
-	return "From: a@example.com\r\nTo: b@example.com\r\nSubject: " + subject + "\r\nDate: " +
-		date.Format(time.RFC1123Z) + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of " + subject + ".\r\n"
+	msg := "From: a@example.com\r\nTo: b@example.com\r\nSubject: " + subject + "\r\n"
+	if !date.IsZero() {
+		msg += "Date: " + date.Format(time.RFC1123Z) + "\r\n"
+	}
+	return msg + "Content-Type: text/plain; charset=utf-8\r\n\r\nBody of " + subject + ".\r\n"
 }
 
 // newMaildir makes the folders of an empty Maildir.
@@ -610,7 +531,9 @@ func newMaildir(tb testing.TB) string {
 
 // TestMaildirSkipsOldFilesUnopened: files delivered before the window start, by the time
 // in their name or else by their modification time, are never opened; files delivered
-// inside it are opened and kept by their Date as before.
+// inside it are opened and kept by their Date, or without one dated by their delivery. A
+// file listed in new/ but gone when it is opened (a mail program moved it to cur/
+// meanwhile) is left out with a line naming it.
 func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	inside := start.Add(30 * time.Hour)
@@ -618,7 +541,7 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 	files := []struct {
 		name    string
 		mtime   time.Time // zero: left as written (now)
-		date    time.Time // the message's Date
+		date    time.Time // the message's Date; zero: none
 		opened  bool
 		subject string // kept under this subject; empty: not kept
 	}{
@@ -628,18 +551,18 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		{"cur/" + named(inside, "M4P1.host,S=120:2,S"), time.Time{}, start.Add(-time.Hour), true, ""}, // delivered late, dated before: opened, left out
 		{"new/" + named(inside, "M5P1.host"), start.Add(-240 * time.Hour), inside, true, "name wins"}, // the name's time wins over an old mtime
 		{"cur/imported-1:2,S", start.Add(-48 * time.Hour), inside, false, ""},                         // no time in the name: old mtime
-		{"cur/imported-2:2,S", time.Time{}, inside, true, "imported"},                                 // no time in the name: recent mtime
+		{"cur/imported-2:2,S", inside, time.Time{}, true, "imported"},                                 // no time in the name, no Date: the mtime
 		{"new/12ab.M6P1.host", start.Add(-48 * time.Hour), inside, false, ""},                         // not a time: mtime decides
 		{"new/99999999999999999999.M7P1.host", start.Add(-48 * time.Hour), inside, false, ""},         // overflows: mtime decides
 		{"new/99999999999999999999.M8P1.host", time.Time{}, inside, true, "overflow, recent"},         // overflows, recent mtime: kept
 	}
 	dir := newMaildir(t)
-	var wantOpened, wantSubjects []string
+	gone := "new/" + named(inside, "M9P1.host")
+	writeFile(t, filepath.Join(dir, gone), maildirMessage("gone", inside))
+	wantOpened := []string{gone}
+	var wantKept []string
 	for _, f := range files {
-		subject := f.subject
-		if subject == "" {
-			subject = "left out " + f.name
-		}
+		subject := cmp.Or(f.subject, "left out "+f.name)
 		path := filepath.Join(dir, f.name)
 		writeFile(t, path, maildirMessage(subject, f.date))
 		if !f.mtime.IsZero() {
@@ -651,10 +574,10 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 			wantOpened = append(wantOpened, f.name)
 		}
 		if f.subject != "" {
-			wantSubjects = append(wantSubjects, f.subject)
+			wantKept = append(wantKept, f.subject+" "+timestamp(cmp.Or(f.date, f.mtime)))
 		}
 	}
-	fsys := &countingFS{FS: os.DirFS(dir)}
+	fsys := &countingFS{FS: os.DirFS(dir), gone: gone}
 	var logs bytes.Buffer
 	got, err := readAllMail(fsys, start, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
@@ -665,18 +588,22 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 		!strings.Contains(text, " date=") {
 		t.Errorf("the message dated before the window is not named in a log line:\n%s", logs.String())
 	}
+	want := `msg="skip e-mail message" file=` + gone + ` err="open ` + gone + `: file does not exist"`
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("log:\n%s\nwant %s", logs.String(), want)
+	}
 	slices.Sort(wantOpened)
 	if opened := fsys.openedFiles(); !slices.Equal(opened, wantOpened) {
 		t.Errorf("opened %q,\nwant only %q", opened, wantOpened)
 	}
-	var subjects []string
+	var kept []string
 	for _, m := range got {
-		subjects = append(subjects, m.Subject)
+		kept = append(kept, m.Subject+" "+m.Date)
 	}
-	slices.Sort(subjects)
-	slices.Sort(wantSubjects)
-	if !slices.Equal(subjects, wantSubjects) {
-		t.Errorf("kept %q, want %q", subjects, wantSubjects)
+	slices.Sort(kept)
+	slices.Sort(wantKept)
+	if !slices.Equal(kept, wantKept) {
+		t.Errorf("kept %q, want %q", kept, wantKept)
 	}
 }
 

@@ -29,22 +29,17 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     MantisBT answers 503 "Mantis Offline" (OfflineMiddleware.php, 318664bb) with no
 //     X-Mantis header, and everything else carries X-Mantis-Version (VersionMiddleware.php:
 //     mc_version(), MANTIS_VERSION).
-//   - Authentication (api/rest/restcore/AuthMiddleware.php):
-//     a known token logs in as its user, X-Mantis-LoginMethod "api-token" (8e84c922 L74-76,
-//     master L51-57). An unknown one is, on 2.26, 403 "API token not found" (8e84c922
-//     L70-71); on 2.27 and later it falls back to the checks for no token (master L71-88).
-//     No token: core.php sets $g_login_anonymous, so auth_is_user_authenticated() logs the
-//     anonymous account in by cookie when the tracker has one: X-Mantis-LoginMethod
-//     "cookie", X-Mantis-Username the anonymous account (8e84c922 L38-41, master L74-77),
-//     and the API is served even when disabled (ATTRIBUTE_FORCE_API_ENABLED). Where the
-//     anonymous account has no user row, so no cookie (auth_get_current_user_cookie in
-//     core/authentication_api.php finds none), it is logged in by name instead, as
-//     LOGIN_METHOD_ANONYMOUS: X-Mantis-LoginMethod "anonymous" (8e84c922 L42-51; 3af60d475,
-//     the 2.27 fallback, L62-65); mci_check_login then passes where the login method
-//     creates users at their first login (BASIC_AUTH: auth_auto_create_user). That login
-//     is not by cookie, so a disabled API refuses it (503). Without an anonymous account:
-//     401 "API token required" on 2.26 (L45-46), 401 "Valid API token required" with
-//     WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
+//   - Authentication (api/rest/restcore/AuthMiddleware.php): a known token logs in as
+//     its user, X-Mantis-LoginMethod "api-token" (8e84c922 L74-76, master L51-57). An
+//     unknown one is 403 "API token not found" on 2.26 (8e84c922 L70-71); on 2.27 and
+//     later it is treated as no token (master L71-88). No token: the anonymous account, if
+//     any ($g_login_anonymous in core.php), logs in by cookie, X-Mantis-LoginMethod
+//     "cookie" (8e84c922 L38-41, master L74-77), served even when the API is disabled
+//     (ATTRIBUTE_FORCE_API_ENABLED); without a user row (no cookie:
+//     auth_get_current_user_cookie in core/authentication_api.php), by name, "anonymous"
+//     (8e84c922 L42-51; 3af60d475 L62-65), which a disabled API refuses (503). Without an
+//     anonymous account: 401 "API token required" on 2.26 (L45-46), 401 "Valid API token
+//     required" with WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
 //   - A user whose login fails (disabled): 403 "Access denied" (8e84c922 L80-81, master
 //     L91-92); below webservice_readonly_access_level_threshold: 403 "Higher access level
 //     required for API access" (8e84c922 L85-87, and in master after impersonation).
@@ -93,10 +88,8 @@ type fakeTracker struct {
 	afterPage func(f *fakeTracker, page int)
 }
 
-// refusalReasons are the reason phrases of the statuses a test makes the tracker fail
-// with first (failures).
+// refusalReasons are the reason phrases of the statuses in failures.
 var refusalReasons = map[int]string{
-	401: "Valid API token required",
 	403: "API token not found",
 	503: "Mantis Offline",
 }
@@ -302,12 +295,12 @@ func note(id int, created, text string) map[string]any {
 // with an error that says what it means, without the token, before anything reaches the
 // model.
 func TestTrackerRefusals(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	const (
 		wrongKey = "zz-0123456789abcdefghijklmnopqrs"
 		unknown  = "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, revoked or mistyped; MantisBT's tokens do not expire)"
 		asGuest  = `MantisBT did not accept TRACKER_API_KEY and served another account, "guest" (X-Mantis-LoginMethod: cookie)`
 	)
+	wrong := func(c *config) { c.TrackerKey = wrongKey }
 	cases := []struct {
 		name     string
 		version  string
@@ -316,18 +309,17 @@ func TestTrackerRefusals(t *testing.T) {
 		want     string
 		requests int // the tracker's answers, refused ones included
 	}{
-		{"unknown token", "2.26.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+		{"unknown token", "2.26.4", wrong, nil,
 			unknown + ": tracker answered 403 (API token not found)", 1},
-		{"unknown token", "2.28.4", func(c *config) { c.TrackerKey = wrongKey }, nil,
+		{"unknown token", "2.28.4", wrong, nil,
 			unknown + ", and the tracker has no anonymous access: tracker answered 401 (Valid API token required)", 1},
 		{"token of the wrong length", "2.27.3", func(c *config) { c.TrackerKey = "short" }, nil,
 			"tracker answered 401 (Valid API token required)", 1},
-		{"unknown token, anonymous access", "2.27.3", func(c *config) { c.TrackerKey = wrongKey }, func(f *fakeTracker) { f.anonymous = "guest" },
+		{"unknown token, anonymous access", "2.27.3", wrong, func(f *fakeTracker) { f.anonymous = "guest" },
 			asGuest, 1},
 		// The anonymous account without a user row yet is logged in by name, not by cookie:
 		// the service must not take that login for the token's.
-		{"unknown token, anonymous access by name", "2.28.4",
-			func(c *config) { c.TrackerKey = wrongKey },
+		{"unknown token, anonymous access by name", "2.28.4", wrong,
 			func(f *fakeTracker) { f.anonymous, f.anonymousByName = "guest", true },
 			`MantisBT did not accept TRACKER_API_KEY and served another account, "guest" ` +
 				`(X-Mantis-LoginMethod: anonymous)`, 1},
@@ -364,13 +356,8 @@ func TestTrackerRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.version+" "+tc.name, func(t *testing.T) {
-			e := newSummaryEnv(t, now, func(c *config) {
-				if tc.change != nil {
-					tc.change(c)
-				}
-			})
+			e := newSummaryEnv(t, testNow, tc.change)
 			e.tracker.version = tc.version
-			e.tracker.issues = []map[string]any{issue(1, mantisDate(now))}
 			if tc.setup != nil {
 				tc.setup(e.tracker)
 			}
