@@ -26,15 +26,11 @@ import (
 	"time"
 )
 
-// TestBackupDuringWriteLoad: formsvc backup, run as the operator runs it while the
-// service takes a 32-client write load, writes a copy that passes integrity_check and
-// holds every response acknowledged before the backup began. (TestRunRejectsBadConfig:
-// a backup onto an existing file is refused; TestDatabaseFolderNotWritable: how main
-// reports a refusal.)
+// TestBackupDuringWriteLoad: formsvc backup, run while the service takes a 32-client
+// write load, writes a copy that passes integrity_check and holds every response
+// acknowledged before the backup began.
 func TestBackupDuringWriteLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the service and loads it (seconds); -short skips it")
-	}
+	skipShort(t, "builds the service and loads it")
 	bin := serviceBinary(t)
 	c := startLoadedChild(t, 32, time.Millisecond)
 	defer close(c.stop)
@@ -54,7 +50,8 @@ func TestBackupDuringWriteLoad(t *testing.T) {
 
 // TestRestoreFromBackup follows docs/DEPLOY.md's restore: stop the service, put the backup in
 // place of the database (its -wal and -shm removed), start: the service serves what the
-// backup held and nothing written after it.
+// backup held and nothing written after it. The backup, its stdout closed (by cron), still
+// succeeds.
 func TestRestoreFromBackup(t *testing.T) {
 	dbPath, dest := newDatabaseFile(t)
 	env := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_PATH": dbPath}
@@ -70,9 +67,13 @@ func TestRestoreFromBackup(t *testing.T) {
 	}
 	base, stop := serve()
 	kept := createLoadForm(t, base)
-	getenv := func(k string) string { return env[k] }
-	err := run(context.Background(), []string{"backup", dest}, getenv, io.Discard, io.Discard)
+	closed, err := os.Open(os.DevNull) // read-only: every write fails
 	if err != nil {
+		t.Fatal(err)
+	}
+	defer closed.Close()
+	getenv := func(k string) string { return env[k] }
+	if err := run(t.Context(), []string{"backup", dest}, getenv, closed, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	lost := createLoadForm(t, base)
@@ -98,16 +99,12 @@ func TestRestoreFromBackup(t *testing.T) {
 	}
 }
 
-// TestLitestreamReplica follows the production page's Litestream recipe with
-// docs/litestream.yml and Litestream itself: the service under write load, `litestream
-// replicate` to a file replica, kill -9 of the service and, once the replica holds its
-// last commit, of Litestream; `litestream restore` then gives a database that passes
-// integrity_check and holds every acknowledged response. A restore from a replica that
-// does not exist fails with Litestream's error and writes nothing.
+// TestLitestreamReplica follows docs/DEPLOY.md's Litestream recipe with docs/litestream.yml:
+// after kill -9 of the loaded service and, once it caught up, of Litestream, `litestream
+// restore` gives an intact database with every acknowledged response. A restore from a
+// replica that does not exist fails and writes nothing.
 func TestLitestreamReplica(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the service and Litestream as processes (seconds); -short skips it")
-	}
+	skipShort(t, "runs the service and Litestream as processes")
 	ls, restored, acked, _ := killReplicated(t, false)
 	checkDatabase(t, restored, acked, time.Time{})
 
@@ -122,25 +119,20 @@ func TestLitestreamReplica(t *testing.T) {
 	}
 }
 
-// TestLitestreamKillBoth: the service and Litestream killed together with SIGKILL under
-// write load, as when the machine is lost. The replica's restore passes integrity_check
-// and lacks only responses acknowledged in the last moments before the kill: Litestream
-// reads the WAL every monitor-interval and ships it every sync-interval (docs/litestream.yml,
-// 1 s each), so a lost response was acknowledged at most their sum before the kill, plus
-// the time a sync takes (lossBound allows a loaded machine's 2 s; about 1 s was measured).
+// TestLitestreamKillBoth: the service and Litestream killed together under write load, as
+// when the machine is lost. The restore is intact and lacks only responses acknowledged
+// within monitor-interval plus sync-interval (docs/litestream.yml, 1 s each) and a sync's
+// time (2 s allowed for a loaded machine; about 1 s measured) before the kill.
 func TestLitestreamKillBoth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the service and Litestream as processes (seconds); -short skips it")
-	}
+	skipShort(t, "runs the service and Litestream as processes")
 	const lossBound = 2*time.Second + 2*time.Second
 	_, restored, acked, killed := killReplicated(t, true)
 	checkDatabase(t, restored, acked, killed.Add(-lossBound))
 }
 
 // killReplicated runs the service under a write load of 4 clients, each one every 10 ms
-// at most (a busy small deployment, which leaves Litestream the processor), replicated by
-// Litestream, and kills it with SIGKILL at killed: Litestream too when both, else once
-// the replica holds every acknowledged response. It returns the replica's restore.
+// at most (a busy small deployment), replicated by Litestream, and kills it at killed:
+// Litestream too when both, else once the replica caught up. It returns the restore.
 func killReplicated(t *testing.T, both bool) (ls *litestream, restored string,
 	acked map[int64]time.Time, killed time.Time) {
 	t.Helper()
@@ -173,8 +165,7 @@ func killReplicated(t *testing.T, both bool) (ls *litestream, restored string,
 	return ls, restored, acked, killed
 }
 
-// litestream is `litestream replicate` with docs/litestream.yml, replicating one database
-// to a file replica in a temporary folder.
+// litestream is `litestream replicate` with docs/litestream.yml to a file replica.
 type litestream struct {
 	bin, config, dbPath, replica string
 	cmd                          *exec.Cmd
@@ -208,22 +199,18 @@ func (ls *litestream) command(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// restore restores the replica into the new file out and reports Litestream's exit.
 func (ls *litestream) restore(out string) ([]byte, error) {
 	return ls.command("restore", "-config", ls.config, "-o", out, ls.dbPath).CombinedOutput()
 }
 
-// kill kills Litestream and waits for it to end.
 func (ls *litestream) kill() {
 	ls.cmd.Process.Kill()
 	<-ls.exited
 }
 
 // waitRestorable waits, for 30 s at most, until a restore of the replica holds at least n
-// responses. A probe restored while Litestream writes the replica may fail or come out
-// malformed (seen once in a loaded full run: v0.3.13's Replica.Restore lists snapshots,
-// then WAL segments, in separate reads): it is only not caught up yet. A restore that is
-// checked runs once nothing writes the replica, as DEPLOY.md's does.
+// responses. A probe restored while Litestream writes may fail or come out malformed
+// (v0.3.13 lists snapshots, then WAL segments, in separate reads): not caught up yet.
 func (ls *litestream) waitRestorable(t *testing.T, n int) {
 	t.Helper()
 	dir := t.TempDir()
@@ -245,15 +232,11 @@ func (ls *litestream) waitRestorable(t *testing.T, n int) {
 	}
 }
 
-// TestSystemdUnits: the units in docs/ (the service, Litestream, the backup and its
-// timer) pass systemd-analyze verify (with /usr/local/bin/formsvc and litestream pointed
-// at the binary just built, since verify checks that a program exists), keep the
-// hardening the production page promises, and systemd-analyze security rates each
-// service's exposure OK.
+// TestSystemdUnits: the units in docs/ pass systemd-analyze verify (their programs pointed
+// at the binary just built, as verify checks that they exist), keep the hardening
+// DEPLOY.md promises, and systemd-analyze security rates each service's exposure OK.
 func TestSystemdUnits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the service (seconds); -short skips it")
-	}
+	skipShort(t, "builds the service")
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		notInstalled(t, "systemd-analyze is not installed (Debian's systemd package; .ci/run installs it)")
@@ -281,10 +264,7 @@ func TestSystemdUnits(t *testing.T) {
 		{"formsvc-backup.timer", []string{"OnCalendar=*-*-* 02:30:00", "Persistent=true",
 			"WantedBy=timers.target"}},
 	} {
-		text, err := os.ReadFile(filepath.Join("docs", unit.name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := readDoc(t, filepath.Join("docs", unit.name))
 		for _, line := range unit.lines {
 			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(text) {
 				t.Errorf("docs/%s lacks %s", unit.name, line)
@@ -313,19 +293,13 @@ func TestSystemdUnits(t *testing.T) {
 	}
 }
 
-// TestBackupUnit runs docs/formsvc-backup.service's two commands as systemd would (%%
-// read as %), in a temporary folder in place of /var/lib/formsvc: the first writes a
-// backup named by the date and time, the second deletes the backups older than 14 days
-// and keeps the others.
+// TestBackupUnit runs docs/formsvc-backup.service's two commands as systemd would (%% as
+// %) in place of /var/lib/formsvc: a backup named by the date and time is written, and
+// the backups older than 14 days are deleted.
 func TestBackupUnit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the service (seconds); -short skips it")
-	}
+	skipShort(t, "builds the service")
 	bin := serviceBinary(t)
-	text, err := os.ReadFile("docs/formsvc-backup.service")
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := readDoc(t, "docs/formsvc-backup.service")
 	state := t.TempDir()
 	backups := filepath.Join(state, "backups")
 	if err := os.Mkdir(backups, 0o700); err != nil {
@@ -371,46 +345,12 @@ func TestBackupUnit(t *testing.T) {
 	}
 }
 
-// TestEnvironmentFile: every variable docs/formsvc.env sets, or shows commented out, is
-// one the service reads (or Litestream's, for docs/litestream.yml), so that a typo in the
-// example cannot pass for configuration.
-func TestEnvironmentFile(t *testing.T) {
-	t.Parallel()
-	read := map[string]bool{"TZ": true, "LITESTREAM_REPLICA_URL": true}
-	loadConfig(func(k string) string { read[k] = true; return "" })
-	data, err := os.ReadFile("docs/formsvc.env")
-	if err != nil {
-		t.Fatal(err)
-	}
-	assignment := regexp.MustCompile(`^#?([A-Z][A-Z0-9_]*)=`)
-	var names []string
-	for line := range strings.Lines(string(data)) {
-		if m := assignment.FindStringSubmatch(line); m != nil {
-			names = append(names, m[1])
-			if !read[m[1]] {
-				t.Errorf("docs/formsvc.env sets %s, which nothing reads", m[1])
-			}
-		}
-	}
-	for _, want := range []string{"ADDR", "DATABASE_PATH", "API_TOKEN", "ALLOWED_HOSTS"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("docs/formsvc.env does not show %s", want)
-		}
-	}
-}
-
-// TestReverseProxy runs docs/DEPLOY.md's two reverse-proxy recipes as written, Caddy's
-// and nginx's, with Debian's caddy and nginx in front of three services, as an operator
-// deploys one: TLS (Caddy's internal root, which the client trusts through the file
-// DEPLOY.md names; for nginx httptest's certificate); the Host the client asked for
-// reaches the service, so ALLOWED_HOSTS and API_TOKEN decide as they do without a proxy;
-// a body over 1 MiB gets the service's 413, status, type and body (Caddy passes the
-// service's on, nginx answers it itself as DEPLOY.md configures it); the service's
-// request log names the proxy as the client, and the proxy's own log the client.
+// TestReverseProxy runs docs/DEPLOY.md's Caddy and nginx recipes, over TLS, in front of three
+// services: the client's Host reaches the service, so ALLOWED_HOSTS and API_TOKEN decide as
+// without a proxy; a body over 1 MiB gets the service's 413 whole (nginx's own, configured
+// so); the service's log names the proxy as the client, the proxy's log the client.
 func TestReverseProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the service, Caddy and nginx as processes (seconds); -short skips it")
-	}
+	skipShort(t, "runs the service, Caddy and nginx as processes")
 	for _, proxy := range []struct {
 		name   string
 		start  func(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer)
@@ -459,7 +399,6 @@ func TestReverseProxy(t *testing.T) {
 				}
 				body, err := io.ReadAll(res.Body)
 				res.Body.Close()
-				// The service's reply, status, type and body, whichever answered it.
 				ct := res.Header.Get("Content-Type")
 				if err != nil || res.StatusCode != tc.status || ct != jsonType ||
 					tc.want != "" && strings.TrimSpace(string(body)) != tc.want {
@@ -471,8 +410,7 @@ func TestReverseProxy(t *testing.T) {
 				t.Errorf("%s's log does not name the client, 127.0.0.2 (%s):\n%s",
 					proxy.name, proxy.client, proxyLog)
 			}
-			// The client connects from 127.0.0.2, the proxy from 127.0.0.1, and Caddy's
-			// X-Forwarded-For names 127.0.0.2: the log names the TCP peer, the proxy.
+			// Caddy's X-Forwarded-For names the client, 127.0.0.2: the log names the TCP peer.
 			for host, c := range upstreams {
 				log := c.stderr.String()
 				if !regexp.MustCompile(`msg=request client=127\.0\.0\.1:\d+ method=GET path=/api/forms`).MatchString(log) || strings.Contains(log, "127.0.0.2") {
@@ -487,10 +425,7 @@ func TestReverseProxy(t *testing.T) {
 // after, which must hold each of wants.
 func deployBlock(t *testing.T, after string, wants ...string) string {
 	t.Helper()
-	page, err := os.ReadFile("docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := readDoc(t, "docs/DEPLOY.md")
 	_, rest, ok := strings.Cut(string(page), "\n## Reverse proxy\n")
 	if ok {
 		_, rest, ok = strings.Cut(rest, after)
@@ -510,8 +445,7 @@ func deployBlock(t *testing.T, after string, wants ...string) string {
 }
 
 // startCaddy runs caddy with docs/DEPLOY.md's Caddyfile, its site block repeated for each
-// name of upstreams (proxying to that service), with its state in a temporary folder, and
-// answers a client that trusts Caddy's root as DEPLOY.md tells clients to, and Caddy's log.
+// of upstreams, and answers a client that trusts Caddy's root as DEPLOY.md says, and its log.
 func startCaddy(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer) {
 	t.Helper()
 	caddy, err := exec.LookPath("caddy")
@@ -542,10 +476,8 @@ func startCaddy(t *testing.T, upstreams map[string]*child) (*http.Client, *syncB
 	return runProxy(t, start, trust, slices.Collect(maps.Keys(upstreams)))
 }
 
-// startNginx runs nginx with docs/DEPLOY.md's server block, repeated for each name of
-// upstreams (proxying to that service) with a certificate for every name, and
-// answers a client that trusts that certificate, and nginx's log. The request log goes
-// to stderr, where Debian's nginx.conf sends it to /var/log/nginx/access.log.
+// startNginx runs nginx with docs/DEPLOY.md's server block, repeated for each of upstreams,
+// and answers a client that trusts its certificate, and its log, the request log included.
 func startNginx(t *testing.T, upstreams map[string]*child) (*http.Client, *syncBuffer) {
 	t.Helper()
 	nginx, err := exec.LookPath("nginx")
@@ -613,11 +545,9 @@ func exampleCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509
 	return certFile, keyFile, pool
 }
 
-// runProxy starts the proxy that start makes for a free HTTPS port, stops it when the
-// test ends, and answers a client that trusts the pool trust gives and reaches every name
-// at that port, from 127.0.0.2, once the proxy serves /healthz for each of hosts (Caddy
-// gets each name's certificate after it starts), and the proxy's output. A port another
-// process took between freePort and the proxy's start is tried again with others.
+// runProxy starts the proxy that start makes for a free HTTPS port and answers, once it
+// serves /healthz for each of hosts, a client from 127.0.0.2 that trusts the pool trust
+// gives, and the proxy's output. A port taken meanwhile is tried again with others.
 func runProxy(t *testing.T, start func(httpsPort string) *exec.Cmd,
 	trust func() (*x509.CertPool, bool), hosts []string) (*http.Client, *syncBuffer) {
 	t.Helper()
@@ -683,17 +613,12 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-// TestDatabaseFolderNotWritable: the service started with DATABASE_PATH in a folder that
-// its user may not write (mode 0555; as root, the service runs as nobody, for whom root's
-// rights do not hold) exits with status 1 and one line naming the variable, the folder
-// and why, and creates nothing. SQLite's own error named no folder, and said "no such
-// file or directory" here. TestRunRejectsBadConfig states the other reasons in-process.
+// TestDatabaseFolderNotWritable: the service with DATABASE_PATH in a folder its user may
+// not write (0555; as root, run as nobody) exits 1 with one line naming the variable, the
+// folder and why (SQLite's own error named no folder), and creates nothing.
 func TestDatabaseFolderNotWritable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the service (seconds); -short skips it")
-	}
+	skipShort(t, "builds the service")
 	bin := serviceBinary(t)
-	// Folders every user may enter: the binary's, and the one with the read-only folder.
 	top := t.TempDir()
 	for _, dir := range []string{filepath.Dir(bin), top, filepath.Dir(top)} {
 		if err := os.Chmod(dir, 0o755); err != nil {
@@ -731,18 +656,12 @@ func TestDatabaseFolderNotWritable(t *testing.T) {
 // relative link of README and docs/*.md names a file that exists (the pages moved once).
 func TestDocLinks(t *testing.T) {
 	t.Parallel()
-	ci, err := os.ReadFile(".ci/run")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ci := readDoc(t, ".ci/run")
 	command := regexp.MustCompile(`(?m)^FORMSVC_CI=1 go test .*$`).Find(ci)
 	pages, _ := filepath.Glob("docs/*.md")
 	links := 0
 	for _, page := range append(pages, "README.md") {
-		text, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := readDoc(t, page)
 		if page == "README.md" && (command == nil || !bytes.Contains(text, command)) {
 			t.Errorf("README does not give .ci/run's test command %q", command)
 		}
@@ -756,4 +675,22 @@ func TestDocLinks(t *testing.T) {
 	if links < 8 {
 		t.Errorf("found %d relative links; README alone has more", links)
 	}
+}
+
+// skipShort skips t under -short: it runs processes for seconds.
+func skipShort(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + " (seconds); -short skips it")
+	}
+}
+
+// readDoc is the content of the repository's file at path.
+func readDoc(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -39,8 +39,7 @@ func startHostileChild(t *testing.T, env ...string) *hostileChild {
 	if runtime.GOOS != "linux" {
 		t.Skip("peak memory is read from /proc (Linux)")
 	}
-	bin := serviceBinary(t)
-	cmd := exec.Command(bin)
+	cmd := exec.Command(serviceBinary(t))
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATABASE_PATH="+filepath.Join(cmd.Dir, "forms.db"))
 	cmd.Env = append(cmd.Env, env...)
@@ -69,10 +68,7 @@ func (c *hostileChild) request(method, path string, body any, limit time.Duratio
 	c.t.Helper()
 	raw, ok := body.(string)
 	if !ok && body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
+		b, _ := json.Marshal(body) // maps of strings: cannot fail
 		raw = string(b)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -96,8 +92,7 @@ func (c *hostileChild) request(method, path string, body any, limit time.Duratio
 
 // call sends body, fails the test unless the reply's status is want, and decodes the
 // reply into out (when not nil). Right after an attack the service may still rightly
-// refuse with 503 (its heavy slots held by the attack's unread replies): call asks again
-// for up to a minute.
+// refuse with 503 (its heavy slots held by unread replies): call asks again for a minute.
 func (c *hostileChild) call(method, path string, body any, want int, out any) {
 	c.t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -116,7 +111,6 @@ func (c *hostileChild) call(method, path string, body any, want int, out any) {
 	}
 }
 
-// submit submits v to the field of the form and returns the new response's id.
 func (c *hostileChild) submit(form int64, field, v string) int64 {
 	c.t.Helper()
 	var out struct{ ResponseID int64 }
@@ -131,11 +125,6 @@ func (c *hostileChild) within(method, path string, body any, want int, limit tim
 	if status, raw, err := c.request(method, path, body, limit); err != nil || status != want {
 		c.t.Errorf("%s %s during the attack = %d %v %.300s, want %d", method, path, status, err, raw, want)
 	}
-}
-
-// neverRead opens a connection that GETs path and never reads the answer.
-func (c *hostileChild) neverRead(path string) {
-	c.rawConn("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n")
 }
 
 // rawConn opens a connection and writes head; the attack decides what follows.
@@ -153,28 +142,22 @@ func (c *hostileChild) rawConn(head string) net.Conn {
 
 // TestHostile runs each attack on a fresh service and checks the bounds meanwhile.
 func TestHostile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the hostile suite builds and attacks the service (seconds); -short skips it")
-	}
+	skipShort(t, "the hostile suite builds and attacks the service")
 	type setup struct {
 		form     FormDetail
 		field    string // the form's first field
 		response int64
 	}
-	// The summaries' attacks need a tracker and a model: the fakes of mantis_test.go
-	// and summaries_test.go, and a Maildir holding one message nested 14,000 deep.
-	tracker := &fakeTracker{t: t, issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
-	// Keys that the data holds ("t" in every MantisBT answer, "x" in the summary): a key is
-	// hidden in logs and errors, never in the data.
-	tracker.token = "t"
+	// The summaries' attacks need the fakes of mantis_test.go and summaries_test.go, and a
+	// Maildir holding one message nested 14,000 deep. Their keys are ones the data holds
+	// ("t" in every MantisBT answer, "x" in the summary): a key is hidden in logs, not data.
+	tracker := &fakeTracker{t: t, token: "t",
+		issues: []map[string]any{issue(1, mantisDate(time.Now()))}}
 	model := &fakeModel{t: t, key: "x", answer: "Next: fix the mailbox export."}
 	ts, ms := httptest.NewServer(tracker), httptest.NewServer(model)
 	defer ts.Close()
 	defer ms.Close()
-	maildir := t.TempDir()
-	for _, sub := range []string{"new", "cur", "tmp"} {
-		os.Mkdir(filepath.Join(maildir, sub), 0o755)
-	}
+	maildir := newMaildir(t)
 	message := fmt.Sprintf("%d.M1P1.host", time.Now().Unix())
 	writeFile(t, filepath.Join(maildir, "new", message), nestedMessage(14_000))
 	summaryEnv := []string{"TRACKER_API_ENDPOINT=" + ts.URL + "/api/rest", "TRACKER_API_KEY=t",
@@ -193,9 +176,8 @@ func TestHostile(t *testing.T) {
 			return repeatRaw(c, "GET", "/api/responses/"+itoa(id)+"/export/pdf", "", 4)
 		}},
 		{"clients that never read hold every large answer there is, while 60 submit", nil, func(c *hostileChild, s setup) func() {
-			// A setting and descriptions that JSON escapes sixfold, a form of 1 MiB (one
-			// statement, its answers built and sent a heavy slot at a time), a list and a CSV
-			// of 6 MB, a PDF.
+			// A setting and descriptions that JSON escapes sixfold, a form of 1 MiB, a list
+			// and a CSV of 6 MB, a PDF.
 			lt := strings.Repeat("<", maxDescriptionChars)
 			c.call("PUT", "/api/settings/big", `{"value":"`+strings.Repeat("<", maxBodyBytes-100)+`"}`, 200, nil)
 			for range listPageRows {
@@ -217,9 +199,8 @@ func TestHostile(t *testing.T) {
 			paths := []string{"/api/settings/big", "/api/forms", "/api/forms/" + itoa(f.ID), responses,
 				responses + ".csv", "/api/responses/" + itoa(id) + "/export/pdf"}
 			for i := range 300 {
-				c.neverRead(paths[i%len(paths)])
+				c.rawConn("GET " + paths[i%len(paths)] + " HTTP/1.1\r\nHost: localhost\r\n\r\n")
 			}
-			// Large writes whose answers are never read either.
 			for range 20 {
 				c.rawConn(fmt.Sprintf(upload, "PUT", "/api/settings/w", maxBodyBytes-50) +
 					`{"value":"` + strings.Repeat("w", maxBodyBytes-50-12) + `"}`)
@@ -274,14 +255,12 @@ func TestHostile(t *testing.T) {
 		}},
 		{"an e-mail nested fourteen thousand multiparts deep", summaryEnv, func(c *hostileChild, s setup) func() {
 			c.call("POST", "/api/email-summaries/generate", nil, 202, nil)
-			return func() {
-				deadline := time.Now().Add(10 * time.Second)
-				for page := (struct{ Total int }{}); page.Total != 1; time.Sleep(50 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						c.t.Fatal("the e-mail job did not finish within 10 s")
-					}
+			return func() { // the e-mail job finishes within waitFor's 10 s
+				waitFor(c.t, func() bool {
+					var page struct{ Total int }
 					c.call("GET", "/api/email-summaries", nil, 200, &page)
-				}
+					return page.Total == 1
+				})
 			}
 		}},
 		{"a body of a hundred thousand empty categories", nil, func(c *hostileChild, s setup) func() {

@@ -15,8 +15,7 @@ import (
 	"time"
 )
 
-// newBareServer is a server without a database, for middleware tests that never reach
-// a route.
+// newBareServer is a server without a database, for tests that never reach a route.
 func newBareServer(t *testing.T, change func(*config)) (*server, *syncBuffer) {
 	t.Helper()
 	cfg := testConfig(t, nil)
@@ -83,8 +82,7 @@ func TestCheckHost(t *testing.T) {
 }
 
 // TestErrorTable: a failure of ours never shows its cause, only logs it, and a busy store
-// asks the client to retry. (The replies of the other kinds of error are pinned through the
-// API: TestMemberNamesExact, TestBodyLimitBoundary, TestPDFTooLongReply, forms_test.go.)
+// asks the client to retry.
 func TestErrorTable(t *testing.T) {
 	t.Parallel()
 	s, logs := newBareServer(t, nil)
@@ -117,7 +115,7 @@ func TestErrorTable(t *testing.T) {
 }
 
 // TestConnectionLimit: past the cap, a connection is answered 503 and closed; once one
-// closes, the next is served. The service's own server counts its connections so.
+// closes, the next is served; the service's own server counts so.
 func TestConnectionLimit(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,8 +123,7 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := &connLimit{max: 2}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
-		ConnState: limit.track}
+	hs := &http.Server{Handler: okHandler(new(bool)), ConnState: limit.track}
 	go hs.Serve(ln)
 	defer hs.Close()
 	var held []net.Conn
@@ -167,15 +164,12 @@ func TestConnectionLimit(t *testing.T) {
 		track(nil, http.StateNew) // a connection within the cap is left alone
 	}
 	client, server := net.Pipe()
-	got := make(chan string, 1)
-	go func() {
-		reply, _ := io.ReadAll(client)
-		got <- string(reply)
-	}()
-	track(server, http.StateNew)
-	server.Close() // a connection left alone ends here, with nothing written
-	if reply := <-got; !strings.HasPrefix(reply, "HTTP/1.1 503 ") {
-		t.Errorf("connection %d to newHTTPServer's server got %q, want a 503", maxConnections+1, reply)
+	client.SetReadDeadline(time.Now().Add(5 * time.Second)) // a connection let in gets nothing
+	go track(server, http.StateNew)
+	reply, err = io.ReadAll(client)
+	if err != nil || !strings.HasPrefix(string(reply), "HTTP/1.1 503 ") {
+		t.Errorf("connection %d to the service's server got %q, %v; want a 503",
+			maxConnections+1, reply, err)
 	}
 }
 
@@ -328,9 +322,8 @@ func TestCORS(t *testing.T) {
 func TestPanicEndsTheReply(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	e.srv.mux.HandleFunc("GET /test/panic-before", func(w http.ResponseWriter, r *http.Request) {
-		panic("before")
-	})
+	panicBefore := func(http.ResponseWriter, *http.Request) { panic("before") }
+	e.srv.mux.HandleFunc("GET /test/panic-before", panicBefore)
 	e.srv.mux.HandleFunc("GET /test/panic-after", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(http.StatusOK)

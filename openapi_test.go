@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -24,7 +24,6 @@ import (
 	"unicode/utf8"
 )
 
-// loadOpenAPI is docs/openapi.json, decoded as JSON values.
 func loadOpenAPI(t *testing.T) any {
 	t.Helper()
 	var doc any
@@ -51,38 +50,9 @@ func resolved(doc, v any) any {
 	return v
 }
 
-// TestOpenAPIDocumentsEveryRoute: the document's paths and methods are exactly the
-// routes the mux serves.
-func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
-	var documented, served []string
-	for path, item := range jsonAt(loadOpenAPI(t), "paths").(map[string]any) {
-		for method := range item.(map[string]any) {
-			if method != "parameters" {
-				documented = append(documented, strings.ToUpper(method)+" "+path)
-			}
-		}
-	}
-	e := newTestEnv(t)
-	for route := range e.srv.routes() {
-		served = append(served, route)
-	}
-	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(documented, served) {
-		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
-	}
-	// The document the service replies is the file.
-	status, raw := e.do("GET", "/api/openapi.json", nil)
-	if status != 200 || !bytes.Equal(raw, openAPI) {
-		t.Errorf("GET /api/openapi.json = %d, %d bytes; want 200 and docs/openapi.json", status, len(raw))
-	}
-}
-
-// TestOpenAPISchemasTypedAndNamed: every schema of the document has a type (or is a
-// $ref), and every object schema is a named component. Generators read the document
-// this way: oapi-codegen makes a schema without a type interface{} (so that `Type: 42`
-// compiles) and an inline object an anonymous struct a Go user must restate, json tags
-// included, to build a request; openapi-typescript makes them unknown and inline types.
+// TestOpenAPISchemasTypedAndNamed: every schema has a type (or is a $ref), and every object
+// schema is a named component: else oapi-codegen makes interface{} and anonymous structs a
+// Go user must restate, openapi-typescript unknown and inline types.
 func TestOpenAPISchemasTypedAndNamed(t *testing.T) {
 	if n := walkSchemas(t, loadOpenAPI(t), "#", ""); n < 100 {
 		t.Fatalf("found %d schemas; the walk misses some", n)
@@ -90,12 +60,9 @@ func TestOpenAPISchemasTypedAndNamed(t *testing.T) {
 }
 
 // walkSchemas checks the schemas in v, at `at` in the document, and returns how many it
-// found. Where kind is "", v is the document or a part of it: the walk looks for the
-// components, the schema of every parameter, header and media type. Else v is a schema,
-// "component" when directly under #/components/schemas, and the walk goes on into the
-// schemas inside it. The walk knows the keywords conforms checks, and no composition
-// (allOf, anyOf, oneOf): a keyword it does not know is reported, so that no schema escapes
-// the test.
+// found. Where kind is "", v is a part of the document that may hold schemas; else v is a
+// schema ("component" when directly under #/components/schemas). A keyword the walk does
+// not know (allOf, anyOf, oneOf among them) is reported, so that no schema escapes it.
 func walkSchemas(t *testing.T, v any, at, kind string) int {
 	t.Helper()
 	n := 0
@@ -152,10 +119,9 @@ func walkSchemas(t *testing.T, v any, at, kind string) int {
 	return n + 1
 }
 
-// anyItems reports whether s admits every JSON type and its items are {}, any JSON
-// value: their type is then the parent's, restated. JSONValue needs it: as a $ref to
-// itself, openapi-typescript writes a type TypeScript refuses (TS2502), and kin-openapi
-// (oapi-codegen) cannot read items: true.
+// anyItems reports whether s admits every JSON type and its items are {}: JSONValue's
+// items, since as a $ref to itself openapi-typescript writes a type TypeScript refuses
+// (TS2502), and kin-openapi (oapi-codegen) cannot read items: true.
 func anyItems(s map[string]any) bool {
 	items, ok := s["items"].(map[string]any)
 	types := schemaTypes(s["type"])
@@ -163,13 +129,11 @@ func anyItems(s map[string]any) bool {
 		func(typ string) bool { return !slices.Contains(types, typ) })
 }
 
-// pointerEscape writes a member name as a JSON Pointer (RFC 6901) token, so that a
-// schema's place reads as linters print it: /api/forms is ~1api~1forms.
+// pointerEscape writes a member name as a JSON Pointer (RFC 6901) token, as linters do.
 func pointerEscape(name string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
-// schemaTypes reads a schema's type, one name or a list of them.
 func schemaTypes(typ any) []string {
 	switch typ := typ.(type) {
 	case string:
@@ -185,13 +149,10 @@ func schemaTypes(typ any) []string {
 }
 
 // TestOpenAPIWhiteSpace: the pattern of a title and a label, "not only white space", is
-// the service's rule exactly: a string matches when it holds a rune outside Go's
-// unicode.IsSpace (Unicode's White_Space), which FormInput.Valid and checkField trim.
-// \S would not do: ECMAScript's \s adds U+FEFF and lacks U+0085, Python's adds
-// U+001C-U+001F, Go's is ASCII. So the pattern lists the set, and each engine that reads
-// it is asked for the runes it refuses: Go's regexp here, ECMAScript's (JSON Schema's
-// pattern dialect, with and without the u flag) by node, Python's re (Schemathesis's)
-// by python3; either of the last two is skipped where it is not installed.
+// the service's rule exactly: a rune outside Go's unicode.IsSpace. \S would not do
+// (ECMAScript's \s adds U+FEFF and lacks U+0085, Python's adds U+001C-U+001F, Go's is
+// ASCII), so each engine that reads the pattern is asked for the runes it refuses: Go's,
+// ECMAScript's (JSON Schema's dialect) by node, Python's re (Schemathesis's) by python3.
 func TestOpenAPIWhiteSpace(t *testing.T) {
 	schemas := jsonAt(loadOpenAPI(t), "components", "schemas")
 	pattern, _ := jsonAt(schemas, "FormInput", "properties", "title", "pattern").(string)
@@ -234,8 +195,8 @@ func TestOpenAPIWhiteSpace(t *testing.T) {
 	}
 }
 
-// ecmaRefuses prints, for the pattern in argv, the code points (surrogates aside) that
-// make a one-character string it does not match, read with and without the u flag.
+// ecmaRefuses prints the code points (surrogates aside) that make a one-character string
+// the pattern in argv does not match, with and without the u flag.
 const ecmaRefuses = `
 const pattern = process.argv[process.argv.length - 1];
 const out = {};
@@ -257,12 +218,31 @@ r = re.compile(sys.argv[1])
 print(json.dumps({"re": [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and not r.search(chr(c))]}))
 `
 
-// TestOpenAPIRepliesConform sends requests to every route, with replies of every
-// documented kind, success and error, and checks each against the document: the status
-// is documented for the route, and a JSON body conforms to its schema.
+// TestOpenAPIRepliesConform: the document's routes are the served ones, and replies of
+// every kind, success and error, of every route have a documented status and conform.
 func TestOpenAPIRepliesConform(t *testing.T) {
 	doc := loadOpenAPI(t)
 	e := newTestEnv(t)
+	var documented, served []string
+	for path, item := range jsonAt(doc, "paths").(map[string]any) {
+		for method := range item.(map[string]any) {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	for route := range e.srv.routes() {
+		served = append(served, route)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
+	}
+	status, raw := e.do("GET", "/api/openapi.json", nil)
+	if status != 200 || !bytes.Equal(raw, openAPI) {
+		t.Errorf("GET /api/openapi.json = %d, %d bytes; want 200 and docs/openapi.json", status, len(raw))
+	}
 	f := e.createForm(fullForm())
 	field := itoa(f.Categories[0].Fields[0].ID)
 	id := itoa(f.ID)
@@ -357,12 +337,9 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 			checkReply(t, doc, e, method, path, pattern, "", 403, "Host", "attacker.example")
 		}
 	}
-	// Summaries, once stored.
-	now := time.Now()
-	if err := e.store.SaveTrackerSummary(context.Background(), startOfDay(now), "text"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.AddEmailSummary(context.Background(), startOfDay(now), "mail"); err != nil {
+	today := startOfDay(time.Now())
+	if err := errors.Join(e.store.SaveTrackerSummary(t.Context(), today, "text"),
+		e.store.AddEmailSummary(t.Context(), today, "mail")); err != nil {
 		t.Fatal(err)
 	}
 	checkReply(t, doc, e, "GET", "/api/tracker-summary/today", "/api/tracker-summary/today", "", 200)
@@ -370,12 +347,10 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 	checkReply(t, doc, e, "GET", "/api/email-summaries?page=x", "/api/email-summaries", "", 200)
 }
 
-// checkReply sends one request, with body as JSON unless header pairs say otherwise, and
-// checks that its status is wantStatus and documented for the operation of docPath, with
-// a reply of the documented type and schema. A JSON body of an operation with a
-// requestBody is checked too: an accepted one must conform to the documented schema, and
-// one refused with 400 or 500 must not, so that the document promises neither more nor
-// less than the service does.
+// checkReply sends one request and checks that its status is wantStatus and documented
+// for the operation of docPath, with a reply of the documented type and schema. An
+// accepted JSON body must conform to the documented requestBody, and one refused with 400
+// or 500 must not: the document promises neither more nor less than the service does.
 func checkReply(t *testing.T, doc any, e *testEnv, method, path, docPath, body string, wantStatus int,
 	header ...string) {
 	t.Helper()
@@ -445,12 +420,10 @@ func checkReply(t *testing.T, doc any, e *testEnv, method, path, docPath, body s
 // pathParameterErrors are the 400s that refuse a path parameter rather than a body.
 var pathParameterErrors = []string{"Invalid form ID", "Invalid response ID", "Invalid setting key", "Setting key is too long"}
 
-// checkPathParameters checks the path parameters of a request whose reply had status
-// and body raw against the document, as checkReply checks a body: a value the
-// document accepts is not refused with the parameter's 400, and one it refuses is
-// refused (400), unless a check that comes first replies (401, 403, 413, 415). An
-// integer is read as a client writes it, base-10 digits with a sign when negative: +1,
-// 01 and 1.0 are no integers there, whatever JSON makes of them.
+// checkPathParameters checks the path parameters of a request as checkReply checks a
+// body: a value the document accepts is not refused with the parameter's 400, and one it
+// refuses is refused, unless an earlier check replies (401, 403, 413, 415). An integer is
+// written as a client writes it: +1, 01 and 1.0 are none.
 func checkPathParameters(t *testing.T, doc any, req *http.Request, docPath string, status int, raw []byte) {
 	t.Helper()
 	params, _ := jsonAt(doc, "paths", docPath, "parameters").([]any)
@@ -490,11 +463,8 @@ func checkPathParameters(t *testing.T, doc any, req *http.Request, docPath strin
 	}
 }
 
-// conforms checks v against the part of JSON Schema (2020-12, as OpenAPI 3.1 uses it)
-// that docs/openapi.json uses: $ref, type, const, enum, pattern, minLength, maxLength,
-// minimum, maximum, maxItems, properties, required, additionalProperties, propertyNames,
-// minProperties and items. A keyword it does not know fails the check, so that the
-// document cannot outgrow its test.
+// conforms checks v against the part of JSON Schema 2020-12 that docs/openapi.json uses.
+// A keyword it does not know fails the check: the document cannot outgrow its test.
 func conforms(doc, schema, v any, at string) error {
 	s, ok := schema.(map[string]any)
 	if !ok {
@@ -589,14 +559,12 @@ func conforms(doc, schema, v any, at string) error {
 	return nil
 }
 
-// goPattern writes an ECMA-262 pattern, as JSON Schema reads it, in the syntax of Go's
-// regexp: \uXXXX is \x{XXXX}. The document's patterns use no other syntax the two read
-// differently (TestOpenAPIWhiteSpace asks ECMAScript itself about its one class).
+// goPattern writes an ECMA-262 pattern in Go's syntax: \uXXXX is \x{XXXX}, the one
+// difference the document's patterns meet (TestOpenAPIWhiteSpace checks its class).
 func goPattern(pattern string) string {
 	return regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`).ReplaceAllString(pattern, `\x{$1}`)
 }
 
-// jsonTypeOf names the JSON Schema type of a decoded JSON value.
 func jsonTypeOf(v any) string {
 	switch v := v.(type) {
 	case nil:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -56,16 +55,18 @@ func listening(t *testing.T, log *syncBuffer, exited <-chan struct{}) string {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
-	// Cancelled: a value wrongly accepted ends the run at once, not serves until the timeout.
+	// Each wrong value stops the start with one line naming it, before the database is
+	// created. Cancelled: a value wrongly accepted ends the run at once.
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	// Each configuration value that can be wrong stops the start with one line naming it,
-	// before the database is created.
 	dbPath := filepath.Join(t.TempDir(), "never.db")
 	missing, aFile := filepath.Join(t.TempDir(), "missing"), filepath.Join(t.TempDir(), "a-file")
 	writeFile(t, aFile, "not a folder")
 	for _, tc := range []struct{ variable, value, want string }{
 		{"TZ", "Mars/Olympus", "TZ: "},
+		{"TZ", ":Mars/Olympus", "TZ: "},
+		{"TZ", "/no/such/zone", "TZ: "},
+		{"TZ", os.Args[0], "TZ: "}, // a file, but no zone
 		{"TRACKER_PROJECT_ID", "abc", `TRACKER_PROJECT_ID "abc": want `},
 		{"TRACKER_PROJECT_ID", "0", `TRACKER_PROJECT_ID "0": want `},
 		{"TRACKER_INCLUDE_PRIVATE", "yes", `TRACKER_INCLUDE_PRIVATE "yes": want true or false`},
@@ -92,8 +93,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			t.Fatalf("run with %s=%s created the database", tc.variable, tc.value)
 		}
 	}
-	// Only "backup" writes a copy: another word of two arguments is a usage error, and
-	// writes nothing.
 	dbPath, dest := newDatabaseFile(t)
 	// A backup needs DATABASE_PATH alone: a typo in another setting does not stop it.
 	var out syncBuffer
@@ -108,6 +107,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Errorf("backup onto an existing file = %v, want %q", err, want)
 	}
 	os.Remove(dest)
+	// Only "backup" writes a copy: another word is a usage error, and writes nothing.
 	for _, args := range [][]string{{"bakup", dest}, {"backup", dest, "extra"}} {
 		err = run(stopped, args, func(k string) string { return map[string]string{"DATABASE_PATH": dbPath}[k] }, &syncBuffer{}, &syncBuffer{})
 		if _, statErr := os.Stat(dest); err == nil || !strings.Contains(err.Error(), "usage") || statErr == nil {
@@ -130,11 +130,11 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *syncBuffer   // its output
+	stderr *syncBuffer
 	done   chan struct{} // closed when the process has exited
 }
 
-// startChild starts the service process on a free port with the given environment.
+// startChild starts the test binary as the service on a free port.
 func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
@@ -142,8 +142,7 @@ func startChild(t *testing.T, env ...string) *child {
 	return startProcess(t, cmd)
 }
 
-// startProcess starts cmd, a service process, waits until it has logged its address
-// and replies /healthz, and kills it when the test ends.
+// startProcess starts cmd, a service process, and waits until it serves.
 func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	t.Helper()
 	c := &child{cmd: cmd}
@@ -152,9 +151,8 @@ func startProcess(t *testing.T, cmd *exec.Cmd) *child {
 	return c
 }
 
-// startCmd starts cmd with its output in log, in a process group of its own, killed whole
-// when the test ends (nginx's workers outlive a killed master, and hold the log's pipe
-// open); exited is closed once cmd has ended.
+// startCmd starts cmd with its output in log, in a process group killed whole when the
+// test ends (nginx's workers outlive a killed master and hold the pipe open).
 func startCmd(t *testing.T, cmd *exec.Cmd) (log *syncBuffer, exited chan struct{}) {
 	t.Helper()
 	log, exited = &syncBuffer{}, make(chan struct{})
@@ -174,9 +172,8 @@ func startCmd(t *testing.T, cmd *exec.Cmd) (log *syncBuffer, exited chan struct{
 	return log, exited
 }
 
-// writeLoad submits responses from the given number of clients, each one every pace at
-// most, until stop is closed. Each result maps the acknowledged ids to the time their 201
-// was read: sofar at once, all once the clients have ended.
+// writeLoad submits responses from clients, each one every pace at most, until stop is
+// closed. Its results map acknowledged ids to when: sofar at once, all once all ended.
 func writeLoad(base string, formID int64, clients int, pace time.Duration, stop <-chan struct{}) (
 	sofar, all func() map[int64]time.Time) {
 	var mu sync.Mutex
@@ -221,7 +218,6 @@ func writeLoad(base string, formID int64, clients int, pace time.Duration, stop 
 	}
 }
 
-// createLoadForm makes the one-field form the load writes to.
 func createLoadForm(t *testing.T, base string) int64 {
 	t.Helper()
 	res, err := http.Post(base+"/api/forms", "application/json",
@@ -237,9 +233,8 @@ func createLoadForm(t *testing.T, base string) int64 {
 	return f.ID
 }
 
-// checkDatabase reads the database file at path once the process is gone: SQLite finds
-// it intact, and every response acknowledged before lossFrom (any time: every one, when
-// zero) is there with its value.
+// checkDatabase checks that the database file at path is intact and holds every response
+// acknowledged before lossFrom (every one, when zero) with its value.
 func checkDatabase(t *testing.T, path string, acked map[int64]time.Time, lossFrom time.Time) {
 	t.Helper()
 	kept, err := responseIDs(path)
@@ -270,8 +265,7 @@ func checkDatabase(t *testing.T, path string, acked map[int64]time.Time, lossFro
 	}
 }
 
-// responseIDs reads the database file at path, read-only: the ids of its responses stored
-// with their value, once integrity_check passes.
+// responseIDs is the ids of the responses stored with a value, once integrity_check passes.
 func responseIDs(path string) (map[int64]bool, error) {
 	db := openReadOnly(path)
 	defer db.Close()
@@ -295,8 +289,7 @@ func responseIDs(path string) (map[int64]bool, error) {
 	return ids, rows.Err()
 }
 
-// loadedChild is the service process on a fresh database, with clients writing to it
-// (writeLoad) and at least 300 responses already stored.
+// loadedChild is the service process under writeLoad, 300 responses already stored.
 type loadedChild struct {
 	*child
 	dbPath string
@@ -320,9 +313,9 @@ func startLoadedChild(t *testing.T, clients int, pace time.Duration) loadedChild
 	return loadedChild{child: c, dbPath: dbPath, stop: stop, sofar: sofar, acked: acked}
 }
 
-// TestSignalDuringWriteLoad: kill -9 or SIGTERM of the real process under 32-client write
-// load keeps every acknowledged response. After SIGTERM the process exits 0 within the
-// shutdown bound, logging an orderly stop; after kill -9 the service restarts on the file.
+// TestSignalDuringWriteLoad: kill -9 or SIGTERM of the process under 32-client write load
+// keeps every acknowledged response. After SIGTERM it exits 0, logging an orderly stop;
+// after kill -9 the service restarts on the file.
 func TestSignalDuringWriteLoad(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -351,8 +344,7 @@ func TestSignalDuringWriteLoad(t *testing.T) {
 }
 
 // TestDiskFull: when the database cannot grow, writes reply a JSON 500, reads keep
-// working, and nothing is half-written. SQLite's page limit raises the same SQLITE_FULL
-// a full disk does, portably and without root.
+// working, and nothing is half-written. The page limit raises a full disk's SQLITE_FULL.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
@@ -423,8 +415,7 @@ func TestDiskFull(t *testing.T) {
 			t.Errorf("healthz on a full database = %d %s", status, raw)
 		}
 	}
-	// Once there is room, /healthz's own probe finds it, with no client writing, and
-	// leaves nothing behind.
+	// Once there is room, /healthz's own probe finds it and leaves nothing behind.
 	if _, err := e.store.write.Exec(`PRAGMA max_page_count = 1000000`); err != nil {
 		t.Fatal(err)
 	}
@@ -440,39 +431,10 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
-// TestHealthProbeMustWrite: after a refused write, a probe that fails for another reason
-// keeps /healthz's 503 (TestDiskFull: one that writes turns it 200).
-func TestHealthProbeMustWrite(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	// A trigger fails the probe's insert alone, inside its transaction, which stays open.
-	if _, err := e.store.write.Exec(`CREATE TRIGGER no_probe BEFORE INSERT ON settings
-		WHEN NEW.key = char(0) || 'probe' BEGIN SELECT RAISE(ABORT, 'no probe'); END`); err != nil {
-		t.Fatal(err)
-	}
-	e.store.refused.Store(new("database or disk is full"))
-	if status, raw := e.do("GET", "/healthz", nil); status != 503 {
-		t.Errorf("healthz with its probe failing = %d %s, want 503", status, raw)
-	}
-	// The probe takes the one write connection as a client's write does, waiting at most
-	// writeWait: with the connection held by a long write, /healthz still answers, 503.
-	e.store.writeWait = 100 * time.Millisecond
-	conn, err := e.store.write.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	if res, raw := e.request(ctx, "GET", "/healthz", nil); res == nil || res.StatusCode != 503 {
-		t.Errorf("healthz with the write connection held = %v %s, want 503 within 2 s", res, raw)
-	}
-}
-
-// TestHealthReadOnlyDatabase: a database that refuses writes as read-only makes /healthz
-// 503 with that reason from the first refused write, of either kind (one statement, a
-// transaction), until one succeeds.
-func TestHealthReadOnlyDatabase(t *testing.T) {
+// TestHealthRefusedWrites: a read-only database makes /healthz 503 with that reason from
+// the first refused write (one statement, a transaction) until a write, its probe's or a
+// client's, succeeds (TestDiskFull: the probe finds the room).
+func TestHealthRefusedWrites(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
@@ -502,73 +464,39 @@ func TestHealthReadOnlyDatabase(t *testing.T) {
 	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz once the database is writable = %d %s", status, raw)
 	}
-}
-
-// TestOutboundFaults: a tracker or model that hangs or closes the connection mid-reply
-// ends the job with a log line within its timeout, while the API keeps answering. (One
-// that replies garbage: TestTrackerAnswerSaysWhatItIs, TestSummaryFailuresStoreNothing.)
-func TestOutboundFaults(t *testing.T) {
-	hang := func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
-		<-r.Context().Done()
+	// After a refused write, a probe that fails for another reason (a trigger refusing its
+	// insert alone) keeps the 503.
+	if _, err := e.store.write.Exec(`CREATE TRIGGER no_probe BEFORE INSERT ON settings
+		WHEN NEW.key = char(0) || 'probe' BEGIN SELECT RAISE(ABORT, 'no probe'); END`); err != nil {
+		t.Fatal(err)
 	}
-	cut := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "1000")
-		io.WriteString(w, `{"issues": [`)
-		w.(http.Flusher).Flush()
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			conn.Close()
-		}
+	e.store.refused.Store(new("database or disk is full"))
+	if status, raw := e.do("GET", "/healthz", nil); status != 503 {
+		t.Errorf("healthz with its probe failing = %d %s, want 503", status, raw)
 	}
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	for _, side := range []string{"tracker", "model"} {
-		for name, h := range map[string]http.HandlerFunc{"hangs": hang, "closes mid-reply": cut} {
-			t.Run(side+" "+name, func(t *testing.T) {
-				bad := httptest.NewServer(h)
-				defer bad.Close()
-				e := newSummaryEnv(t, now, func(c *config) {
-					c.OutboundTimeout = 300 * time.Millisecond
-					if side == "tracker" {
-						c.TrackerEndpoint = bad.URL
-					} else {
-						c.GenAIBaseURL = bad.URL
-					}
-				})
-				e.tracker.issues = []map[string]any{issue(1, now.Format(time.RFC3339))}
-				start := time.Now()
-				if status, _ := e.do("POST", "/api/tracker-summaries/generate", nil); status != 202 {
-					t.Fatal("generate not accepted")
-				}
-				waitFor(t, func() bool {
-					if status, _ := e.do("GET", "/api/forms", nil); status != 200 {
-						t.Fatalf("API not answering during the job: %d", status)
-					}
-					return strings.Contains(e.logs.String(), "summary job failed")
-				})
-				// Hangs and 5xx-free failures are not retried: one timeout, well inside 3 s.
-				if d := time.Since(start); d > 3*time.Second {
-					t.Errorf("job took %s with a 300 ms timeout", d)
-				}
-				if n := e.count("tracker_summaries"); n != 0 {
-					t.Errorf("a failed job stored %d summaries", n)
-				}
-			})
-		}
+	// The probe waits for the write connection at most writeWait, as a client's write does.
+	e.store.writeWait = 100 * time.Millisecond
+	conn, err := e.store.write.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if res, raw := e.request(ctx, "GET", "/healthz", nil); res == nil || res.StatusCode != 503 {
+		t.Errorf("healthz with the write connection held = %v %s, want 503 within 2 s", res, raw)
 	}
 }
 
 // TestDatabaseGone: with the database unusable, every endpoint replies docs/SPEC.md's
-// 500 `Failed to <context>: <message>` as JSON, no failure keeps the heavy slot it took,
-// and healthz reports it.
+// 500 `Failed to <context>: <message>`, no heavy slot stays taken, and healthz says so.
 func TestDatabaseGone(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
 	f := e.createForm(fullForm())
 	e.submit(f.ID, map[string]any{"1": "x"})
-	e.store.forms.drop(f.ID) // so that the form read goes to the database
-	// A form kept in the cache: the read of its responses is what fails.
-	kept := itoa(e.createForm(fullForm()).ID)
+	e.store.forms.drop(f.ID)                  // so that the form read goes to the database
+	kept := itoa(e.createForm(fullForm()).ID) // cached: the read of its responses fails
 	e.store.read.Close()
 	e.store.write.Close()
 	id := itoa(f.ID)
@@ -608,9 +536,9 @@ func TestDatabaseGone(t *testing.T) {
 	}
 }
 
-// TestShutdownLeavesDatabaseToRunningHandlers: a handler that outlives both graces
-// (it ignores its cancelled context) still finds the database open, and the log says
-// why; a handler that returns when cancelled lets shutdown close the database.
+// TestShutdownLeavesDatabaseToRunningHandlers: a handler that ignores its cancelled
+// context past both graces still finds the database open, and the log says why; one that
+// returns when cancelled lets shutdown close it, and a request after that is a 503.
 func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 	for _, stubborn := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stubborn=%v", stubborn), func(t *testing.T) {
@@ -661,6 +589,14 @@ func TestShutdownLeavesDatabaseToRunningHandlers(t *testing.T) {
 			}
 			if err := e.store.Ping(context.Background()); err == nil {
 				t.Error("the database is still open after shutdown")
+			}
+			// A request whose handler begins now is answered without touching the store.
+			w := httptest.NewRecorder()
+			e.srv.ServeHTTP(w, apiRequest("GET", "/api/forms", nil))
+			if w.Code != 503 || strings.TrimSpace(w.Body.String()) != `{"error":"Shutting down"}` ||
+				strings.Contains(e.logs.String(), "database is closed") {
+				t.Errorf("a request after the store closed = %d %s, want 503 Shutting down; logs:\n%s",
+					w.Code, w.Body, e.logs)
 			}
 		})
 	}
