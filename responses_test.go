@@ -3,22 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,12 +178,11 @@ func TestSubmitSkipsUnknownKeys(t *testing.T) {
 }
 
 // TestListResponsesBytes: the list writes every value byte for byte as encoding/json
-// does (HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD), and the store
-// reads back every value as stored: NUL, spaces and digits inside a value, "" apart
-// from null.
+// does (HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD), as stored: NUL,
+// spaces and digits inside a value, "" apart from null.
 func TestListResponsesBytes(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t)
+	e := newTestEnvAt(t, func() time.Time { return time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC) })
 	values := []*string{ptr(""), nil, ptr(" "), ptr("1 2 -1 3"), ptr("<b>&amp;</b>"),
 		ptr("\u2028\u2029"), ptr("a\x00b"), ptr("\"\\\b\f\n\r\t\x01\x1f\x7f"), ptr("é€𝄞"),
 		ptr("\xff\xfe"), ptr("\xed\xa0\x80z")}
@@ -214,8 +211,6 @@ func TestListResponsesBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	text := func(v *string) string { return *cmp.Or(v, new("")) }
-	list := allResponses(t, e.store, f.ID)
 	quote := func(v any) string { // as JSON.stringify: <, > and & as they are
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -224,13 +219,8 @@ func TestListResponsesBytes(t *testing.T) {
 		return strings.TrimSuffix(b.String(), "\n")
 	}
 	var want strings.Builder
-	fmt.Fprintf(&want, `[{"id":%d,"submittedAt":%s,"values":{`, id, quote(list[0].SubmittedAt))
+	fmt.Fprintf(&want, `[{"id":%d,"submittedAt":"2026-11-26T09:00:00.000Z","values":{`, id)
 	for i, fd := range f.Categories[0].Fields {
-		read := sql.NullString{String: text(values[i]), Valid: values[i] != nil}
-		if got := list[0].Values[i]; got.Position != i || got.Value != read {
-			t.Errorf("value %d read back at position %d %+v, want %d %+v (field %d)",
-				i, got.Position, got.Value, i, read, fd.ID)
-		}
 		if i > 0 {
 			want.WriteByte(',')
 		}
@@ -285,20 +275,6 @@ func BenchmarkSubmit(b *testing.B) {
 	for b.Loop() {
 		serve(b, e.srv, "POST", "/api/forms/"+itoa(f.ID)+"/responses", body, 201)
 	}
-}
-
-// BenchmarkSubmitParallel submits from 16 goroutines per core at once (32 on two cores),
-// as 32 load-test connections do: submits queue for the one write connection.
-func BenchmarkSubmitParallel(b *testing.B) {
-	e, f := benchEnv(b, 0)
-	body := submitBody(f)
-	b.ReportAllocs()
-	b.SetParallelism(16) // × GOMAXPROCS 2 = 32 goroutines
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			serve(b, e.srv, "POST", "/api/forms/"+itoa(f.ID)+"/responses", body, 201)
-		}
-	})
 }
 
 // BenchmarkListResponses shows the list's cost per call growing linearly with the
@@ -364,11 +340,8 @@ func FuzzJSString(f *testing.F) {
 		if !json.Valid([]byte(input)) {
 			return // the handlers never pass invalid JSON on
 		}
-		got := jsText(decodeJS(t, input))
-		dec := json.NewDecoder(strings.NewReader(input))
-		dec.UseNumber()
-		var v any
-		dec.Decode(&v)
+		v := decodeJS(t, input)
+		got := jsText(v)
 		num, isNumber := v.(json.Number)
 		n, _ := strconv.ParseFloat(string(num), 64)
 		if isNumber && !math.IsInf(n, 0) {
@@ -392,10 +365,9 @@ func FuzzSubmitBody(f *testing.F) {
 	e.createForm(fullForm()) // another form, whose field ids must never be stored
 	f.Fuzz(func(t *testing.T, body string) {
 		e.t = t
-		switch fuzzServe(t, e.srv, "POST", "/api/forms/"+itoa(form.ID)+"/responses", body) {
-		case 201, 400, 413:
-		default:
-			t.Fatalf("submit %q: unexpected status", body)
+		status := fuzzServe(t, e.srv, "POST", "/api/forms/"+itoa(form.ID)+"/responses", body)
+		if !slices.Contains([]int{201, 400, 413}, status) {
+			t.Fatalf("submit %q: unexpected status %d", body, status)
 		}
 		e.wantNoOrphans()
 	})
@@ -513,18 +485,15 @@ func TestExportCSV(t *testing.T) {
 	}
 }
 
-// TestFileTitle: white space as JavaScript's \s sees it (U+FEFF yes, U+0085 no),
-// slashes and backslashes become underscores; control and format characters go (U+0085
-// is a control character); nothing left is "form".
+// TestFileTitle: white space as JavaScript's \s sees it (U+FEFF yes, U+0085 no), and
+// tabs, become underscores; U+0085 is a control character, so it goes. TestContentDisposition
+// has the other rules, with their headers.
 func TestFileTitle(t *testing.T) {
 	for _, tc := range []struct{ title, want string }{
-		{"Q3 report", "Q3_report"},
 		{"a/b\\c\td", "a_b_c_d"},
 		{"\uFEFF", "_"},
 		{"a\u0085b", "ab"},
-		{"a\u202Eb\u2066c\u2069\u200Bd\x01", "abcd"},
 		{"a\u00a0b\u2003c", "a_b_c"},
-		{"", "form"},
 	} {
 		if got := fileTitle(tc.title); got != tc.want {
 			t.Errorf("fileTitle(%q) = %q, want %q", tc.title, got, tc.want)
@@ -574,11 +543,13 @@ func TestListCutIsIncomplete(t *testing.T) {
 	}
 }
 
-// TestSlowReaderGetsTheWholeList: a list read at a modest pace is sent whole, however long
-// it takes, since each page has the whole write timeout of its own; a client that stops
-// reading is cut once one page stalls past it. Both ends' socket buffers are small, so
-// that the server waits on the reader as over a slow link.
-func TestSlowReaderGetsTheWholeList(t *testing.T) {
+// TestSlowReaders: a list read at a modest pace is sent whole, however long it takes, since
+// each page has the whole write timeout of its own. Clients that stop reading (one in each
+// heavy slot, more than the read pool has connections) hold no connection and no snapshot:
+// reads, writes and a full WAL checkpoint go on while they stall, and each is cut once one
+// page stalls past the write timeout. Both ends' socket buffers are small, so that the
+// server waits on the reader as over a slow link.
+func TestSlowReaders(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, func(c *config) { c.WriteTimeout = 2 * time.Second })
 	f := e.createForm(fullForm())
@@ -591,42 +562,67 @@ func TestSlowReaderGetsTheWholeList(t *testing.T) {
 	hs.Config.WriteTimeout = e.srv.cfg.WriteTimeout
 	hs.Start()
 	defer hs.Close()
-	for _, stall := range []bool{false, true} {
+	get := func(path string) net.Conn {
 		conn, err := net.Dial("tcp", hs.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { conn.Close() })
 		conn.(*net.TCPConn).SetReadBuffer(64 << 10)
 		conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a broken test fails, not hangs
-		fmt.Fprintf(conn, "GET /api/forms/%d/responses HTTP/1.1\r\nHost: localhost\r\n\r\n", f.ID)
-		if stall {
-			time.Sleep(2 * e.srv.cfg.WriteTimeout)
+		fmt.Fprintf(conn, "GET /api/forms/%d%s HTTP/1.1\r\nHost: localhost\r\n\r\n", f.ID, path)
+		return conn
+	}
+	end := []byte("]\n\r\n0\r\n\r\n") // the chunked body's end
+	conn, start := get("/responses"), time.Now()
+	var got bytes.Buffer
+	buf := make([]byte, 64<<10)
+	for !bytes.HasSuffix(got.Bytes(), end) {
+		n, err := conn.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			break
 		}
-		var got bytes.Buffer
-		buf := make([]byte, 64<<10)
-		start := time.Now()
-		for {
-			n, err := conn.Read(buf)
-			got.Write(buf[:n])
-			if err != nil || bytes.HasSuffix(got.Bytes(), []byte("]\n\r\n0\r\n\r\n")) {
-				break
-			}
-			time.Sleep(time.Duration(n) * time.Microsecond) // 1 MB/s
+		time.Sleep(time.Duration(n) * time.Microsecond) // 1 MB/s
+	}
+	took := time.Since(start)
+	if !bytes.HasSuffix(got.Bytes(), end) || took < e.srv.cfg.WriteTimeout {
+		t.Errorf("a slow reader got %d bytes in %v; want the whole list, past the write timeout\n%s",
+			got.Len(), took, e.logs)
+	}
+
+	var stalled []*bufio.Reader
+	for i := range heavySlots {
+		// Read the status line and stop: the server is left writing into a full socket.
+		r := bufio.NewReader(get([]string{"/responses", "/responses.csv"}[i%2]))
+		if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "200") {
+			t.Fatalf("stalled reader: %q, %v", line, err)
 		}
-		conn.Close()
-		whole := bytes.HasSuffix(got.Bytes(), []byte("]\n\r\n0\r\n\r\n")) // the chunked body's end
-		if took := time.Since(start); !stall && (!whole || took < e.srv.cfg.WriteTimeout) {
-			t.Errorf("a slow reader got %d bytes in %v, whole %v; want the whole list, past the write timeout\n%s", got.Len(), took, whole, e.logs)
+		stalled = append(stalled, r)
+	}
+	for _, r := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/healthz", nil}, {"GET", "/api/forms/" + itoa(f.ID), nil},
+		{"PUT", "/api/settings/k", `{"value": 1}`},
+	} {
+		if status, _ := e.do(r.method, r.path, r.body); status != 200 {
+			t.Errorf("%s %s = %d while readers stall", r.method, r.path, status)
 		}
-		if stall && whole {
-			t.Errorf("a client that stopped reading for two write timeouts got the whole list")
-		}
-		if stall { // the list stops there, and the log says why
-			waitFor(t, func() bool { return strings.Contains(e.logs.String(), `msg="client gone"`) })
-			if !strings.Contains(e.logs.String(), "status=499") {
-				t.Errorf("the stalled list is not logged as a client gone (499):\n%s", e.logs)
-			}
-		}
+	}
+	var busy, logFrames, checkpointed int
+	err := e.store.write.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed)
+	if err != nil || busy != 0 {
+		t.Errorf("wal_checkpoint(TRUNCATE) = busy %d (%v): a reader still holds a snapshot", busy, err)
+	}
+	// Each stalled list stops once a page waits past the write timeout, and the log says why.
+	waitFor(t, func() bool { return strings.Count(e.logs.String(), "status=499") == len(stalled) })
+	if n := strings.Count(e.logs.String(), `msg="client gone"`); n != len(stalled) {
+		t.Errorf("%d stalled lists logged as a client gone, want %d:\n%s", n, len(stalled), e.logs)
+	}
+	if rest, _ := io.ReadAll(stalled[0]); bytes.HasSuffix(rest, end) {
+		t.Errorf("a client that stopped reading got the whole list")
 	}
 }
 
@@ -655,72 +651,4 @@ func (w *afterFirstWrite) Write(p []byte) (int, error) {
 		w.then()
 	}
 	return n, err
-}
-
-// TestExportCSVFileName: a title that is not an HTTP token downloads under its exact
-// name through RFC 6266's filename*.
-func TestExportCSVFileName(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	f := e.createForm(map[string]any{"title": `Отчёт 50% "final"`})
-	res, _ := e.getRaw("/api/forms/" + itoa(f.ID) + "/responses.csv")
-	disposition, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition"))
-	if err != nil || disposition != "attachment" {
-		t.Fatalf("Content-Disposition %q: %v", res.Header.Get("Content-Disposition"), err)
-	}
-	if want := "responses_" + itoa(f.ID) + `_Отчёт_50%_"final".csv`; params["filename"] != want {
-		t.Errorf("file name = %q, want %q", params["filename"], want)
-	}
-}
-
-// TestSlowReadersHoldNoDatabase: clients that stop reading a long answer (more of them
-// than the read pool has connections) hold no connection and no snapshot: reads, writes
-// and a full WAL checkpoint go on while they stall.
-func TestSlowReadersHoldNoDatabase(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	f := e.createForm(fullForm())
-	values := map[int64]*string{}
-	long := strings.Repeat("a long answer ", 20)
-	for _, c := range f.Categories {
-		for _, fd := range c.Fields {
-			values[fd.ID] = &long
-		}
-	}
-	for range 600 { // about 8 MB of JSON, more than loopback buffers hold
-		if _, err := e.store.CreateResponse(context.Background(), f.ID, values); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr := strings.TrimPrefix(e.http.URL, "http://")
-	for _, path := range []string{"/responses", "/responses.csv"} {
-		for range 6 {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close() })
-			fmt.Fprintf(conn, "GET /api/forms/%d%s HTTP/1.1\r\nHost: localhost\r\n\r\n", f.ID, path)
-			// Read the status line and stop: the server is left writing into a full socket.
-			line, err := bufio.NewReader(conn).ReadString('\n')
-			if err != nil || !strings.Contains(line, "200") {
-				t.Fatalf("slow reader: %q, %v", line, err)
-			}
-		}
-	}
-	for _, r := range []struct {
-		method, path string
-		body         any
-	}{
-		{"GET", "/healthz", nil}, {"GET", "/api/forms/" + itoa(f.ID), nil},
-		{"PUT", "/api/settings/k", `{"value": 1}`},
-	} {
-		if status, _ := e.do(r.method, r.path, r.body); status != 200 {
-			t.Errorf("%s %s = %d while readers stall", r.method, r.path, status)
-		}
-	}
-	var busy, logFrames, checkpointed int
-	if err := e.store.write.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil || busy != 0 {
-		t.Errorf("wal_checkpoint(TRUNCATE) = busy %d (%v): a reader still holds a snapshot", busy, err)
-	}
 }
