@@ -458,6 +458,15 @@ func TestPromptCommand(t *testing.T) {
 	if err != nil || out != "" || !strings.Contains(errOut, `stores "No emails received recently."`) {
 		t.Errorf("prompt of an empty window = %v, stdout %q, stderr %q", err, out, errOut)
 	}
+	closed, err := os.Open(os.DevNull) // read-only: the prompt cannot be written
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closed.Close()
+	getenv := func(k string) string { return env[k] }
+	if err := run(context.Background(), []string{"prompt", "tracker", "2026-11-25"}, getenv, closed, io.Discard); err == nil {
+		t.Error("prompt to a stdout that refuses writes succeeded")
+	}
 	for _, tc := range []struct {
 		unset string
 		args  []string
