@@ -464,7 +464,8 @@ func TestPromptCommand(t *testing.T) {
 	}
 	defer closed.Close()
 	getenv := func(k string) string { return env[k] }
-	if err := run(context.Background(), []string{"prompt", "tracker", "2026-11-25"}, getenv, closed, io.Discard); err == nil {
+	args := []string{"prompt", "tracker", "2026-11-25"}
+	if err := run(context.Background(), args, getenv, closed, io.Discard); err == nil {
 		t.Error("prompt to a stdout that refuses writes succeeded")
 	}
 	for _, tc := range []struct {
