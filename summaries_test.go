@@ -263,7 +263,7 @@ func TestSummaryFailuresStoreNothing(t *testing.T) {
 		{"no model key", func(c *config) { c.GenAIKey = "" }, nil, "GENAI_API_KEY is not configured", 0, 0,
 			`500 {"error":"GENAI_API_KEY is not configured"}`},
 		{"no tracker endpoint", func(c *config) { c.TrackerEndpoint = "" }, nil, "TRACKER_API_ENDPOINT is not configured", 0, 1,
-			internal},
+			`500 {"error":"TRACKER_API_ENDPOINT is not configured"}`},
 		{"no template", func(c *config) {
 			c.TrackerPromptFile, c.EmailPromptFile = "/nonexistent/t.txt", "/nonexistent/e.txt"
 		}, nil,

@@ -68,12 +68,12 @@ type ticketUser struct {
 func recentTickets(ctx context.Context, client *http.Client, cfg config,
 	start time.Time) ([]ticket, error) {
 	if cfg.TrackerEndpoint == "" {
-		return nil, errors.New("TRACKER_API_ENDPOINT is not configured")
+		return nil, rejected("TRACKER_API_ENDPOINT is not configured")
 	}
 	// Without a token MantisBT serves its anonymous account, where it has one: a summary
 	// of what a guest sees would pass for the project's. So no token, no call.
 	if cfg.TrackerKey == "" {
-		return nil, errors.New("TRACKER_API_KEY is not configured")
+		return nil, rejected("TRACKER_API_KEY is not configured")
 	}
 	set := ticketSet{start: start, seen: map[int64]time.Time{}, kept: map[int64]ticket{}}
 	var err error
