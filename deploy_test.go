@@ -88,7 +88,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	base, stop = serve()
 	defer stop()
 	for id, want := range map[int64]int{kept: 200, lost: 404} {
-		res, err := http.Get(fmt.Sprintf("%s/api/forms/%d", base, id))
+		res, err := testClient.Get(fmt.Sprintf("%s/api/forms/%d", base, id))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,11 +34,15 @@ func apiRequest(method, target string, body io.Reader) *http.Request {
 	return r
 }
 
+// testClient is the client of a test that calls a port: no request of a test outlives
+// 30 s, so a service that never answers fails the test, not the suite's timeout.
+var testClient = &http.Client{Timeout: 30 * time.Second}
+
 // waitHealthy waits until the service at base answers /healthz with 200.
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
 	waitFor(t, func() bool {
-		res, err := http.Get(base + "/healthz")
+		res, err := testClient.Get(base + "/healthz")
 		if err != nil {
 			return false
 		}
@@ -114,12 +118,24 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
 }
 
-// openStore opens the database at path, as the service does, or fails the test.
+// openStore opens the database at path, as the service does, or fails the test; within
+// 30 s, so that a store stuck on its own connection fails the test, not the suite.
 func openStore(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := OpenStore(context.Background(), path, time.Now)
-	if err != nil {
-		t.Fatalf("OpenStore(%s): %v", path, err)
+	var s *Store
+	opened := make(chan error, 1)
+	go func() {
+		var err error
+		s, err = OpenStore(context.Background(), path, time.Now)
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("OpenStore(%s): %v", path, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("OpenStore(%s) has not returned in 30 s", path)
 	}
 	return s
 }
@@ -381,6 +397,7 @@ func rawGET(t *testing.T, addr, target string) (int, string, http.Header) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second)) // a service that never answers fails the test
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", target)
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

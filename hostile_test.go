@@ -271,7 +271,7 @@ func TestHostile(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 1000 {
 				wg.Go(func() {
-					res, err := http.Get(c.base + "/api/responses/" + itoa(s.response) + "/export/pdf")
+					res, err := testClient.Get(c.base + "/api/responses/" + itoa(s.response) + "/export/pdf")
 					if err == nil {
 						io.Copy(io.Discard, res.Body)
 						res.Body.Close()

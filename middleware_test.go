@@ -153,7 +153,7 @@ func TestConnectionLimit(t *testing.T) {
 	}
 	held[0].Close()
 	waitFor(t, func() bool { return limit.open.Load() == 1 })
-	if res, err := http.Get("http://" + ln.Addr().String() + "/"); err != nil || res.StatusCode != 200 {
+	if res, err := testClient.Get("http://" + ln.Addr().String() + "/"); err != nil || res.StatusCode != 200 {
 		t.Errorf("after a connection closed: %v %v", res, err)
 	} else {
 		res.Body.Close()

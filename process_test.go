@@ -220,7 +220,7 @@ func writeLoad(base string, formID int64, clients int, pace time.Duration, stop 
 
 func createLoadForm(t *testing.T, base string) int64 {
 	t.Helper()
-	res, err := http.Post(base+"/api/forms", "application/json",
+	res, err := testClient.Post(base+"/api/forms", "application/json",
 		strings.NewReader(`{"title": "load", "categories": [{"fields": [{"label": "a", "type": "text"}]}]}`))
 	if err != nil {
 		t.Fatal(err)

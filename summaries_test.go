@@ -719,7 +719,7 @@ func TestShutdownDuringSlowModel(t *testing.T) {
 		"GENAI_API_KEY": testModelKey, "GENAI_BASE_URL": cfg.GenAIBaseURL, "GENAI_MODEL": "test-model",
 		"TRACKER_PROMPT_FILE": cfg.TrackerPromptFile,
 	})
-	res, err := http.Post(base+"/api/tracker-summaries/generate", "application/json", nil)
+	res, err := testClient.Post(base+"/api/tracker-summaries/generate", "application/json", nil)
 	if err != nil || res.StatusCode != 202 {
 		t.Fatalf("generate: %v %v", res, err)
 	}
