@@ -10,17 +10,17 @@ import (
 	"time"
 )
 
-// oneFieldForm is a form of one field of the given type with its value.
 func oneFieldForm(title, fieldType, value string) (FormDetail, map[int64]*string) {
-	form := FormDetail{Form: Form{ID: 1, Title: title}, Categories: []Category{{ID: 1, Fields: []Field{{ID: 1, Label: "Value", Type: fieldType}}}}}
+	fields := []Field{{ID: 1, Label: "Value", Type: fieldType}}
+	form := FormDetail{Form: Form{ID: 1, Title: title}, Categories: []Category{{ID: 1, Fields: fields}}}
 	return form, map[int64]*string{1: &value}
 }
 
-// TestExportPDFBoundedExpansion: a megabyte of a character no font draws (U+1FBA9, a
-// block element above the Basic Multilingual Plane) costs what a megabyte of letters
-// does, not what its 30-letter name would: the names stop at pdfNameBudget, and the rest
-// print as U+FFFD. Allocations are checked with a wide margin: about 90 MB with the
-// budget, gigabytes without it.
+// TestExportPDFBoundedExpansion: a megabyte of a character no font draws (U+1FBA9) costs
+// what a megabyte of letters does, not what its long name would: names stop at
+// pdfNameBudget, the rest print U+FFFD. About 90 MB with the budget, gigabytes without.
+// A name reaching the budget exactly prints, the next is U+FFFD; a new document has its
+// own budget.
 func TestExportPDFBoundedExpansion(t *testing.T) {
 	fonts := newFontIndex(nil) // the Go fonts alone: U+1FBA9 has no font anywhere
 	value := strings.Repeat("\U0001FBA9", 1<<20/4)
@@ -42,16 +42,20 @@ func TestExportPDFBoundedExpansion(t *testing.T) {
 		t.Errorf("%d names and %d U+FFFD, want %d names and the other %d characters as U+FFFD",
 			names, replaced, pdfNameBudget/len(name), len(value)/4-pdfNameBudget/len(name))
 	}
+	name = runeName(0x1F642)
+	l := &pdfLayout{names: pdfNameBudget - len(name)}
+	got := []string{l.missing(0x1F642), l.missing(0x1F642), (&pdfLayout{}).missing(0x1F642)}
+	if want := []string{name, "\uFFFD", name}; !slices.Equal(got, want) {
+		t.Errorf("names at the budget, past it and in a new document: %q, want %q", got, want)
+	}
 }
 
 // TestExportPDFTooLong: past pdfMaxPages the export stops with errPDFTooLong; a document
-// of pdfMaxPages pages is still written. (Text and textareas break pages through one
-// function, pdfLayout.print, which asks newPage for each.)
+// of pdfMaxPages pages is still written (all text breaks pages through pdfLayout.print).
 func TestExportPDFTooLong(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
-	// A frame holds 55 lines of 13.2 pt on a page (741.89 pt less 10 of padding), 51 on
-	// the first under the title and label: 54,996 lines on 1000 pages.
+	// A frame holds 55 lines of 13.2 pt a page (741.89 pt less 10 of padding), 51 on the first.
 	const fitting = 51 + (pdfMaxPages-1)*55
 	fits := strings.Repeat("x\n", fitting-1) + "x"
 	form, values := oneFieldForm("Long", "textarea", fits)
@@ -62,18 +66,5 @@ func TestExportPDFTooLong(t *testing.T) {
 	form, values = oneFieldForm("Long", "textarea", fits+"\nx")
 	if err := writeResponsePDF(&bytes.Buffer{}, form, values, time.Now(), fonts); !errors.Is(err, errPDFTooLong) {
 		t.Errorf("a textarea of %d lines: error %v, want errPDFTooLong", fitting+1, err)
-	}
-}
-
-// TestPDFNameBudget: a name that reaches pdfNameBudget exactly is printed, the next is
-// U+FFFD, and a new document has its own budget (the budget in a whole document:
-// TestExportPDFBoundedExpansion).
-func TestPDFNameBudget(t *testing.T) {
-	t.Parallel()
-	name := runeName(0x1F642) // [SLIGHTLY SMILING FACE], 23 letters
-	l := &pdfLayout{names: pdfNameBudget - len(name)}
-	got := []string{l.missing(0x1F642), l.missing(0x1F642), (&pdfLayout{}).missing(0x1F642)}
-	if want := []string{name, "\uFFFD", name}; !slices.Equal(got, want) {
-		t.Errorf("names at the budget, past it and in a new document: %q, want %q", got, want)
 	}
 }

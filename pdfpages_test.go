@@ -15,56 +15,48 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// keepForm is a form whose fields fall at many heights of its pages: 40 categories H0,
-// H1 ... of one to four fields labelled L1, L2 ... (every other one with a description
-// D<n>), of every kind of value in turn (a text V<n>, a textarea whose first line is
-// V<n>, a date, an empty textarea, a boolean), each category after a textarea of
-// filler lines, fewer or more by the category and seed.
-func keepForm(seed int) (FormDetail, map[int64]*string) {
-	form := FormDetail{Form: Form{ID: 1, Title: "Keep"}}
-	values := map[int64]*string{}
+// keepForm is a form whose fields fall at many heights of its pages: 40 categories H<c>
+// of one to four fields L<n> (even ones described, D<n>), of each kind in turn, each
+// category after a textarea of filler lines, their number by the category and seed.
+// follows gives what follows each label on its page: D<n>, then its value's first line,
+// or "" for an empty textarea's frame.
+func keepForm(seed int64) (form FormDetail, values map[int64]*string, follows map[string][]string) {
+	form = FormDetail{Form: Form{ID: 1, Title: "Keep"}}
+	values, follows = map[int64]*string{}, map[string][]string{}
+	kinds := []struct{ typ, value, shown string }{{"text", "V", "V"},
+		{"textarea", "V\nsecond line\nthird line", "V"}, {"date", "V", "V"}, {"textarea", "", ""},
+		{"boolean", "true", "Yes"}}
 	n := int64(0)
-	for c := range 40 {
-		fill := strings.Repeat("filler\n", (c*7+seed)%19)
-		values[-int64(c)-1] = &fill
-		form.Categories = append(form.Categories, Category{Fields: []Field{{ID: -int64(c) - 1, Label: "Filler", Type: "textarea"}}})
-		cat := Category{ID: int64(c + 1), Name: fmt.Sprintf("H%d", c)}
+	for c := range int64(40) {
+		values[-c-1] = ptr(strings.Repeat("filler\n", int((c*7+seed)%19)))
+		form.Categories = append(form.Categories,
+			Category{Fields: []Field{{ID: -c - 1, Label: "Filler", Type: "textarea"}}},
+			Category{ID: c + 1, Name: fmt.Sprintf("H%d", c)})
+		cat := &form.Categories[len(form.Categories)-1]
 		for range c%4 + 1 {
 			n++
-			kind := (n - 1) % 5
-			fd := Field{ID: n, Label: fmt.Sprintf("L%d", n), Type: []string{"text", "textarea", "date", "textarea", "boolean"}[kind]}
+			k, label := kinds[(n-1)%5], "L"+itoa(n)
+			cat.Fields = append(cat.Fields, Field{ID: n, Label: label, Type: k.typ})
 			if n%2 == 0 {
-				fd.Description = ptr(fmt.Sprintf("D%d", n))
+				cat.Fields[len(cat.Fields)-1].Description = ptr("D" + itoa(n))
+				follows[label+":"] = []string{"D" + itoa(n)}
 			}
-			v := fmt.Sprintf("V%d", n)
-			switch kind {
-			case 1:
-				v += "\nsecond line\nthird line"
-			case 3:
-				v = ""
-			case 4:
-				v = "true"
-			}
-			values[n] = &v
-			cat.Fields = append(cat.Fields, fd)
+			values[n] = ptr(strings.Replace(k.value, "V", "V"+itoa(n), 1))
+			shown := strings.Replace(k.shown, "V", "V"+itoa(n), 1)
+			follows[label+":"] = append(follows[label+":"], shown)
 		}
-		form.Categories = append(form.Categories, cat)
 	}
-	return form, values
+	return form, values, follows
 }
 
-// TestExportPDFKeepWithNext: wherever a field falls on a page, its label is on the page of
-// its description and of its value's first line (the top of its frame for an empty
-// textarea), and a category heading is on the page of its first field's label. No line
-// is set in the margins (50 pt; a descender of an 11 pt line reaches about 3 pt below its
-// baseline).
+// TestExportPDFKeepWithNext: a label is on the page of its description and its value's
+// first line (an empty textarea's frame top), a heading on its first label's page. No
+// line is in the margins (50 pt; an 11 pt descender reaches 3 pt below its baseline).
 func TestExportPDFKeepWithNext(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
-	// The filler before each category moves its fields to another height of the page;
-	// the seed changes the fillers.
-	for seed := range 4 {
-		form, values := keepForm(seed)
+	for seed := range int64(4) {
+		form, values, follows := keepForm(seed)
 		doc := exportDoc(t, form, values, fonts)
 		type pagedLine struct {
 			pdfTextLine
@@ -80,11 +72,8 @@ func TestExportPDFKeepWithNext(t *testing.T) {
 			}
 		}
 		for i, l := range lines {
-			var want []string
-			var n int
-			if _, err := fmt.Sscanf(l.Text, "L%d:", &n); err == nil {
-				want = valueLines(n)
-			} else if strings.HasPrefix(l.Text, "H") {
+			want := follows[l.Text]
+			if strings.HasPrefix(l.Text, "H") {
 				want = []string{"L"}
 			}
 			for j, w := range want {
@@ -105,24 +94,7 @@ func TestExportPDFKeepWithNext(t *testing.T) {
 	}
 }
 
-// valueLines is what follows label L<n> on its page: its description D<n> when n is
-// even, then its value: V<n>, Yes, or "" for an empty textarea's frame.
-func valueLines(n int) []string {
-	var want []string
-	if n%2 == 0 {
-		want = append(want, fmt.Sprintf("D%d", n))
-	}
-	switch (n - 1) % 5 {
-	case 3:
-		return append(want, "")
-	case 4:
-		return append(want, "Yes")
-	}
-	return append(want, fmt.Sprintf("V%d", n))
-}
-
-// frameUnder reports a frame on the page whose top edge is just under a label's baseline
-// y (PDF space, y up): within a label's and a description's line.
+// frameUnder reports a frame whose top is within two lines under a label's baseline y.
 func frameUnder(p pdfPage, y float64) bool {
 	for _, r := range p.Rects {
 		if top := r[1]; top < y && top > y-30 {
@@ -132,19 +104,15 @@ func frameUnder(p pdfPage, y float64) bool {
 	return false
 }
 
-// TestExportPDFRuleBelowDescenders: the rule under a value passes below the deepest
-// point of every character on the value's line (Hebrew final nun, Arabic meem and jeem,
-// a Devanagari vowel sign below), its 1 pt thickness included; under Latin it stays
-// where it was, 3.3 pt below the baseline.
+// TestExportPDFRuleBelowDescenders: the rule under a value, 1 pt thick, passes below
+// every character's deepest point (final nun, meem, jeem, a Devanagari vowel sign below);
+// under Latin it stays 3.3 pt below the baseline.
 func TestExportPDFRuleBelowDescenders(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
-	// ج alone (an answer: option c), first: its font's only character, not measured
-	// for another value before, as the index is shared.
+	// ج first: not measured for another value before, as the index is shared.
 	for _, value := range []string{"ج", "gjpqy", "אמן", "محمد", "कुमार", "ปฎิฏุ"} {
-		form, values := oneFieldForm("T", "text", value)
-		doc := exportDoc(t, form, values, fonts)
-		page := doc.Pages[0]
+		page := exportValue(t, fonts, "text", value).Pages[0]
 		if len(page.Segments) != 1 {
 			t.Fatalf("%s: lines drawn %v, want one rule", value, page.Segments)
 		}
@@ -158,7 +126,7 @@ func TestExportPDFRuleBelowDescenders(t *testing.T) {
 			lowest = min(lowest, g.y-glyphDepth(t, fonts, g)*g.size)
 		}
 		if ruleTop >= lowest {
-			t.Errorf("%s: the rule's top edge at y %.2f, the lowest descender at %.2f: not below it", value, ruleTop, lowest)
+			t.Errorf("%s: the rule's top at y %.2f, the lowest descender at %.2f", value, ruleTop, lowest)
 		}
 		if value == "gjpqy" && math.Abs(baseline-page.Segments[0][1]-3.3) > 0.05 {
 			t.Errorf("%s: the rule %.2f pt below the baseline, want 3.3", value, baseline-page.Segments[0][1])
@@ -166,9 +134,8 @@ func TestExportPDFRuleBelowDescenders(t *testing.T) {
 	}
 }
 
-// glyphDepth is how far a drawn character reaches below the baseline, in em, read from
-// its font file; for an Arabic letter, drawn in one of its forms from a variant of the
-// font (utf8<font>init ...), the deepest of its forms.
+// glyphDepth is how far a character reaches below the baseline, in em, from its font
+// file; for an Arabic letter (drawn from a variant, utf8<font>init ...), its deepest form.
 func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	t.Helper()
 	var sf *sfnt.Font
@@ -212,10 +179,9 @@ func glyphDepth(t *testing.T, fonts *fontIndex, g pdfGlyph) float64 {
 	return depth
 }
 
-// TestExportPDFValueDirection: a value without letters (a number, a date, Yes) takes
-// its label's direction: right-aligned under a Hebrew label, in a frame too; at the
-// margin under a Latin one, and under one without letters (a question's number), which
-// is left to right.
+// TestExportPDFValueDirection: a value without letters takes its label's direction:
+// right-aligned under a Hebrew label, at the margin under a Latin one or one without
+// letters.
 func TestExportPDFValueDirection(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -245,15 +211,13 @@ func TestExportPDFValueDirection(t *testing.T) {
 	}
 }
 
-// TestExportPDFContinuedFrame: a textarea continued on a new page is in a frame there too
-// and starts with its next line of text, not with the blank lines at the break; blank
-// lines inside a page stay.
+// TestExportPDFContinuedFrame: a textarea continued on a new page is in a frame there
+// too, starting with its next line of text, not the blank lines at the break.
 func TestExportPDFContinuedFrame(t *testing.T) {
 	t.Parallel()
 	// 51 lines fill the first page's frame (see TestExportPDFTooLong); then blank lines.
 	value := strings.Repeat("x\n", 50) + "last on page one\n\n\n\nfirst on page two\n\nthird"
-	form, values := oneFieldForm("Long", "textarea", value)
-	doc := exportDoc(t, form, values, newFontIndex(nil))
+	doc := exportValue(t, newFontIndex(nil), "textarea", value)
 	if len(doc.Pages) != 2 {
 		t.Fatalf("%d pages, want 2", len(doc.Pages))
 	}
@@ -266,8 +230,7 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	if len(page.TextLines) == 0 || page.TextLines[0].Text != "first on page two" {
 		t.Fatalf("page 2 lines %v, want to start with \"first on page two\"", page.TextLines)
 	}
-	// The frame's top is 50 pt from the top of the page, its first line 5 pt inside it.
-	top := 841.89 - 50
+	top := 841.89 - 50 // the frame's top; its first line 5 pt inside
 	if first := page.TextLines[0]; first.Y < top-5-13.2 {
 		t.Errorf("page 2's first line at y %.2f, below the frame's first line (%.2f to %.2f)", first.Y, top-5-13.2, top-5)
 	}
@@ -276,8 +239,8 @@ func TestExportPDFContinuedFrame(t *testing.T) {
 	}
 }
 
-// TestExportPDFLinesFillTheWidth: prose fills each line from the margin to the right
-// edge less a word at most, 500 pt in a text value, 490 pt inside a textarea's frame.
+// TestExportPDFLinesFillTheWidth: prose fills each line to within a word of the right
+// edge, 500 pt in a text value, 490 pt inside a textarea's frame.
 func TestExportPDFLinesFillTheWidth(t *testing.T) {
 	t.Parallel()
 	// Article 1 of the Universal Declaration of Human Rights, three times.
@@ -288,9 +251,8 @@ func TestExportPDFLinesFillTheWidth(t *testing.T) {
 		fieldType   string
 		left, right float64
 	}{{"text", 50, 550}, {"textarea", 55, 545}} {
-		form, values := oneFieldForm("T", tc.fieldType, prose)
 		var lines []pdfTextLine
-		for _, l := range exportDoc(t, form, values, newFontIndex(nil)).textLines() {
+		for _, l := range exportValue(t, newFontIndex(nil), tc.fieldType, prose).textLines() {
 			if l.Size == 11 {
 				lines = append(lines, l)
 			}
@@ -307,12 +269,10 @@ func TestExportPDFLinesFillTheWidth(t *testing.T) {
 	}
 }
 
-// TestExportPDFLineSpacing: the baselines down a page, in points from its top edge: a
-// line of size s is 1.2 s high with its baseline 0.9 s down; the title is followed by a
-// blank line of its size, a heading by half a line, a value's rule by a line of 11 pt and a
-// category by half a line of 11 pt. These are the original's moveDown steps, in this
-// layout's lines (1.2 times the size; pdfkit's are the font's own line height, so the
-// points differ).
+// TestExportPDFLineSpacing: the baselines in points from the top: a line of size s is
+// 1.2 s high, its baseline 0.9 s down; after the title a blank line of its size, after a
+// heading half a line, after a rule a line of 11 pt, after a category half of one. These
+// are the original's moveDown steps (pdfkit's lines are the font's own, so points differ).
 func TestExportPDFLineSpacing(t *testing.T) {
 	t.Parallel()
 	fields := []Field{
@@ -346,15 +306,12 @@ func TestExportPDFLineSpacing(t *testing.T) {
 	}
 }
 
-// TestExportPDFTextareaFrame: a textarea's frame, 500 wide, holds its lines, blank ones
-// included, 5 pt inside it: the first line's top 5 pt below the frame's top (its baseline
-// 0.9 × 11 pt further), the frame's bottom 5 pt below the last line's foot. An empty
-// textarea's frame is 30 pt high.
+// TestExportPDFTextareaFrame: a textarea's frame holds its lines, blank ones included,
+// 5 pt inside it, top and bottom; an empty one is 30 pt high.
 func TestExportPDFTextareaFrame(t *testing.T) {
 	t.Parallel()
 	for _, value := range []string{"first\nsecond", "a\n\nb", ""} {
-		form, values := oneFieldForm("T", "textarea", value)
-		page := exportDoc(t, form, values, newFontIndex(nil)).Pages[0]
+		page := exportValue(t, newFontIndex(nil), "textarea", value).Pages[0]
 		if len(page.Rects) != 1 || page.Rects[0][2] != 500 {
 			t.Fatalf("%q: frames %v, want one 500 wide", value, page.Rects)
 		}
@@ -378,9 +335,8 @@ func TestExportPDFTextareaFrame(t *testing.T) {
 	}
 }
 
-// TestPDFFlowExactFit: as many lines as exactly fill the rest of a page are drawn on it,
-// whatever the rounding of their heights, in a frame (5 pt of padding, 30 pt high at
-// least) or not; one line too.
+// TestPDFFlowExactFit: lines that exactly fill the rest of a page are drawn on it,
+// whatever the rounding of their heights, framed or not.
 func TestPDFFlowExactFit(t *testing.T) {
 	t.Parallel()
 	form, _ := oneFieldForm("T", "text", "")
@@ -403,10 +359,9 @@ func TestPDFFlowExactFit(t *testing.T) {
 	}
 }
 
-// TestExportPDFTitle: a title broken at a soft hyphen ends its line with a hyphen, and
-// each of its lines, hyphen included, is centred. The document's title is the form's as
-// typed, emoji included (as UTF-16 surrogate pairs), without bidi controls or names; it
-// says it was made and last changed at the export, by the service's clock.
+// TestExportPDFTitle: a title broken at a soft hyphen shows the hyphen, each line
+// centred. The metadata title is as typed, emoji included, less bidi controls; the
+// creation and change dates are the export's.
 func TestExportPDFTitle(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("Inter\u00ADnationali\u00ADsation ", 4)

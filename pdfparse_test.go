@@ -12,11 +12,8 @@ import (
 	"unicode/utf16"
 )
 
-// The PDF object parser of the Go reader in pdfreader_test.go: the file's objects, values
-// and streams, and its text strings.
-
-// PDF values as the reader holds them: float64, pdfName, pdfRef, pdfString, []any,
-// pdfDict and *pdfStream; true, false and null, which it reads nowhere, are keywords.
+// The object parser of the Go reader in pdfreader_test.go. Its values: float64, pdfName,
+// pdfRef, pdfString, []any, pdfDict, *pdfStream; true, false and null are keywords.
 type (
 	pdfName   string
 	pdfString []byte
@@ -29,8 +26,8 @@ type (
 	pdfKeyword string // an operator of a content stream, or obj, endobj, R ...
 )
 
-// pdfObjects reads the numbered objects in file order, each after its header (the
-// headers' pattern matched inside a stream's bytes is skipped), and the trailer dictionary.
+// pdfObjects reads the numbered objects (skipping headers matched inside a stream) and
+// the trailer.
 func pdfObjects(data []byte) (map[int]any, pdfDict, error) {
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
 		return nil, nil, fmt.Errorf("no %%PDF- header")
@@ -68,7 +65,6 @@ func pdfObjects(data []byte) (map[int]any, pdfDict, error) {
 // pdfObjHeader is an object's header: fpdf writes generation 0 only, at a line's start.
 var pdfObjHeader = regexp.MustCompile(`(?m)^(\d+) 0 obj\b`)
 
-// pdfLexer reads PDF values from data (the file, or a content stream).
 type pdfLexer struct {
 	data []byte
 	pos  int
@@ -94,7 +90,6 @@ func (lx *pdfLexer) skipSpace() {
 	}
 }
 
-// errPDFEnd is the end of the data where a value was expected.
 var errPDFEnd = fmt.Errorf("unexpected end of data")
 
 // value reads the next value; a reference N G R is folded into a pdfRef.
@@ -103,37 +98,29 @@ func (lx *pdfLexer) value() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch v {
-	case pdfKeyword("<<"):
-		d := pdfDict{}
-		for {
-			k, err := lx.value()
-			if err != nil {
-				return nil, err
-			}
-			if k == pdfKeyword(">>") {
-				return d, nil
-			}
-			name, ok := k.(pdfName)
-			if !ok {
-				return nil, fmt.Errorf("dictionary key %v", k)
-			}
-			if d[string(name)], err = lx.value(); err != nil {
-				return nil, err
-			}
+	if open, end := v == pdfKeyword("<<"), pdfKeyword("]"); open || v == pdfKeyword("[") {
+		if open {
+			end = pdfKeyword(">>")
 		}
-	case pdfKeyword("["):
 		var a []any
-		for {
-			e, err := lx.value()
-			if err != nil {
-				return nil, err
-			}
-			if e == pdfKeyword("]") {
-				return a, nil
+		for e, err := lx.value(); e != end; e, err = lx.value() {
+			if err != nil || e == pdfKeyword(">>") || e == pdfKeyword("]") {
+				return nil, fmt.Errorf("%v before %s: %v", e, end, err)
 			}
 			a = append(a, e)
 		}
+		if !open {
+			return a, nil
+		}
+		d := pdfDict{}
+		for i := 0; i < len(a); i += 2 {
+			name, ok := a[i].(pdfName)
+			if !ok || i+1 == len(a) {
+				return nil, fmt.Errorf("dictionary key %v", a[i])
+			}
+			d[string(name)] = a[i+1]
+		}
+		return d, nil
 	}
 	// A number may be the start of a reference: look ahead for "G R".
 	if n, ok := v.(float64); ok {
@@ -150,7 +137,6 @@ func (lx *pdfLexer) value() (any, error) {
 	return v, nil
 }
 
-// token reads one lexical token: a number, name, string, keyword or delimiter.
 func (lx *pdfLexer) token() (any, error) {
 	lx.skipSpace()
 	if lx.pos >= len(lx.data) {
@@ -159,13 +145,6 @@ func (lx *pdfLexer) token() (any, error) {
 	d := lx.data
 	c := d[lx.pos]
 	switch {
-	case c == '/':
-		lx.pos++
-		start := lx.pos
-		for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
-			lx.pos++
-		}
-		return pdfName(d[start:lx.pos]), nil
 	case c == '(':
 		return lx.literal()
 	case c == '<' && lx.pos+1 < len(d) && d[lx.pos+1] == '<', c == '>' && lx.pos+1 < len(d) && d[lx.pos+1] == '>':
@@ -183,12 +162,17 @@ func (lx *pdfLexer) token() (any, error) {
 		lx.pos++
 		return pdfKeyword(d[lx.pos-1 : lx.pos]), nil
 	}
+	if c == '/' {
+		lx.pos++
+	}
 	start := lx.pos
 	for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
 		lx.pos++
 	}
 	word := string(d[start:lx.pos])
-	if word == "" {
+	if c == '/' {
+		return pdfName(word), nil
+	} else if word == "" {
 		return nil, fmt.Errorf("unexpected %q at byte %d", c, start)
 	}
 	if f, err := strconv.ParseFloat(word, 64); err == nil && strings.Trim(word, "+-.0123456789") == "" {
@@ -230,7 +214,6 @@ func (lx *pdfLexer) literal() (pdfString, error) {
 	return nil, errPDFEnd
 }
 
-// stream reads the stream after its dictionary d and decodes FlateDecode.
 func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
 	lx.pos += len("stream\n") // fpdf ends the keyword's line with a line feed alone
 	n, ok := d["Length"].(float64)

@@ -17,9 +17,7 @@ import (
 )
 
 // readerTool runs a PDF reader's program on a PDF (its path last) and returns what it
-// prints. The Go reader below (readPDF) carries the core checks everywhere; poppler's,
-// MuPDF's and pdf.js's readers are an extra layer, run where they are installed (.ci/run
-// installs them) and skipped elsewhere.
+// prints: an extra layer over the Go reader below, skipped where not installed.
 func readerTool(t *testing.T, pdf []byte, tool string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath(tool); err != nil {
@@ -48,8 +46,7 @@ func (e *testEnv) exportPDF(responseID int64) ([]byte, http.Header) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
 		e.t.Fatalf("export %d = %d %s %.200q, want 200 and a PDF", responseID, res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
-	// The length is sent, not left to chunked encoding: the document is whole before a
-	// byte of it is.
+	// The length is sent, not chunked: the document is whole before a byte of it is.
 	if res.ContentLength != int64(len(body)) || len(res.TransferEncoding) > 0 {
 		e.t.Fatalf("export %d: Content-Length %d, Transfer-Encoding %q, want %d, none",
 			responseID, res.ContentLength, res.TransferEncoding, len(body))
@@ -69,35 +66,28 @@ func popplerLines(t *testing.T, pdf []byte) []string {
 	return lines
 }
 
-// A reader of the PDFs this service writes, so that the core checks need nothing but Go.
-// It knows what fpdf writes: objects one after another (no object streams, no
-// encryption), zlib FlateDecode streams, Type0 fonts with Identity-H, a ToUnicode CMap of
-// bfranges and a /W widths array, TrueType fonts in WinAnsiEncoding (ISO 32000-1 Annex D,
-// which Windows-1252 is for its printable characters) with /FirstChar and /Widths, and
-// text shown with Tj strings placed by Td inside BT/ET. It is not a general PDF reader
-// and fails the test on anything it does not know.
-
-// pdfDoc is what readPDF finds in a document.
+// A reader of the PDFs fpdf writes, so that the core checks need nothing but Go: objects
+// one after another, FlateDecode streams, Type0 fonts with Identity-H, fpdf's identity
+// ToUnicode CMap and a /W array, TrueType fonts in WinAnsiEncoding (ISO 32000-1 Annex D,
+// Windows-1252 for its printable characters) with /FirstChar and /Widths, and Tj strings
+// placed by Td. It fails the test on anything else.
 type pdfDoc struct {
 	Title string    // of the document information dictionary
 	Dates [2]string // its CreationDate and ModDate, as written
-	Pages []pdfPage // in page-tree order
-	Fonts []string  // the BaseFont names of the fonts the document embeds (FontFile2)
+	Pages []pdfPage
+	Fonts []string // the BaseFont names of the fonts the document embeds (FontFile2)
 }
 
-// pdfPage is one page: its media box and its text, line by line from the top, each line's
-// pieces ordered left to right (for right-to-left scripts this is visual order).
 type pdfPage struct {
 	MediaBox  [4]float64
-	Right     float64       // where the rightmost character other than a space ends
-	Rects     [][4]float64  // the rectangles drawn (re): x, y, width, height in PDF space
-	Segments  [][4]float64  // the straight lines drawn (m, l): x1, y1, x2, y2 in PDF space
-	TextLines []pdfTextLine // the lines of text with where and how each is set
-	Glyphs    []pdfGlyph    // the characters shown, in the order they are drawn
+	Rects     [][4]float64 // the rectangles drawn (re): x, y, width, height in PDF space
+	Segments  [][4]float64 // the straight lines drawn (m, l): x1, y1, x2, y2 in PDF space
+	TextLines []pdfTextLine
+	Glyphs    []pdfGlyph // in the order drawn
 }
 
-// pdfTextLine is one line of text on a page: where it starts and ends (x, in points from
-// the left edge) and the font and size of its first character.
+// pdfTextLine is one line of text: where it starts and ends (x, in points from the left
+// edge) and the font and size of its first character.
 type pdfTextLine struct {
 	Text    string // the glyphs' text, left to right
 	Typed   string // the text they stand for (/ActualText), in the order they are shown
@@ -107,7 +97,6 @@ type pdfTextLine struct {
 	Size    float64
 }
 
-// textLines is every page's text lines, in order.
 func (d pdfDoc) textLines() []pdfTextLine {
 	var lines []pdfTextLine
 	for _, p := range d.Pages {
@@ -116,7 +105,6 @@ func (d pdfDoc) textLines() []pdfTextLine {
 	return lines
 }
 
-// lines is every page's lines of text, in order.
 func (d pdfDoc) lines() []string {
 	var lines []string
 	for _, l := range d.textLines() {
@@ -125,8 +113,7 @@ func (d pdfDoc) lines() []string {
 	return lines
 }
 
-// readPDF reads a document fpdf wrote, whose page tree is one node over all its pages; a
-// document it cannot read fails the test.
+// readPDF reads a document fpdf wrote, whose page tree is one node over all its pages.
 func readPDF(t *testing.T, data []byte) pdfDoc {
 	t.Helper()
 	objs, trailer, err := pdfObjects(data)
@@ -169,21 +156,17 @@ func readPDF(t *testing.T, data []byte) pdfDoc {
 	return doc
 }
 
-// pdfReader resolves references and remembers the fonts it has read.
 type pdfReader struct {
 	objs  map[int]any
 	fonts map[string]*pdfFont // by resource name
 }
 
+// resolve is the object v refers to (fpdf refers to no reference), or v.
 func (r *pdfReader) resolve(v any) any {
-	for i := 0; i < 10; i++ {
-		ref, ok := v.(pdfRef)
-		if !ok {
-			return v
-		}
-		v = r.objs[int(ref)]
+	if ref, ok := v.(pdfRef); ok {
+		return r.objs[int(ref)]
 	}
-	return nil
+	return v
 }
 
 // page reads a page, whose media box is its own or else the page tree's.
@@ -206,47 +189,27 @@ func (r *pdfReader) page(node, mediaBox any) (pdfPage, error) {
 	}
 	res, _ := r.resolve(d["Resources"]).(pdfDict)
 	fontRes, _ := r.resolve(res["Font"]).(pdfDict)
-	shown, err := r.showText(content.data, fontRes)
-	if err != nil {
+	if err := r.showText(&page, content.data, fontRes); err != nil {
 		return page, err
 	}
-	page.Glyphs, page.Rects, page.Segments = shown.glyphs, shown.rects, shown.segments
 	page.TextLines = pdfLines(page.Glyphs)
-	for _, g := range page.Glyphs {
-		if g.text != " " {
-			page.Right = max(page.Right, g.endX)
-		}
-	}
 	return page, nil
 }
 
-// pdfFont is what the reader needs of a font: its name, how many bytes a character code
-// takes, the code's text (ToUnicode) and its width (in 1/1000 of the font size).
+// pdfFont is a font's name, its code's bytes and widths (in 1/1000 of the font size).
 type pdfFont struct {
 	name      string
 	codeBytes int
-	ranges    []pdfCMapRange
 	widths    map[int]float64
 	dw        float64
 }
 
-type pdfCMapRange struct {
-	lo, hi int
-	dst    []rune // the text of lo; the last rune counts up for the rest of the range
-}
-
+// text is a code's text: a 2-byte code is its character, as fpdf's ToUnicode CMap says.
 func (f *pdfFont) text(code int) string {
-	for _, rg := range f.ranges {
-		if code >= rg.lo && code <= rg.hi && len(rg.dst) > 0 {
-			rs := slices.Clone(rg.dst)
-			rs[len(rs)-1] += rune(code - rg.lo)
-			return string(rs)
-		}
-	}
 	if f.codeBytes == 1 {
 		return string(charmap.Windows1252.DecodeByte(byte(code)))
 	}
-	return "\uFFFD"
+	return string(rune(code))
 }
 
 func (f *pdfFont) width(code int) float64 {
@@ -256,7 +219,6 @@ func (f *pdfFont) width(code int) float64 {
 	return f.dw
 }
 
-// font reads the font of resource name res from the page's font resources.
 func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 	if f, ok := r.fonts[res]; ok {
 		return f, nil
@@ -272,6 +234,10 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 			return nil, fmt.Errorf("font %s: encoding %v", name, d["Encoding"])
 		}
 		f.codeBytes = 2
+		if s, ok := r.resolve(d["ToUnicode"]).(*pdfStream); !ok ||
+			!bytes.Contains(s.data, []byte("beginbfrange\n<0000> <FFFF> <0000>\nendbfrange")) {
+			return nil, fmt.Errorf("font %s: ToUnicode not fpdf's identity", name)
+		}
 		desc, _ := r.resolve(d["DescendantFonts"]).([]any)
 		if len(desc) != 1 {
 			return nil, fmt.Errorf("font %s: descendant fonts %v", name, desc)
@@ -282,27 +248,20 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 		}
 		// /W: c [w1 w2 ...] gives widths from c on; c1 c2 w gives one width to c1..c2.
 		w, _ := r.resolve(cid["W"]).([]any)
-		for i := 0; i < len(w); {
-			first, ok := r.resolve(w[i]).(float64)
-			if !ok || i+1 >= len(w) {
-				return nil, fmt.Errorf("font %s: bad /W at %d", name, i)
-			}
-			if a, ok := r.resolve(w[i+1]).([]any); ok {
+		for i := 0; i+1 < len(w); i += 2 {
+			first, _ := w[i].(float64)
+			if a, ok := w[i+1].([]any); ok {
 				for j, v := range a {
-					f.widths[int(first)+j], _ = r.resolve(v).(float64)
+					f.widths[int(first)+j], _ = v.(float64)
 				}
-				i += 2
-				continue
-			}
-			last, ok1 := r.resolve(w[i+1]).(float64)
-			if i+2 >= len(w) || !ok1 {
+			} else if last, ok := w[i+1].(float64); ok && i+2 < len(w) {
+				for c := int(first); c <= int(last); c++ {
+					f.widths[c], _ = w[i+2].(float64)
+				}
+				i++
+			} else {
 				return nil, fmt.Errorf("font %s: bad /W at %d", name, i)
 			}
-			width, _ := r.resolve(w[i+2]).(float64)
-			for c := int(first); c <= int(last); c++ {
-				f.widths[c] = width
-			}
-			i += 3
 		}
 	} else {
 		if d["Encoding"] != pdfName("WinAnsiEncoding") {
@@ -315,47 +274,11 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 		}
 		f.dw = 500
 	}
-	if s, ok := r.resolve(d["ToUnicode"]).(*pdfStream); ok {
-		if err := f.readCMap(s.data); err != nil {
-			return nil, fmt.Errorf("font %s ToUnicode: %w", name, err)
-		}
-	}
 	r.fonts[res] = f
 	return f, nil
 }
 
-// readCMap reads the bfrange sections of a ToUnicode CMap, each range's text a UTF-16
-// string (fpdf writes no bfchar sections, nor ranges of arrays).
-func (f *pdfFont) readCMap(data []byte) error {
-	lx := &pdfLexer{data: data}
-	var stack []any
-	for {
-		v, err := lx.value()
-		if err == errPDFEnd {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		switch v {
-		case pdfKeyword("endbfchar"):
-			return fmt.Errorf("a bfchar section")
-		case pdfKeyword("endbfrange"):
-			for i := 0; i+2 < len(stack); i += 3 {
-				lo, hi, dst := stack[i].(pdfString), stack[i+1].(pdfString), stack[i+2].(pdfString)
-				f.ranges = append(f.ranges, pdfCMapRange{pdfCode(lo), pdfCode(hi),
-					[]rune(pdfTextString(append(pdfString{0xFE, 0xFF}, dst...)))})
-			}
-		}
-		if _, ok := v.(pdfKeyword); ok {
-			stack = stack[:0]
-		} else {
-			stack = append(stack, v)
-		}
-	}
-}
-
-// pdfCode is a character code written as a string of its bytes, big-endian.
+// pdfCode is a character code written as its bytes, big-endian.
 func pdfCode(s pdfString) int {
 	n := 0
 	for _, b := range s {
@@ -364,10 +287,8 @@ func pdfCode(s pdfString) int {
 	return n
 }
 
-// pdfGlyph is one shown character: its text, where it starts and ends on the baseline,
-// the font size, and the text it stands for: its own, or for the first glyph of a
-// marked-content span with /ActualText the span's (the span's other glyphs stand for
-// nothing).
+// pdfGlyph is one shown character; typed is its text, or for the first glyph of a span
+// with /ActualText the span's (the span's others stand for nothing).
 type pdfGlyph struct {
 	text       string
 	x, y, endX float64
@@ -376,21 +297,12 @@ type pdfGlyph struct {
 	typed      string
 }
 
-// pageContent is what a page's content stream shows and draws: its glyphs in the order
-// shown, and the rectangles and straight lines it draws.
-type pageContent struct {
-	glyphs   []pdfGlyph
-	rects    [][4]float64
-	segments [][4]float64
-}
-
-// contentReader runs a content stream's operators, keeping the text state they change.
 type contentReader struct {
 	r            *pdfReader
 	fontRes      pdfDict
-	out          pageContent
-	stack        []any   // the operands of the next operator
-	pathX, pathY float64 // the current point of a path
+	out          *pdfPage // its Glyphs, Rects and Segments
+	stack        []any    // the operands of the next operator
+	pathX, pathY float64  // the current point of a path
 	font         *pdfFont
 	size         float64
 	lineX, lineY float64 // where the text line starts (Td)
@@ -399,22 +311,21 @@ type contentReader struct {
 	actual       string  // its /ActualText
 }
 
-// pdfOperands are the operators the reader knows and how many operands each takes; the
-// colour and line-style operators and ET change nothing it reads.
+// pdfOperands are the operators the reader knows and their operand counts.
 var pdfOperands = map[pdfKeyword]int{"m": 2, "l": 2, "re": 4, "S": 0, "Td": 2, "Tf": 2, "Tj": 1,
 	"BT": 0, "ET": 0, "BDC": 2, "EMC": 0, "g": 1, "G": 1, "w": 1, "j": 1, "J": 1}
 
-// showText runs a content stream's text, path and marked-content operators.
-func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, error) {
-	c := &contentReader{r: r, fontRes: fontRes, span: -1}
+// showText adds to page what content shows and draws.
+func (r *pdfReader) showText(page *pdfPage, content []byte, fontRes pdfDict) error {
+	c := &contentReader{r: r, fontRes: fontRes, out: page, span: -1}
 	lx := &pdfLexer{data: content}
 	for {
 		v, err := lx.value()
 		if err == errPDFEnd {
-			return c.out, nil
+			return nil
 		}
 		if err != nil {
-			return pageContent{}, err
+			return err
 		}
 		op, ok := v.(pdfKeyword)
 		if !ok {
@@ -423,32 +334,31 @@ func (r *pdfReader) showText(content []byte, fontRes pdfDict) (pageContent, erro
 		}
 		need, known := pdfOperands[op]
 		if !known || len(c.stack) != need {
-			return pageContent{}, fmt.Errorf("operator %s with %d operands", op, len(c.stack))
+			return fmt.Errorf("operator %s with %d operands", op, len(c.stack))
 		}
 		if err := c.run(op); err != nil {
-			return pageContent{}, err
+			return err
 		}
 		c.stack = c.stack[:0]
 	}
 }
 
-// number is the operand n places from the top of the stack (1 is the last).
+// number is the operand n places from the top of the stack (1: the last).
 func (c *contentReader) number(n int) float64 {
 	f, _ := c.stack[len(c.stack)-n].(float64)
 	return f
 }
 
-// run runs one operator on the operands stacked.
 func (c *contentReader) run(op pdfKeyword) error {
 	switch op {
 	case "m", "l":
 		if op == "l" {
 			segment := [4]float64{c.pathX, c.pathY, c.number(2), c.number(1)}
-			c.out.segments = append(c.out.segments, segment)
+			c.out.Segments = append(c.out.Segments, segment)
 		}
 		c.pathX, c.pathY = c.number(2), c.number(1)
 	case "re":
-		c.out.rects = append(c.out.rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
+		c.out.Rects = append(c.out.Rects, [4]float64{c.number(4), c.number(3), c.number(2), c.number(1)})
 	case "BT":
 		c.lineX, c.lineY, c.x = 0, 0, 0
 	case "Td":
@@ -465,30 +375,27 @@ func (c *contentReader) run(op pdfKeyword) error {
 		s, _ := c.stack[0].(pdfString)
 		return c.show(s)
 	case "BDC":
-		// At the end of a span with an /ActualText, its first glyph stands for that text
-		// and the others for nothing.
 		props, _ := c.stack[1].(pdfDict)
 		actual, ok := props["ActualText"].(pdfString)
 		if !ok || c.span >= 0 {
 			return fmt.Errorf("marked content %v inside a span: %v", props, c.span >= 0)
 		}
-		c.span, c.actual = len(c.out.glyphs), pdfTextString(actual)
+		c.span, c.actual = len(c.out.Glyphs), pdfTextString(actual)
 	case "EMC":
 		if c.span < 0 {
 			return fmt.Errorf("EMC outside a span")
 		}
-		for i := c.span; i < len(c.out.glyphs); i++ {
-			c.out.glyphs[i].typed = ""
+		for i := c.span; i < len(c.out.Glyphs); i++ {
+			c.out.Glyphs[i].typed = ""
 		}
-		if c.span < len(c.out.glyphs) {
-			c.out.glyphs[c.span].typed = c.actual
+		if c.span < len(c.out.Glyphs) {
+			c.out.Glyphs[c.span].typed = c.actual
 		}
 		c.span = -1
 	}
 	return nil
 }
 
-// show shows a string's glyphs in the current font.
 func (c *contentReader) show(s pdfString) error {
 	font := c.font
 	if font == nil {
@@ -498,17 +405,15 @@ func (c *contentReader) show(s pdfString) error {
 		code := pdfCode(s[i : i+font.codeBytes])
 		adv := font.width(code) / 1000 * c.size
 		text := font.text(code)
-		c.out.glyphs = append(c.out.glyphs, pdfGlyph{text: text, x: c.x, y: c.lineY, endX: c.x + adv,
+		c.out.Glyphs = append(c.out.Glyphs, pdfGlyph{text: text, x: c.x, y: c.lineY, endX: c.x + adv,
 			size: c.size, font: font.name, typed: text})
 		c.x += adv
 	}
 	return nil
 }
 
-// pdfLines groups glyphs into lines by their baseline, top to bottom, and orders each
-// line's glyphs left to right (Typed keeps the order shown). A gap wider than a fifth of
-// the font size between two glyphs is a space, as pdftotext reads it. Lines of only
-// spaces are left out.
+// pdfLines groups glyphs into lines by baseline, top to bottom, each left to right (Typed
+// in the order shown); a gap over a fifth of the size is a space, as pdftotext reads it.
 func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	type line struct {
 		y      float64
@@ -516,18 +421,11 @@ func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 	}
 	var lines []*line
 	for _, g := range glyphs {
-		var into *line
-		for _, l := range lines {
-			if math.Abs(l.y-g.y) < g.size*0.3 {
-				into = l
-				break
-			}
+		i := slices.IndexFunc(lines, func(l *line) bool { return math.Abs(l.y-g.y) < g.size*0.3 })
+		if i < 0 {
+			i, lines = len(lines), append(lines, &line{y: g.y})
 		}
-		if into == nil {
-			into = &line{y: g.y}
-			lines = append(lines, into)
-		}
-		into.glyphs = append(into.glyphs, g)
+		lines[i].glyphs = append(lines[i].glyphs, g)
 	}
 	slices.SortStableFunc(lines, func(a, b *line) int { return cmp.Compare(b.y, a.y) })
 	var out []pdfTextLine
@@ -556,7 +454,6 @@ func pdfLines(glyphs []pdfGlyph) []pdfTextLine {
 		}
 		tl.Typed = strings.Join(strings.Fields(typed.String()), " ")
 		if tl.Text = strings.Join(strings.Fields(b.String()), " "); tl.Text != "" {
-			tl.Font = tl.Font[strings.IndexByte(tl.Font, '+')+1:] // drop the subset prefix
 			out = append(out, tl)
 		}
 	}

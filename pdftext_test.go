@@ -18,13 +18,18 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// exportDoc writes a form's PDF with the given fonts and reads it back.
+// exportValue is the document of a form T of one field, of fieldType, holding value.
+func exportValue(t *testing.T, fonts *fontIndex, fieldType, value string) pdfDoc {
+	t.Helper()
+	form, values := oneFieldForm("T", fieldType, value)
+	return exportDoc(t, form, values, fonts)
+}
+
 func exportDoc(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) pdfDoc {
 	t.Helper()
 	return readPDF(t, writePDF(t, form, values, fonts))
 }
 
-// writePDF writes a form's PDF with the given fonts.
 func writePDF(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -34,11 +39,9 @@ func writePDF(t *testing.T, form FormDetail, values map[int64]*string, fonts *fo
 	return buf.Bytes()
 }
 
-// TestExportPDFBreakCharacters: in a textarea a lone carriage return and the line and
-// paragraph separators break lines as a newline does; elsewhere they, and a tab, are a
-// space. A soft hyphen inside a line that does not break there is invisible, as are
-// joiners, byte-order marks and bidi marks (not printed as their names); decomposed
-// letters print composed; a value of blanks alone is a line with nothing on it.
+// TestExportPDFBreakCharacters: in a textarea CR, LS and PS break lines as LF does;
+// elsewhere they, and a tab, are a space. An unbroken soft hyphen, joiners, byte-order
+// marks and bidi marks are invisible (not names); decomposed letters print composed.
 func TestExportPDFBreakCharacters(t *testing.T) {
 	t.Parallel()
 	fonts := newFontIndex(nil)
@@ -54,19 +57,16 @@ func TestExportPDFBreakCharacters(t *testing.T) {
 		{"text", "a\u200Db\uFEFFc\u200Ed", []string{"abcd"}},
 		{"text", "   ", nil},
 	} {
-		form, values := oneFieldForm("T", tc.fieldType, tc.value)
-		got := exportDoc(t, form, values, fonts).lines()
+		got := exportValue(t, fonts, tc.fieldType, tc.value).lines()
 		if want := append([]string{"T", "Value:"}, tc.want...); !slices.Equal(got, want) {
 			t.Errorf("%s %q: lines %q, want %q", tc.fieldType, tc.value, got, want)
 		}
 	}
 }
 
-// TestExportPDFMarks: a mark is drawn over its base (its ink's middle over the base, not
-// at its edge, and a mark no wider than its base not starting before it), whatever the
-// default place its font gives it (a keycap's frame is centred on the 1 before it); a Thai tone mark over an upper vowel, and stacked accents, are raised
-// clear of the mark below; a mark at the start of a line is drawn over a no-break space
-// right of the margin, not over the margin.
+// TestExportPDFMarks: a mark's ink is centred over its base (a keycap's frame exactly),
+// whatever place its font gives it; a Thai tone over an upper vowel, and stacked accents,
+// clear the mark below; a mark starting a line sits on a no-break space, not the margin.
 func TestExportPDFMarks(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -74,7 +74,7 @@ func TestExportPDFMarks(t *testing.T) {
 		name, value string
 		base        rune
 		marks       []rune // over base, in the order they stack
-		centred     bool   // each mark's ink centred on its base widened for a frame (frames enclose, not stack)
+		centred     bool   // a frame, which encloses rather than stacks
 	}{
 		{"Thai tone over an upper vowel", "ปั้น", 'ป', []rune{'\u0E31', '\u0E49'}, false},
 		{"Thai tone over a consonant", "กี่", 'ก', []rune{'\u0E35', '\u0E48'}, false},
@@ -82,13 +82,12 @@ func TestExportPDFMarks(t *testing.T) {
 		{"Hebrew point", "שָׁלוֹם", 'ש', []rune{'\u05B8'}, false},
 		{"lone mark", "\u0301abc", '\u00A0', []rune{'\u0301'}, false},
 		{"keycap", "1\uFE0F\u20E3", '1', []rune{'\u20E3'}, true},
-		{"keycap after a symbol", "\u2600 1\uFE0F\u20E3", '1', []rune{'\u20E3'}, true}, // ☀ from Noto Sans Symbols2, which has no keycap mark
+		// ☀'s font has no keycap.
+		{"keycap after ☀", "\u2600 1\uFE0F\u20E3", '1', []rune{'\u20E3'}, true},
 		{"keycap and a circle", "1\u20E3\u20DD", '1', []rune{'\u20E3', '\u20DD'}, true},
 		{"keycap and an accent", "1\u20E3\u0301", '1', []rune{'\u20E3', '\u0301'}, true},
 	} {
-		form, values := oneFieldForm("T", "text", tc.value)
-		doc := exportDoc(t, form, values, fonts)
-		gs := doc.Pages[0].Glyphs
+		gs := exportValue(t, fonts, "text", tc.value).Pages[0].Glyphs
 		bi := slices.IndexFunc(gs, func(g pdfGlyph) bool { return g.text == string(tc.base) })
 		if bi < 0 {
 			t.Errorf("%s: no base %q drawn: %v", tc.name, tc.base, gs)
@@ -110,14 +109,16 @@ func TestExportPDFMarks(t *testing.T) {
 			inkLeft, inkMid := g.x+box.minX*g.size, g.x+(box.minX+box.maxX)/2*g.size
 			narrow := (box.maxX-box.minX)*g.size <= base.endX-base.x
 			if inkMid <= base.x || inkMid >= base.endX || narrow && inkLeft < base.x-0.01 {
-				t.Errorf("%s: %U's ink from x %.2f, its middle at %.2f, not over its base %q, %.2f to %.2f", tc.name, m, inkLeft, inkMid, tc.base, base.x, base.endX)
+				t.Errorf("%s: %U's ink from x %.2f, middle %.2f, not over %q, %.2f to %.2f",
+					tc.name, m, inkLeft, inkMid, tc.base, base.x, base.endX)
 			}
 			if baseMid := (base.x + base.endX) / 2; tc.centred && math.Abs(inkMid-baseMid) > 0.1 {
 				t.Errorf("%s: %U's ink centred at x %.2f, its base's middle at %.2f", tc.name, m, inkMid, baseMid)
 			}
 			bottom, top := g.y-base.y+box.bottom*g.size, g.y-base.y+box.top*g.size
 			if !tc.centred && bottom < below {
-				t.Errorf("%s: %U from %.2f pt above the baseline overprints the mark below, up to %.2f", tc.name, m, bottom, below)
+				t.Errorf("%s: %U from %.2f pt overprints the mark below, up to %.2f",
+					tc.name, m, bottom, below)
 			}
 			below = top
 		}
@@ -125,20 +126,14 @@ func TestExportPDFMarks(t *testing.T) {
 }
 
 // TestExportPDFMarkLimits: keycaps side by side keep a space between their frames; only
-// an enclosing mark (a keycap's frame) widens its base: IPA's tie bar in "t͡s" (U+0361,
-// 0.77 em in Noto Sans over a "t" of 0.3) leaves the letters as close as without it; a
-// long run of marks on one base (hostile text) is raised only so far, not over the lines
-// above, and the combining grapheme joiners NFC puts after every 30 marks are not drawn
-// (a font that has one draws a dashed box).
+// an enclosing mark widens its base (not IPA's tie bar in "t͡s", 0.77 em over a t of 0.3);
+// 500 marks on one base are raised only so far, and the grapheme joiners NFC puts after
+// every 30 are not drawn (a font that has one draws a dashed box).
 func TestExportPDFMarkLimits(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
-	drawn := func(value string) []pdfGlyph {
-		form, values := oneFieldForm("T", "text", value)
-		return exportDoc(t, form, values, fonts).Pages[0].Glyphs
-	}
-	var frames [][2]float64 // each keycap frame's ink, left to right
-	for _, g := range drawn("1\uFE0F\u20E3 2\uFE0F\u20E3") {
+	var frames [][2]float64 // each keycap frame's ink
+	for _, g := range exportValue(t, fonts, "text", "1\uFE0F\u20E3 2\uFE0F\u20E3").Pages[0].Glyphs {
 		if g.text == "\u20E3" {
 			box := markBoxOf(t, fonts, g.font, '\u20E3')
 			frames = append(frames, [2]float64{g.x + box.minX*g.size, g.x + box.maxX*g.size})
@@ -148,14 +143,15 @@ func TestExportPDFMarkLimits(t *testing.T) {
 		t.Errorf("keycap frames' ink %v, want two at least a space (%.1f pt) apart", frames, 0.2*11)
 	}
 	at := map[string]pdfGlyph{}
-	for _, g := range drawn("t\u0361s") {
+	for _, g := range exportValue(t, fonts, "text", "t\u0361s").Pages[0].Glyphs {
 		at[g.text] = g
 	}
 	if gap := at["s"].x - at["t"].endX; at["s"].size == 0 || math.Abs(gap) > 0.01 {
 		t.Errorf("s begins %.2f pt after the t ends, want 0: the tie bar widened its base", gap)
 	}
 	var base float64
-	for _, g := range drawn("q" + strings.Repeat("\u0301", 500)) {
+	marks := exportValue(t, fonts, "text", "q"+strings.Repeat("\u0301", 500))
+	for _, g := range marks.Pages[0].Glyphs {
 		switch {
 		case g.text == "q":
 			base = g.y
@@ -167,7 +163,6 @@ func TestExportPDFMarkLimits(t *testing.T) {
 	}
 }
 
-// markBoxOf is a mark's box in the fallback font whose BaseFont is font.
 func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	t.Helper()
 	for _, f := range fonts.fallbacks {
@@ -181,11 +176,9 @@ func markBoxOf(t *testing.T, fonts *fontIndex, font string, m rune) markBox {
 	return markBox{}
 }
 
-// TestExportPDFFallbackStyles: characters the Go fonts lack are drawn in the style of
-// their place where the system has it beside the regular face: bold in the title and
-// headings, bold for the semi-bold labels (no semi-bold is installed), italic in
-// descriptions, regular in values; regular where no such face is installed (Thai has no
-// italic, Droid Sans Fallback no bold).
+// TestExportPDFFallbackStyles: characters the Go fonts lack are drawn in their place's
+// style where installed: bold in the title, headings and (no semi-bold) labels, italic in
+// descriptions; regular otherwise (Thai has no italic, Droid Sans Fallback no bold).
 func TestExportPDFFallbackStyles(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
@@ -195,11 +188,10 @@ func TestExportPDFFallbackStyles(t *testing.T) {
 	}}}}
 	values := map[int64]*string{2: ptr("ảnh ภาษา")}
 	doc := exportDoc(t, form, values, fonts)
-	drawn := map[string][]string{} // the fonts each character is drawn in
+	drawn := map[string][]string{}
 	for _, g := range doc.Pages[0].Glyphs {
-		font := g.font[strings.IndexByte(g.font, '+')+1:]
-		if !slices.Contains(drawn[g.text], font) {
-			drawn[g.text] = append(drawn[g.text], font)
+		if !slices.Contains(drawn[g.text], g.font) {
+			drawn[g.text] = append(drawn[g.text], g.font)
 		}
 	}
 	for char, want := range map[string][]string{
@@ -219,21 +211,17 @@ func TestExportPDFFallbackStyles(t *testing.T) {
 }
 
 // TestExportPDFTextLayer: every script prints as itself, from fallback fonts where the Go
-// fonts end (Arabic letters drawn from variants of the font whose character maps give
-// each letter its joined form); an emoji prints as its name. Left-to-right values start
-// at the margin, right-to-left ones end at the right edge, their glyphs in visual order.
-// Each value's text layer, read in the order shown with /ActualText, is what was typed:
-// right-to-left runs in logical order, brackets as typed (drawn with their partner's
-// glyph), letters rather than presentation forms (but the lam-alef ligature, see
-// drawCell: equal once normalised, NFKC), an emoji rather than its name. Where installed,
-// pdftotext (which reads /ActualText and orders by position), MuPDF and pdf.js (which
-// read the order shown) are checked on the lines and words they read right.
+// fonts end (Arabic from variants whose character maps give each letter its joined form),
+// an emoji as its name; left-to-right values start at the margin, right-to-left ones end
+// at the right edge. The text layer (/ActualText) is what was typed: logical order,
+// brackets as typed (drawn mirrored), letters not presentation forms (NFKC), the emoji.
+// pdftotext, MuPDF and pdf.js are checked on the lines and words they read right.
 func TestExportPDFTextLayer(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
 	rows := []struct {
 		label, value string
-		dir          int // 1: left to right, as the Go reader reads it; -1: right to left; 0: mixed
+		dir          int // 1: left to right; -1: right to left; 0: mixed
 	}{
 		{"Chinese", "今天天气很好，我们去公园散步。北京是中国的首都。", 1},
 		{"Japanese", "東京は日本の首都です。ひらがなとカタカナも使います。", 1},
@@ -267,8 +255,6 @@ func TestExportPDFTextLayer(t *testing.T) {
 			continue
 		}
 		l, shown := lines[i+1], strings.ReplaceAll(r.value, "🙂", "[SLIGHTLY SMILING FACE]")
-		// Reversed and normalised (NFKC, which maps presentation forms and the lam-alef
-		// ligatures to the letters), a right-to-left line is the text as typed.
 		logical := []rune(l.Text)
 		slices.Reverse(logical)
 		if norm.NFKC.String(l.Typed) != norm.NFKC.String(r.value) {
@@ -298,25 +284,22 @@ func TestExportPDFTextLayer(t *testing.T) {
 		if strings.HasSuffix(g.font, "mirrored") && strings.Contains("()[]", g.text) {
 			mirrored++
 		}
-		// The digits, Latin and brackets are the Go fonts' (spaces may be the fallback
-		// font's before them), also after a bracket drawn from the mirrored variant.
+		// ASCII other than spaces is the Go fonts', also after a mirrored bracket.
 		goFont := strings.HasPrefix(strings.TrimPrefix(g.font, "utf8"), "go")
 		if g.text != " " && g.text < "\u0080" && !goFont {
 			t.Errorf("%q shown in %s, not in a Go font", g.text, g.font)
 		}
 	}
-	// The brackets of the two right-to-left values, not those of the left-to-right one.
 	if mirrored != 4 {
-		t.Errorf("%d brackets drawn with their partner's glyph, want 4", mirrored)
+		t.Errorf("%d brackets drawn mirrored, want the 4 of the right-to-left values", mirrored)
 	}
 	value := map[string]string{}
 	for _, r := range rows {
 		value[r.label] = r.value
 	}
 	t.Run("pdftotext", func(t *testing.T) {
-		// pdftotext orders a right-to-left paragraph with numbers or brackets by its own
-		// rules (it starts "שלום (עולם) 12" with the 12), and moves the Arabic comma:
-		// the other lines, and words.
+		// pdftotext orders mixed right-to-left lines by its own rules and moves the
+		// Arabic comma: the other lines, and words.
 		text := strings.Join(popplerLines(t, pdf), "\n")
 		for _, r := range rows {
 			if r.dir != 0 {
@@ -334,17 +317,15 @@ func TestExportPDFTextLayer(t *testing.T) {
 			value["Thai"], value["Latin"])
 	})
 	t.Run("pdf.js", func(t *testing.T) {
-		// pdf.js reads the order shown, but not /ActualText (the emoji's name), and writes
-		// no space where the next glyph is drawn left of the last (between right-to-left
-		// words): the words, and the lines without right-to-left spaces.
+		// pdf.js reads neither /ActualText nor spaces between right-to-left words.
 		checkReaderText(t, "pdf.js", pdfjsText(t, pdf), "(ID 42) signed דוד", "כהן",
 			"שלום", "(עולם)", "12", "מחיר", "50%", "[הנחה]", "السلام", "عليكم،", "مرحبا", "بالعالم",
 			"Thanks ", " a lot", value["Devanagari"], value["Thai"], value["Latin"])
 	})
 }
 
-// checkReaderText checks that a reader's text, less the bidi controls pdftotext puts
-// around right-to-left runs and normalised (NFKC), holds each of want.
+// checkReaderText checks that a reader's text, less bidi controls, holds each of want
+// (NFKC).
 func checkReaderText(t *testing.T, reader, text string, want ...string) {
 	t.Helper()
 	text = norm.NFKC.String(strings.Map(func(r rune) rune {
@@ -360,8 +341,7 @@ func checkReaderText(t *testing.T, reader, text string, want ...string) {
 	}
 }
 
-// pdfjsScript prints the text pdf.js (Firefox's reader) gives a PDF, as Firefox copies it:
-// its text items in order, a line break after each that ends a line.
+// pdfjsScript prints the text pdf.js (Firefox's reader) gives a PDF, as Firefox copies it.
 const pdfjsScript = `
 console.log = console.error; // pdf.js's warnings (no canvas package: not needed for text)
 const [lib, file] = process.argv.slice(1);
@@ -377,9 +357,8 @@ for (let p = 1; p <= doc.numPages; p++) {
 process.stdout.write(out);
 `
 
-// pdfjsText is pdf.js's text of a PDF, read by node with the pdfjs-dist package in the
-// folder PDFJS_DIST (.ci/run installs version 4.10.38 and sets it); it skips the test
-// where either is missing.
+// pdfjsText is pdf.js's text of a PDF, read by node with the pdfjs-dist in PDFJS_DIST
+// (.ci/run installs 4.10.38 and sets it).
 func pdfjsText(t *testing.T, pdf []byte) string {
 	t.Helper()
 	dist := os.Getenv("PDFJS_DIST")
@@ -390,8 +369,7 @@ func pdfjsText(t *testing.T, pdf []byte) string {
 	return readerTool(t, pdf, "node", "--input-type=module", "-e", pdfjsScript, lib)
 }
 
-// writeFont writes dir/name, a copy of ttf whose character map gives each character of
-// glyphOf the glyph of the character it maps to, and nothing else.
+// writeFont writes dir/name, a copy of ttf whose character map is glyphOf alone.
 func writeFont(t *testing.T, dir, name string, ttf []byte, glyphOf map[rune]rune) {
 	t.Helper()
 	font, err := withCmap(ttf, glyphOf)
@@ -412,12 +390,10 @@ func glyphA(chars string) map[rune]rune {
 	return glyphOf
 }
 
-// TestFontNeedsUnicodeMap: a font draws only through a format 4 Unicode character map,
-// the one fpdf reads: one whose map is a symbol font's (Windows encoding 0, Wingdings')
-// or a Macintosh one draws nothing. The fonts are Go Regular with one map, relabelled.
-// parse looks through the maps the cmap table lists, as many as its header says and no
-// more: a symbol font's map of many segments (whose bytes, read as records, would run
-// past the table) draws nothing either.
+// TestFontNeedsUnicodeMap: a font draws only through a format 4 Unicode map, the one fpdf
+// reads, not a symbol font's (Windows encoding 0) nor a Macintosh one; only the maps the
+// cmap header counts are read (a symbol map of 16 segments, read as records, would run
+// past the table). The fonts are Go Regular with one map, relabelled.
 func TestFontNeedsUnicodeMap(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -443,44 +419,37 @@ func TestFontNeedsUnicodeMap(t *testing.T) {
 	}
 }
 
-// TestExportPDFFallbackChoice: the font each character of a value is drawn in, where the
-// fallback fonts are made here: copies of Go Regular whose character maps give the
-// characters listed the glyph of A, or of Noto Sans with the maps listed.
+// TestExportPDFFallbackChoice: the font each character is drawn in, from fallback fonts
+// made here: copies of Go Regular (or Noto Sans) with the character maps listed.
 func TestExportPDFFallbackChoice(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		noto  bool                     // the fonts are Noto Sans's copies, not Go Regular's
+		noto  bool
 		fonts map[string]map[rune]rune // file name: character map
-		gone  rune                     // found by the index in the fonts, which are then removed
+		gone  rune                     // found in the fonts, which are then removed
 		value string
 		want  []string // the value's glyphs, in runs of one font: "font:text"
 	}{
-		// A character a fallback font has is drawn from it, but a private-use or unassigned
-		// one is printed as its code point even so; a run of characters stays in the fallback
-		// font of the one before where that font has the next (ख), though a font tried
-		// earlier has it too.
+		// A private-use or unassigned character prints as its code point though a font
+		// has it; a run stays in the font of the one before where it can (ख).
 		{name: "code points, and a run in one font", value: "\uE000 \u0378 कख",
 			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("\uE000\u0378ख"), "Zzb.ttf": glyphA("कख")},
 			want:  []string{"goregular:[U+E000] [U+0378] ", "utf8zzb:कख"}},
-		// An Arabic letter whose one font has its isolated presentation form (U+FE8D) but not
-		// the letter is drawn as that form, a glyph the font has, not as the letter it lacks.
+		// A letter whose font has only its isolated form (U+FE8D) is drawn as that form.
 		{name: "presentation form only", value: "\u0627",
 			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("\uFE8D")}, want: []string{"utf8zza:\uFE8D"}},
-		// A fallback font removed while the service runs (its package uninstalled) after the
-		// index found the character in it prints the character's name.
+		// A font removed while the service runs (uninstalled) prints the name.
 		{name: "font gone", value: "क", gone: 'क',
 			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("क")}, want: []string{"goregular:[DEVANAGARI LETTER KA]"}},
-		// A space after a fallback font's glyph is drawn in that font, so that a run of its
-		// words is one text operation; a space after a Go font's glyph stays in the Go font,
-		// as does one after an invisible character dropped.
+		// A space after a fallback glyph is in its font (one text operation a run); after a
+		// Go font's glyph, or an invisible character dropped, in the Go font.
 		{name: "space in a fallback run", value: "क ख a b",
 			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("कख ")}, want: []string{"utf8zza:क ख ", "goregular:a b"}},
 		{name: "space after an invisible character", value: "क\u200B a",
 			fonts: map[string]map[rune]rune{"Zza.ttf": glyphA("कख ")}, want: []string{"utf8zza:क", "goregular: a"}},
-		// A mark whose glyph in the font of the letter before has no ink (as a font may map a
-		// mark it lacks to an empty glyph) is drawn from a font that has it: Zzb draws the
-		// accent with the empty glyph of U+200B.
+		// A mark whose glyph in its letter's font has no ink (Zzb maps it to U+200B's)
+		// is drawn from a font that has it.
 		{name: "mark without ink", value: "क\u0301", noto: true, fonts: map[string]map[rune]rune{
 			"Zza.ttf": {'\u0301': '\u0301'}, "Zzb.ttf": {'क': 'a', '\u0301': '\u200B'}},
 			want: []string{"utf8zzb:क", "utf8zza:\u0301"}},
@@ -512,10 +481,9 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 					}
 				}
 			}
-			form, values := oneFieldForm("T", "text", tc.value)
 			var runs []string
-			for _, g := range exportDoc(t, form, values, fonts).Pages[0].Glyphs {
-				font := g.font[strings.IndexByte(g.font, '+')+1:] + ":"
+			for _, g := range exportValue(t, fonts, "text", tc.value).Pages[0].Glyphs {
+				font := g.font + ":"
 				switch n := len(runs); {
 				case g.size != 11: // the title and label
 				case n > 0 && strings.HasPrefix(runs[n-1], font):
@@ -531,10 +499,9 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 	}
 }
 
-// TestFontIndexNames: a font file reached twice (through a link) is indexed once, and
-// files of one name in two folders get family names of their own. A fallback's styled
-// face shares its stem as the file names have it, so that FooBar-Bold.ttf is FooBar.ttf's
-// bold but not Foo-Bar.ttf's.
+// TestFontIndexNames: a font file reached twice (a link) is indexed once; files of one
+// name in two folders get families of their own; FooBar-Bold.ttf is FooBar.ttf's bold but
+// not Foo-Bar.ttf's.
 func TestFontIndexNames(t *testing.T) {
 	t.Parallel()
 	first, second := t.TempDir(), t.TempDir()
@@ -565,7 +532,6 @@ func TestFontIndexNames(t *testing.T) {
 	}
 }
 
-// cmapOffset is where a font's cmap table starts, as its table directory has it.
 func cmapOffset(ttf []byte) uint32 {
 	for i := range int(binary.BigEndian.Uint16(ttf[4:])) {
 		if rec := ttf[12+16*i:]; string(rec[:4]) == "cmap" {
@@ -575,11 +541,9 @@ func cmapOffset(ttf []byte) uint32 {
 	return 0
 }
 
-// TestWithCmapTable: the character map withCmap adds starts on a 4-byte boundary, as the
-// OpenType file format wants every table, whatever the length of the font before it, and
-// its one subtable is a format 4 map whose header fields are the specification's
-// ("cmap — Character to Glyph Index Mapping Table": language 0, searchRange 2 × 2^⌊log2
-// segCount⌋, entrySelector its log2, rangeShift the rest), read back by x/image's sfnt.
+// TestWithCmapTable: withCmap's table starts on a 4-byte boundary, as OpenType wants,
+// and its format 4 subtable's header is the specification's ("cmap — Character to Glyph
+// Index Mapping Table": searchRange 2 × 2^⌊log2 segCount⌋, entrySelector its log2).
 func TestWithCmapTable(t *testing.T) {
 	t.Parallel()
 	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
@@ -621,11 +585,9 @@ func TestWithCmapTable(t *testing.T) {
 	}
 }
 
-// TestExportPDFTypedText: a value's text layer (/ActualText), its lines' in order, is the
-// text typed, as pdftotext reads it too: an emoji printed as its name broken over two lines
-// stands once, on the line where its name starts; a soft hyphen printed as a hyphen where
-// a line breaks is the soft hyphen, in right-to-left text as in left-to-right; the bidi
-// controls between the characters of a cell (two emoji names drawn as one) are left out.
+// TestExportPDFTypedText: the text layer, line by line, is the text typed, in pdftotext
+// too: an emoji whose name breaks stands once, a soft hyphen printed at a break is the
+// soft hyphen (right to left too), bidi controls inside a cell are left out.
 func TestExportPDFTypedText(t *testing.T) {
 	t.Parallel()
 	fonts := needFallbackFonts(t)
