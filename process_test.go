@@ -464,6 +464,17 @@ func TestHealthRefusedWrites(t *testing.T) {
 	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz once the database is writable = %d %s", status, raw)
 	}
+	// Once a write went through, healthz no longer probes: with the write connection held
+	// it answers 200 at once, where a probe would wait for the connection and fail.
+	e.store.writeWait = 100 * time.Millisecond
+	held, err := e.store.write.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, raw := e.do("GET", "/healthz", nil); status != 200 {
+		t.Errorf("healthz after the database took a write, its connection held = %d %s", status, raw)
+	}
+	held.Close()
 	// After a refused write, a probe that fails for another reason (a trigger refusing its
 	// insert alone) keeps the 503.
 	if _, err := e.store.write.Exec(`CREATE TRIGGER no_probe BEFORE INSERT ON settings
@@ -475,7 +486,6 @@ func TestHealthRefusedWrites(t *testing.T) {
 		t.Errorf("healthz with its probe failing = %d %s, want 503", status, raw)
 	}
 	// The probe waits for the write connection at most writeWait, as a client's write does.
-	e.store.writeWait = 100 * time.Millisecond
 	conn, err := e.store.write.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
