@@ -390,8 +390,17 @@ func TestListStopsWhenTheClientLeaves(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		rec := httptest.NewRecorder()
 		before := len(e.logs.String())
-		e.srv.ServeHTTP(&afterFirstWrite{ResponseWriter: rec, then: cancel},
-			apiRequest("GET", path, nil).WithContext(ctx))
+		served := make(chan struct{}) // bounded: a list stuck in the store fails, not hangs
+		go func() {
+			defer close(served)
+			e.srv.ServeHTTP(&afterFirstWrite{ResponseWriter: rec, then: cancel},
+				apiRequest("GET", path, nil).WithContext(ctx))
+		}()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no answer in 30 s", path)
+		}
 		body := rec.Body.String()
 		if n := strings.Count(body, `"id":`); n != listPageRows || strings.HasSuffix(body, "]\n") {
 			t.Errorf("%s: %d items sent, the list closed: %v; want the first page alone, cut", path, n, strings.HasSuffix(body, "]\n"))
