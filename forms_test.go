@@ -15,13 +15,7 @@ import (
 func TestFormLifecycle(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	before := time.Now().UTC().Truncate(time.Millisecond)
 	f := e.createForm(fullForm())
-	created, err := time.Parse("2006-01-02T15:04:05.000Z", f.CreatedAt)
-	if err != nil || created.Before(before) {
-		t.Errorf("createdAt = %q (%v), want a toISOString() timestamp not before %v",
-			f.CreatedAt, err, before)
-	}
 	form := `{"id":1,"title":"Site inspection","description":"Yearly check","createdAt":"@",` +
 		`"categories":[{"id":1,"formId":1,"name":"General","sortOrder":0,"fields":[` +
 		`{"id":1,"categoryId":1,"label":"Inspector","type":"text","description":"Full name",` +
@@ -52,11 +46,8 @@ func TestFormLifecycle(t *testing.T) {
 		{"DELETE", nil, 200, `{"message":"Form 1 and all related data deleted successfully."}`},
 		{"GET", nil, 404, `{"error":"Form not found"}`},
 	} {
-		status, raw := e.do(step.method, "/api/forms/1", step.body)
-		want := strings.ReplaceAll(step.want, "@", f.CreatedAt)
-		if status != step.status || strings.TrimSpace(string(raw)) != want {
-			t.Errorf("%s = %d %s,\nwant %d %s", step.method, status, raw, step.status, want)
-		}
+		e.wantReply(step.method, "/api/forms/1", step.body, step.status,
+			strings.ReplaceAll(step.want, "@", f.CreatedAt))
 	}
 }
 
@@ -67,70 +58,62 @@ func TestFormLifecycle(t *testing.T) {
 func TestListsNewestFirst(t *testing.T) {
 	clock := &testClock{now: time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)}
 	e := newTestEnvAt(t, clock.Now)
-	if status, raw := e.do("GET", "/api/forms", nil); status != 200 || string(raw) != "[]\n" {
-		t.Errorf("empty list = %d %s, want 200 []", status, raw)
-	}
+	e.wantReply("GET", "/api/forms", nil, 200, "[]")
 	form := e.createForm(fullForm()) // the form the responses go to, listed last
 	field := itoa(form.Categories[0].Fields[0].ID)
 	hours := []int{12, 9, 11, 11}
-	var responses []int64
 	for _, hour := range hours {
 		clock.Set(time.Date(2026, 11, 26, hour, 0, 0, 0, time.UTC))
 		e.createForm(map[string]any{"title": fmt.Sprint(hour)})
-		responses = append(responses, e.submit(form.ID, map[string]any{field: hour}))
+		e.submit(form.ID, map[string]any{field: hour})
 	}
-	newestFirst := []int{0, 3, 2, 1}
-	var forms []string
-	for _, i := range newestFirst {
-		forms = append(forms, fmt.Sprintf(`{"id":%d,"title":"%d","description":null,`+
-			`"createdAt":"2026-11-26T%02d:00:00.000Z"}`, i+2, hours[i], hours[i]))
+	var forms, list []string
+	for _, i := range []int{0, 3, 2, 1} { // newest first
+		at := fmt.Sprintf("2026-11-26T%02d:00:00.000Z", hours[i])
+		forms = append(forms, fmt.Sprintf(
+			`{"id":%d,"title":"%d","description":null,"createdAt":"%s"}`, i+2, hours[i], at))
+		list = append(list, fmt.Sprintf(`{"id":%d,"submittedAt":"%s","values":{"%s":{"label":`+
+			`"Inspector","type":"text","value":"%d"}}}`, i+1, at, field, hours[i]))
 	}
 	forms = append(forms, `{"id":1,"title":"Site inspection","description":"Yearly check",`+
 		`"createdAt":"2026-11-26T08:00:00.000Z"}`)
-	if _, raw := e.do("GET", "/api/forms", nil); string(raw) != "["+strings.Join(forms, ",")+"]\n" {
-		t.Errorf("forms listed %s\nwant %s", raw, forms)
-	}
-	var list []listedResponse
-	e.doJSON("GET", "/api/forms/"+itoa(form.ID)+"/responses", nil, &list)
-	var got []int64
-	for _, r := range list {
-		got = append(got, r.ID)
-	}
-	want := []int64{responses[0], responses[3], responses[2], responses[1]}
-	if !slices.Equal(got, want) {
-		t.Errorf("responses listed %v, want %v (by submittedAt)", got, want)
-	}
+	e.wantReply("GET", "/api/forms", nil, 200, "["+strings.Join(forms, ",")+"]")
+	e.wantReply("GET", "/api/forms/"+itoa(form.ID)+"/responses", nil, 200,
+		"["+strings.Join(list, ",")+"]")
 }
 
 func TestFormIDs(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	for _, id := range []string{"abc", "12abc", "1.5", "-1", "+1", "%2012", "1e3", "0x10"} {
-		for _, m := range []string{"GET", "PUT", "DELETE"} {
-			e.wantError(m, "/api/forms/"+id, map[string]any{"title": "x"}, 400, "Invalid form ID")
+	for _, r := range []struct {
+		method, suffix string
+		body           any
+		missing        string // @: the id read
+	}{
+		{"GET", "", nil, "Form not found"},
+		{"PUT", "", map[string]any{"title": "x"}, "update form @: Record not found"},
+		{"DELETE", "", nil, "delete form @: Record not found"},
+		{"GET", "/responses", nil, "Form not found"},
+		{"GET", "/responses.csv", nil, "Form not found"},
+		{"POST", "/responses", map[string]any{"values": map[string]any{"1": "a"}},
+			"submit response for form @: Record not found"},
+	} {
+		for _, id := range []string{"abc", "12abc", "1.5", "-1", "+1", "%2012", "1e3", "0x10"} {
+			e.wantError(r.method, "/api/forms/"+id+r.suffix, r.body, 400, "Invalid form ID")
 		}
-		e.wantError("GET", "/api/forms/"+id+"/responses", nil, 400, "Invalid form ID")
-		e.wantError("POST", "/api/forms/"+id+"/responses", map[string]any{"values": map[string]any{"1": "a"}}, 400, "Invalid form ID")
+		// Digits beyond int64 are an id still, of no row (they read as 0, which no row has).
+		for id, read := range map[string]string{"999": "999", "9223372036854775808": "0",
+			"1234567890123456789012345678901234567890": "0"} {
+			e.wantError(r.method, "/api/forms/"+id+r.suffix, r.body, 404,
+				strings.ReplaceAll(r.missing, "@", read))
+		}
 	}
-	e.wantError("GET", "/api/forms/999", nil, 404, "Form not found")
-	e.wantError("GET", "/api/forms/999/responses", nil, 404, "Form not found")
-	e.wantError("GET", "/api/forms/999/responses.csv", nil, 404, "Form not found")
-	e.wantError("GET", "/api/forms/abc/responses.csv", nil, 400, "Invalid form ID")
-	// Digits beyond int64 are an id still, of no row (they read as 0, which no row has).
-	for _, id := range []string{"9223372036854775808", "1234567890123456789012345678901234567890"} {
-		e.wantError("GET", "/api/forms/"+id, nil, 404, "Form not found")
-		e.wantError("PUT", "/api/forms/"+id, map[string]any{"title": "x"}, 404, "update form 0: Record not found")
-		e.wantError("DELETE", "/api/forms/"+id, nil, 404, "delete form 0: Record not found")
-		e.wantError("GET", "/api/forms/"+id+"/responses", nil, 404, "Form not found")
-		e.wantError("POST", "/api/forms/"+id+"/responses", map[string]any{"values": map[string]any{"1": "a"}}, 404, "submit response for form 0: Record not found")
-	}
-	e.wantError("DELETE", "/api/forms/999", nil, 404, "delete form 999: Record not found")
-	e.wantError("PUT", "/api/forms/999", map[string]any{"title": "x"}, 404, "update form 999: Record not found")
 	// Title is checked before existence.
 	e.wantError("PUT", "/api/forms/999", map[string]any{"title": ""}, 400, "Form title is required")
 	// A missing form is reported before a bad field, as the original checked inside its transaction.
 	e.wantError("PUT", "/api/forms/999", map[string]any{"title": "x", "categories": []any{
-		map[string]any{"fields": []any{map[string]any{"label": "a", "type": "nope"}}}}}, 404, "update form 999: Record not found")
+		map[string]any{"fields": []any{map[string]any{"label": "a", "type": "nope"}}}}},
+		404, "update form 999: Record not found")
 }
 
 // TestFormValidation checks every rejected body and that none of them changes anything,
@@ -215,8 +198,8 @@ func TestTitlesKeptVerbatim(t *testing.T) {
 			t.Errorf("stored %q, read back %+v", title, f)
 		}
 	}
-	if n := e.count("forms"); n != 6 {
-		t.Errorf("forms = %d, want 6", n)
+	if n := e.count("fields"); n != 6 { // none deleted by another's label
+		t.Errorf("fields = %d, want 6", n)
 	}
 }
 
@@ -255,11 +238,8 @@ func TestRemovalsTakeTheirRows(t *testing.T) {
 			}
 		}
 		e.wantNoOrphans()
-		if tc.method == "PUT" {
-			var now FormDetail
-			e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &now)
-			id := e.submit(f.ID, map[string]any{old: "old field",
-				itoa(now.Categories[0].Fields[0].ID): "new"})
+		if tc.method == "PUT" { // its one field is 11, after the two forms' ten
+			id := e.submit(f.ID, map[string]any{old: "old field", "11": "new"})
 			if v := e.storedValue(id); show(v) != `"new"` {
 				t.Errorf("a submit to the updated form stored %s, want only the new field's", show(v))
 			}
@@ -320,31 +300,20 @@ func TestReadsFollowSortOrder(t *testing.T) {
 			map[string]any{"label": "c", "type": "date"}, map[string]any{"label": "d", "type": "boolean"}}},
 	}})
 	list := "/api/forms/" + itoa(f.ID) + "/responses"
-	if status, raw := e.do("GET", list, nil); status != 200 || string(raw) != "[]\n" {
-		t.Errorf("list of a form without responses = %d %s, want 200 []", status, raw)
-	}
-	for _, q := range []string{
-		`UPDATE categories SET sortOrder = 1 - sortOrder WHERE formId = ?`,
-		`UPDATE fields SET sortOrder = 1 - sortOrder WHERE categoryId IN (SELECT id FROM categories WHERE formId = ?)`,
-	} {
-		if _, err := e.store.write.Exec(q, f.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.wantReply("GET", list, nil, 200, "[]")
+	e.exec(`UPDATE categories SET sortOrder = 1 - sortOrder WHERE formId = ?`, f.ID)
+	e.exec(`UPDATE fields SET sortOrder = 1 - sortOrder
+		WHERE categoryId IN (SELECT id FROM categories WHERE formId = ?)`, f.ID)
 	e.store.forms.drop(f.ID) // the change went around the store
 
-	var got FormDetail
-	e.doJSON("GET", "/api/forms/"+itoa(f.ID), nil, &got)
-	var order []string
-	for _, c := range got.Categories {
-		order = append(order, c.Name)
-		for _, fd := range c.Fields {
-			order = append(order, fd.Label)
-		}
-	}
-	if want := "second d c first b a"; strings.Join(order, " ") != want {
-		t.Errorf("form read order = %q, want %q", strings.Join(order, " "), want)
-	}
+	e.wantReply("GET", "/api/forms/"+itoa(f.ID), nil, 200, `{"id":1,"title":"T",`+
+		`"description":null,"createdAt":"2026-11-26T09:00:00.000Z","categories":[`+
+		`{"id":2,"formId":1,"name":"second","sortOrder":0,"fields":[`+
+		`{"id":4,"categoryId":2,"label":"d","type":"boolean","description":null,"sortOrder":0},`+
+		`{"id":3,"categoryId":2,"label":"c","type":"date","description":null,"sortOrder":1}]},`+
+		`{"id":1,"formId":1,"name":"first","sortOrder":1,"fields":[`+
+		`{"id":2,"categoryId":1,"label":"b","type":"number","description":null,"sortOrder":0},`+
+		`{"id":1,"categoryId":1,"label":"a","type":"text","description":null,"sortOrder":1}]}]}`)
 
 	first := e.submit(f.ID, map[string]any{"1": "x", "2": 7, "3": nil, "4": false})
 	empty := e.submit(f.ID, map[string]any{"nope": 1})
@@ -354,9 +323,7 @@ func TestReadsFollowSortOrder(t *testing.T) {
 		`"3":{"label":"c","type":"date","value":null},`+
 		`"2":{"label":"b","type":"number","value":"7"},`+
 		`"1":{"label":"a","type":"text","value":"x"}}}]`, empty, at, first, at)
-	if status, raw := e.do("GET", list, nil); status != 200 || strings.TrimSpace(string(raw)) != want {
-		t.Errorf("list = %d %s\nwant %s", status, raw, want)
-	}
+	e.wantReply("GET", list, nil, 200, want)
 }
 
 // BenchmarkCreateFormLarge creates a form at the limits: 100 categories of 10 fields,

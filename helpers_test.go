@@ -100,20 +100,15 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 	hs.Client().Timeout = 30 * time.Second // a broken handler fails its test, not the suite's timeout
 	t.Cleanup(func() {
 		// Bounded, as the client is; the store stays open for a stuck handler or job.
-		stopped := make(chan bool, 1)
-		go func() {
+		var stopped bool
+		within(t, 15*time.Second, "the requests and jobs of the test", func() {
 			hs.Close() // waits for the requests in flight
-			stopped <- srv.jobs.stop(5 * time.Second)
-		}()
-		select {
-		case ok := <-stopped:
-			if !ok {
-				t.Errorf("background jobs did not stop")
-			}
-			store.Close()
-		case <-time.After(15 * time.Second):
-			t.Errorf("requests or jobs still running 15 s after the test: one is stuck")
+			stopped = srv.jobs.stop(5 * time.Second)
+		})
+		if !stopped {
+			t.Errorf("background jobs did not stop")
 		}
+		store.Close()
 	})
 	return &testEnv{t: t, srv: srv, store: store, http: hs, logs: logs}
 }
@@ -123,21 +118,29 @@ func newTestEnvAt(t testing.TB, now func() time.Time, change ...func(*config)) *
 func openStore(t testing.TB, path string) *Store {
 	t.Helper()
 	var s *Store
-	opened := make(chan error, 1)
-	go func() {
-		var err error
+	var err error
+	within(t, 30*time.Second, "OpenStore("+path+")", func() {
 		s, err = OpenStore(context.Background(), path, time.Now)
-		opened <- err
-	}()
-	select {
-	case err := <-opened:
-		if err != nil {
-			t.Fatalf("OpenStore(%s): %v", path, err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("OpenStore(%s) has not returned in 30 s", path)
+	})
+	if err != nil {
+		t.Fatalf("OpenStore(%s): %v", path, err)
 	}
 	return s
+}
+
+// within runs f and fails t if f has not returned in d: a call stuck on a lock fails its test.
+func within(t testing.TB, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %v, stuck", what, d)
+	}
 }
 
 // newDatabaseFile creates an empty, migrated database in a new folder and closes it, for
@@ -239,6 +242,16 @@ func (e *testEnv) doJSON(method, path string, body, out any) int {
 	return status
 }
 
+// wantReply checks a JSON reply's status, and its body byte for byte, want and the
+// newline json.Encoder ends it with.
+func (e *testEnv) wantReply(method, path string, body any, wantStatus int, want string) {
+	e.t.Helper()
+	status, raw := e.do(method, path, body)
+	if status != wantStatus || string(raw) != want+"\n" {
+		e.t.Errorf("%s %s = %d %s,\nwant %d %s", method, path, status, raw, wantStatus, want)
+	}
+}
+
 // wantError checks a JSON error reply byte for byte.
 func (e *testEnv) wantError(method, path string, body any, wantStatus int, wantMsg string) {
 	e.t.Helper()
@@ -281,6 +294,14 @@ func (e *testEnv) count(table string) int {
 		e.t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// exec runs a statement on the write connection, around the store, or fails the test.
+func (e *testEnv) exec(query string, args ...any) {
+	e.t.Helper()
+	if _, err := e.store.write.Exec(query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
 }
 
 // snapshot returns the whole content of every form table, to prove that nothing changed.
@@ -378,12 +399,9 @@ func (e *testEnv) wantNoOrphans() {
 func (e *testEnv) createFormWithToken(token string) int64 {
 	e.t.Helper()
 	status, raw := e.do("POST", "/api/forms", `{"title": "t"}`, "Authorization", "Bearer "+token)
-	if status != 201 {
-		e.t.Fatalf("create with token = %d %s", status, raw)
-	}
 	var f savedForm
-	if err := json.Unmarshal(raw, &f); err != nil {
-		e.t.Fatalf("decode %s: %v", raw, err)
+	if err := json.Unmarshal(raw, &f); status != 201 || err != nil {
+		e.t.Fatalf("create with token = %d %s (%v)", status, raw, err)
 	}
 	return f.ID
 }
@@ -545,9 +563,7 @@ var builtBinary = sync.OnceValues(func() (string, error) {
 // fullForm uses every field type, descriptions present, empty and absent, and an
 // unnamed category.
 func fullForm() map[string]any {
-	return map[string]any{
-		"title":       "Site inspection",
-		"description": "Yearly check",
+	return map[string]any{"title": "Site inspection", "description": "Yearly check",
 		"categories": []any{
 			map[string]any{"name": "General", "fields": []any{
 				map[string]any{"label": "Inspector", "type": "text", "description": "Full name"},
@@ -558,8 +574,7 @@ func fullForm() map[string]any {
 				map[string]any{"label": "Notes", "type": "textarea"},
 				map[string]any{"label": "Passed", "type": "boolean"},
 			}},
-		},
-	}
+		}}
 }
 
 // waitFor polls cond until it holds or 10 s pass.

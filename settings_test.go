@@ -9,9 +9,7 @@ import (
 func TestSettings(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
-	cases := []struct {
-		key, body, want string
-	}{
+	cases := []struct{ key, body, want string }{
 		{"theme", `{"value": "dark"}`, `{"key":"theme","value":"dark"}`},
 		{"theme", `{"value": "light"}`, `{"key":"theme","value":"light"}`}, // overwrite
 		{"n", `{"value": 1.50}`, `{"key":"n","value":"1.5"}`},
@@ -26,20 +24,10 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		path := "/api/settings/" + url.PathEscape(tc.key)
-		status, raw := e.do("PUT", path, tc.body)
-		if status != 200 || strings.TrimSpace(string(raw)) != tc.want {
-			t.Errorf("PUT %s %s = %d %s, want 200 %s", path, tc.body, status, raw, tc.want)
-		}
-		status, raw = e.do("GET", path, nil)
-		if status != 200 || strings.TrimSpace(string(raw)) != tc.want {
-			t.Errorf("GET %s = %d %s, want 200 %s", path, status, raw, tc.want)
-		}
+		e.wantReply("PUT", path, tc.body, 200, tc.want)
+		e.wantReply("GET", path, nil, 200, tc.want)
 	}
-
-	status, raw := e.do("GET", "/api/settings/missing", nil)
-	if want := `{"key":"missing","value":""}`; status != 200 || strings.TrimSpace(string(raw)) != want {
-		t.Errorf("GET missing = %d %s, want 200 %s", status, raw, want)
-	}
+	e.wantReply("GET", "/api/settings/missing", nil, 200, `{"key":"missing","value":""}`)
 
 	before := e.snapshot()
 	e.wantError("PUT", "/api/settings/theme", `{}`, 400, "Setting value is required in the request body")
@@ -55,7 +43,6 @@ func TestSettings(t *testing.T) {
 	if e.snapshot() != before {
 		t.Errorf("rejected setting writes changed the database")
 	}
-	if status, _ := e.do("PUT", "/api/settings/"+strings.Repeat("k", 256), `{"value": "x"}`); status != 200 {
-		t.Errorf("a 256-byte key = %d, want 200", status)
-	}
+	key := strings.Repeat("k", 256)
+	e.wantReply("PUT", "/api/settings/"+key, `{"value": "x"}`, 200, `{"key":"`+key+`","value":"x"}`)
 }
