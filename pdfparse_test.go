@@ -15,15 +15,12 @@ import (
 // The object parser of the Go reader in pdfreader_test.go. Its values: float64, pdfName,
 // pdfRef, pdfString, []any, pdfDict, *pdfStream; true, false and null are keywords.
 type (
-	pdfName   string
-	pdfString []byte
-	pdfRef    int // object number; fpdf writes generation 0 only
-	pdfDict   map[string]any
-	pdfStream struct {
-		dict pdfDict
-		data []byte // decoded
-	}
-	pdfKeyword string // an operator of a content stream, or obj, endobj, R ...
+	pdfName    string
+	pdfString  []byte
+	pdfRef     int // object number; fpdf writes generation 0 only
+	pdfDict    map[string]any
+	pdfStream  struct{ data []byte } // its data decoded
+	pdfKeyword string                // an operator of a content stream, or obj, endobj, R ...
 )
 
 // pdfObjects reads the numbered objects (skipping headers matched inside a stream) and
@@ -65,6 +62,9 @@ func pdfObjects(data []byte) (map[int]any, pdfDict, error) {
 // pdfObjHeader is an object's header: fpdf writes generation 0 only, at a line's start.
 var pdfObjHeader = regexp.MustCompile(`(?m)^(\d+) 0 obj\b`)
 
+// pdfRefTail is what follows the number of a reference.
+var pdfRefTail = regexp.MustCompile(`^ 0 R\b`)
+
 type pdfLexer struct {
 	data []byte
 	pos  int
@@ -74,25 +74,16 @@ func isPDFSpace(c byte) bool { return strings.IndexByte("\x00\t\n\f\r ", c) >= 0
 
 func isPDFDelim(c byte) bool { return strings.IndexByte("()<>[]{}/%", c) >= 0 }
 
+// skipSpace skips white space; fpdf writes no comment after the header.
 func (lx *pdfLexer) skipSpace() {
-	for lx.pos < len(lx.data) {
-		c := lx.data[lx.pos]
-		switch {
-		case isPDFSpace(c):
-			lx.pos++
-		case c == '%':
-			for lx.pos < len(lx.data) && lx.data[lx.pos] != '\n' && lx.data[lx.pos] != '\r' {
-				lx.pos++
-			}
-		default:
-			return
-		}
+	for lx.pos < len(lx.data) && isPDFSpace(lx.data[lx.pos]) {
+		lx.pos++
 	}
 }
 
 var errPDFEnd = fmt.Errorf("unexpected end of data")
 
-// value reads the next value; a reference N G R is folded into a pdfRef.
+// value reads the next value; a reference, which fpdf writes as N 0 R, is a pdfRef.
 func (lx *pdfLexer) value() (any, error) {
 	v, err := lx.token()
 	if err != nil {
@@ -122,17 +113,9 @@ func (lx *pdfLexer) value() (any, error) {
 		}
 		return d, nil
 	}
-	// A number may be the start of a reference: look ahead for "G R".
-	if n, ok := v.(float64); ok {
-		save := lx.pos
-		if g, err := lx.token(); err == nil {
-			if _, ok := g.(float64); ok {
-				if r, err := lx.token(); err == nil && r == pdfKeyword("R") {
-					return pdfRef(n), nil
-				}
-			}
-		}
-		lx.pos = save
+	if n, ok := v.(float64); ok && pdfRefTail.Match(lx.data[lx.pos:]) {
+		lx.pos += len(" 0 R")
+		return pdfRef(n), nil
 	}
 	return v, nil
 }
@@ -151,11 +134,8 @@ func (lx *pdfLexer) token() (any, error) {
 		lx.pos += 2
 		return pdfKeyword(d[lx.pos-2 : lx.pos]), nil
 	case c == '<':
-		end := bytes.IndexByte(d[lx.pos:], '>')
-		if end < 0 {
-			return nil, errPDFEnd
-		}
-		s, err := hex.DecodeString(string(bytes.Join(bytes.Fields(d[lx.pos+1:lx.pos+end]), nil)))
+		end := bytes.IndexByte(d[lx.pos:], '>') // fpdf writes hex strings without spaces
+		s, err := hex.DecodeString(string(d[lx.pos+1 : lx.pos+end]))
 		lx.pos += end + 1
 		return pdfString(s), err
 	case c == '[', c == ']':
@@ -181,27 +161,19 @@ func (lx *pdfLexer) token() (any, error) {
 	return pdfKeyword(word), nil
 }
 
-// literal reads a (string) with its escapes and balanced parentheses. fpdf escapes only
-// a backslash, the parentheses and a carriage return.
+// literal reads a (string) with its escapes. fpdf escapes a backslash, every parenthesis
+// and a carriage return, and nothing else.
 func (lx *pdfLexer) literal() (pdfString, error) {
 	d := lx.data
 	lx.pos++ // (
 	var s pdfString
-	depth := 1
 	for lx.pos < len(d) {
 		c := d[lx.pos]
 		lx.pos++
 		switch c {
-		case '(':
-			depth++
 		case ')':
-			if depth--; depth == 0 {
-				return s, nil
-			}
+			return s, nil
 		case '\\':
-			if lx.pos >= len(d) {
-				return nil, errPDFEnd
-			}
 			if c = d[lx.pos]; c == 'r' {
 				c = '\r'
 			} else if !strings.ContainsRune(`\()`, rune(c)) {
@@ -229,7 +201,7 @@ func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
 	lx.pos += len("endstream")
 	switch d["Filter"] {
 	case nil:
-		return &pdfStream{d, raw}, nil
+		return &pdfStream{raw}, nil
 	case pdfName("FlateDecode"):
 		zr, err := zlib.NewReader(bytes.NewReader(raw))
 		if err != nil {
@@ -239,18 +211,15 @@ func (lx *pdfLexer) stream(d pdfDict) (*pdfStream, error) {
 		if err != nil {
 			return nil, fmt.Errorf("inflate: %w", err)
 		}
-		return &pdfStream{d, data}, nil
+		return &pdfStream{data}, nil
 	}
 	return nil, fmt.Errorf("filter %v", d["Filter"])
 }
 
 // pdfTextString decodes a text string, which fpdf writes as UTF-16BE after a byte-order
-// mark; one without the mark is read as ASCII.
+// mark.
 func pdfTextString(s pdfString) string {
-	if len(s) < 2 || s[0] != 0xFE || s[1] != 0xFF {
-		return string(s)
-	}
-	u := make([]uint16, 0, len(s)/2)
+	var u []uint16
 	for i := 2; i+1 < len(s); i += 2 {
 		u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
 	}

@@ -120,18 +120,12 @@ func readPDF(t *testing.T, data []byte) pdfDoc {
 	if err != nil {
 		t.Fatalf("read PDF: %v", err)
 	}
-	var doc pdfDoc
 	r := pdfReader{objs: objs, fonts: map[string]*pdfFont{}}
-	if info, ok := r.resolve(trailer["Info"]).(pdfDict); ok {
-		if s, ok := r.resolve(info["Title"]).(pdfString); ok {
-			doc.Title = pdfTextString(s)
-		}
-		for i, key := range []string{"CreationDate", "ModDate"} {
-			if s, ok := r.resolve(info[key]).(pdfString); ok {
-				doc.Dates[i] = string(s)
-			}
-		}
-	}
+	info, _ := r.resolve(trailer["Info"]).(pdfDict)
+	title, _ := info["Title"].(pdfString)
+	created, _ := info["CreationDate"].(pdfString)
+	changed, _ := info["ModDate"].(pdfString)
+	doc := pdfDoc{Title: pdfTextString(title), Dates: [2]string{string(created), string(changed)}}
 	root, _ := r.resolve(trailer["Root"]).(pdfDict)
 	pages, _ := r.resolve(root["Pages"]).(pdfDict)
 	kids, _ := r.resolve(pages["Kids"]).([]any)
@@ -169,19 +163,16 @@ func (r *pdfReader) resolve(v any) any {
 	return v
 }
 
-// page reads a page, whose media box is its own or else the page tree's.
+// page reads a page, whose media box is the page tree's (fpdf's pages are one size).
 func (r *pdfReader) page(node, mediaBox any) (pdfPage, error) {
 	var page pdfPage
 	d, _ := r.resolve(node).(pdfDict)
-	if d["Type"] != pdfName("Page") {
-		return page, fmt.Errorf("page tree node %v", d)
-	}
-	mb, ok := r.resolve(cmp.Or(d["MediaBox"], mediaBox)).([]any)
-	if !ok || len(mb) != 4 {
-		return page, fmt.Errorf("media box %v", mb)
+	mb, ok := r.resolve(mediaBox).([]any)
+	if d["Type"] != pdfName("Page") || d["MediaBox"] != nil || !ok || len(mb) != 4 {
+		return page, fmt.Errorf("page %v in a tree of media box %v", d, mediaBox)
 	}
 	for i, v := range mb {
-		page.MediaBox[i], _ = r.resolve(v).(float64)
+		page.MediaBox[i], _ = v.(float64)
 	}
 	content, ok := r.resolve(d["Contents"]).(*pdfStream)
 	if !ok {
@@ -202,21 +193,6 @@ type pdfFont struct {
 	codeBytes int
 	widths    map[int]float64
 	dw        float64
-}
-
-// text is a code's text: a 2-byte code is its character, as fpdf's ToUnicode CMap says.
-func (f *pdfFont) text(code int) string {
-	if f.codeBytes == 1 {
-		return string(charmap.Windows1252.DecodeByte(byte(code)))
-	}
-	return string(rune(code))
-}
-
-func (f *pdfFont) width(code int) float64 {
-	if w, ok := f.widths[code]; ok {
-		return w
-	}
-	return f.dw
 }
 
 func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
@@ -264,27 +240,22 @@ func (r *pdfReader) font(fontRes pdfDict, res string) (*pdfFont, error) {
 			}
 		}
 	} else {
-		if d["Encoding"] != pdfName("WinAnsiEncoding") {
-			return nil, fmt.Errorf("font %s: encoding %v", name, d["Encoding"])
+		// A symbolic font's codes are read by its own map, not by WinAnsiEncoding.
+		fd, _ := r.resolve(d["FontDescriptor"]).(pdfDict)
+		flags, _ := fd["Flags"].(float64)
+		if d["Encoding"] != pdfName("WinAnsiEncoding") || int(flags)&(4|32) != 32 {
+			return nil, fmt.Errorf("font %s: encoding %v, flags %v: not nonsymbolic WinAnsi",
+				name, d["Encoding"], flags)
 		}
 		first, _ := r.resolve(d["FirstChar"]).(float64)
 		ws, _ := r.resolve(d["Widths"]).([]any)
 		for i, v := range ws {
-			f.widths[int(first)+i], _ = r.resolve(v).(float64)
+			f.widths[int(first)+i], _ = v.(float64)
 		}
 		f.dw = 500
 	}
 	r.fonts[res] = f
 	return f, nil
-}
-
-// pdfCode is a character code written as its bytes, big-endian.
-func pdfCode(s pdfString) int {
-	n := 0
-	for _, b := range s {
-		n = n<<8 | int(b)
-	}
-	return n
 }
 
 // pdfGlyph is one shown character; typed is its text, or for the first glyph of a span
@@ -388,10 +359,7 @@ func (c *contentReader) run(op pdfKeyword) error {
 		for i := c.span; i < len(c.out.Glyphs); i++ {
 			c.out.Glyphs[i].typed = ""
 		}
-		if c.span < len(c.out.Glyphs) {
-			c.out.Glyphs[c.span].typed = c.actual
-		}
-		c.span = -1
+		c.out.Glyphs[c.span].typed, c.span = c.actual, -1 // fpdf's spans are never empty
 	}
 	return nil
 }
@@ -402,9 +370,16 @@ func (c *contentReader) show(s pdfString) error {
 		return fmt.Errorf("text shown without a font")
 	}
 	for i := 0; i+font.codeBytes <= len(s); i += font.codeBytes {
-		code := pdfCode(s[i : i+font.codeBytes])
-		adv := font.width(code) / 1000 * c.size
-		text := font.text(code)
+		code, text := int(s[i]), string(charmap.Windows1252.DecodeByte(s[i]))
+		if font.codeBytes == 2 { // big-endian, its character, as fpdf's ToUnicode CMap says
+			code = code<<8 | int(s[i+1])
+			text = string(rune(code))
+		}
+		w, ok := font.widths[code]
+		if !ok {
+			w = font.dw
+		}
+		adv := w / 1000 * c.size
 		c.out.Glyphs = append(c.out.Glyphs, pdfGlyph{text: text, x: c.x, y: c.lineY, endX: c.x + adv,
 			size: c.size, font: font.name, typed: text})
 		c.x += adv

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 
 	"golang.org/x/image/font/gofont/goregular"
@@ -22,18 +21,14 @@ import (
 func exportValue(t *testing.T, fonts *fontIndex, fieldType, value string) pdfDoc {
 	t.Helper()
 	form, values := oneFieldForm("T", fieldType, value)
-	return exportDoc(t, form, values, fonts)
-}
-
-func exportDoc(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) pdfDoc {
-	t.Helper()
 	return readPDF(t, writePDF(t, form, values, fonts))
 }
 
+// writePDF is the PDF of a response to form, exported at testNow.
 func writePDF(t *testing.T, form FormDetail, values map[int64]*string, fonts *fontIndex) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := writeResponsePDF(&buf, form, values, time.Now(), fonts); err != nil {
+	if err := writeResponsePDF(&buf, form, values, testNow, fonts); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -187,9 +182,8 @@ func TestExportPDFFallbackStyles(t *testing.T) {
 		{ID: 2, Label: "Value", Type: "text"},
 	}}}}
 	values := map[int64]*string{2: ptr("ảnh ภาษา")}
-	doc := exportDoc(t, form, values, fonts)
 	drawn := map[string][]string{}
-	for _, g := range doc.Pages[0].Glyphs {
+	for _, g := range readPDF(t, writePDF(t, form, values, fonts)).Pages[0].Glyphs {
 		if !slices.Contains(drawn[g.text], g.font) {
 			drawn[g.text] = append(drawn[g.text], g.font)
 		}
@@ -240,10 +234,10 @@ func TestExportPDFTextLayer(t *testing.T) {
 		{"Price", "מחיר 50% [הנחה]", 0},
 	}
 	form := FormDetail{Form: Form{ID: 1, Title: "Text layer"}, Categories: []Category{{ID: 1}}}
-	vals := map[int64]*string{}
-	for i := range rows {
-		form.Categories[0].Fields = append(form.Categories[0].Fields, Field{ID: int64(i + 1), Label: rows[i].label, Type: "text"})
-		vals[int64(i+1)] = &rows[i].value
+	vals, value := map[int64]*string{}, map[string]string{} // by field id; by label
+	for i, r := range rows {
+		form.Categories[0].Fields = append(form.Categories[0].Fields, Field{ID: int64(i + 1), Label: r.label, Type: "text"})
+		vals[int64(i+1)], value[r.label] = &rows[i].value, r.value
 	}
 	pdf := writePDF(t, form, vals, fonts)
 	doc := readPDF(t, pdf)
@@ -293,10 +287,6 @@ func TestExportPDFTextLayer(t *testing.T) {
 	if mirrored != 4 {
 		t.Errorf("%d brackets drawn mirrored, want the 4 of the right-to-left values", mirrored)
 	}
-	value := map[string]string{}
-	for _, r := range rows {
-		value[r.label] = r.value
-	}
 	t.Run("pdftotext", func(t *testing.T) {
 		// pdftotext orders mixed right-to-left lines by its own rules and moves the
 		// Arabic comma: the other lines, and words.
@@ -324,8 +314,7 @@ func TestExportPDFTextLayer(t *testing.T) {
 	})
 }
 
-// checkReaderText checks that a reader's text, less bidi controls, holds each of want
-// (NFKC).
+// checkReaderText: a reader's text, less bidi controls, holds each of want (NFKC).
 func checkReaderText(t *testing.T, reader, text string, want ...string) {
 	t.Helper()
 	text = norm.NFKC.String(strings.Map(func(r rune) rune {
@@ -458,12 +447,8 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 			t.Parallel()
 			base, dir := goregular.TTF, t.TempDir()
 			if tc.noto {
-				noto := needFallbackFonts(t).byName["NotoSansRegular"]
-				if noto == nil {
-					notInstalled(t, "Noto Sans not installed (install fonts-noto-core)")
-				}
-				var err error
-				if base, err = noto.file(); err != nil {
+				var err error // needFallbackFonts has fonts-noto-core's Noto Sans
+				if base, err = needFallbackFonts(t).byName["NotoSansRegular"].file(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -475,10 +460,8 @@ func TestExportPDFFallbackChoice(t *testing.T) {
 				if fonts.fallbackFor(tc.gone, nil) == nil {
 					t.Fatalf("the fonts made have no %c", tc.gone)
 				}
-				for name := range tc.fonts {
-					if err := os.Remove(filepath.Join(dir, name)); err != nil {
-						t.Fatal(err)
-					}
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
 				}
 			}
 			var runs []string
@@ -546,36 +529,31 @@ func cmapOffset(ttf []byte) uint32 {
 // Index Mapping Table": searchRange 2 × 2^⌊log2 segCount⌋, entrySelector its log2).
 func TestWithCmapTable(t *testing.T) {
 	t.Parallel()
-	be16, be32 := binary.BigEndian.Uint16, binary.BigEndian.Uint32
 	orig, err := sfnt.Parse(goregular.TTF)
 	if err != nil {
 		t.Fatal(err)
 	}
+	glyphs := map[rune]rune{'क': 'A', 'ख': 'B', 'ग': 'C'} // 3 segments and the last
+	// format, length, language, segCountX2, searchRange, entrySelector, rangeShift
+	header := []byte{0, 4, 0, 16 + 8*4, 0, 0, 0, 2 * 4, 0, 8, 0, 2, 0, 0}
 	for extra := range 4 {
 		ttf := append(slices.Clip(goregular.TTF), make([]byte, extra)...)
-		out, err := withCmap(ttf, map[rune]rune{'क': 'A', 'ख': 'B', 'ग': 'C'}) // 3 segments and the last
+		out, err := withCmap(ttf, glyphs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := cmapOffset(out)
-		if at%4 != 0 {
-			t.Errorf("a font of %d bytes: its new cmap at %d", len(ttf), at)
-		}
-		sub := out[at+be32(out[at+8:]):] // the one subtable, at its record's offset
-		want := []uint16{4, 16 + 8*4, 0, 2 * 4, 8, 2, 0}
-		var got []uint16
-		for i := range want {
-			got = append(got, be16(sub[2*i:]))
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("format, length, language, segCountX2, searchRange, entrySelector, rangeShift = %v, want %v", got, want)
+		sub := out[at+binary.BigEndian.Uint32(out[at+8:]):] // the one subtable, by its record
+		if at%4 != 0 || !bytes.Equal(sub[:len(header)], header) {
+			t.Errorf("a font of %d bytes: its new cmap at %d, format 4 header % x, want % x",
+				len(ttf), at, sub[:len(header)], header)
 		}
 		sf, err := sfnt.Parse(out)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var sb sfnt.Buffer
-		for c, glyphOf := range map[rune]rune{'क': 'A', 'ख': 'B', 'ग': 'C'} {
+		for c, glyphOf := range glyphs {
 			got, _ := sf.GlyphIndex(&sb, c)
 			want, _ := orig.GlyphIndex(&sb, glyphOf)
 			if got != want || got == 0 {
