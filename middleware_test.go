@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -46,10 +47,9 @@ func TestCheckHost(t *testing.T) {
 	})
 	guarded, _ := newBareServer(t, func(c *config) { c.APIToken = "t" })
 	for _, tc := range []struct {
-		s    *server
-		host string
-		path string
-		want int
+		s          *server
+		host, path string
+		want       int
 	}{
 		{open, "localhost:8080", "/api/forms", 200},
 		{open, "LOCALHOST", "/api/forms", 200},
@@ -299,19 +299,18 @@ func TestCORS(t *testing.T) {
 	} {
 		method, path, _ := strings.Cut(tc.req, " ")
 		res, _ := tc.env.request(t.Context(), method, path, nil, tc.header...)
-		where := fmt.Sprintf("%s %q", tc.req, tc.header)
+		got := map[string]string{}
+		for name := range tc.want {
+			got[name] = res.Header.Get(name)
+		}
 		for name := range res.Header {
-			if _, ok := tc.want[name]; !ok && strings.HasPrefix(name, "Access-Control-") {
-				t.Errorf("%s: unexpected %s: %s", where, name, res.Header.Get(name))
+			if strings.HasPrefix(name, "Access-Control-") {
+				got[name] = res.Header.Get(name)
 			}
 		}
-		for name, want := range tc.want {
-			if got := res.Header.Get(name); got != want {
-				t.Errorf("%s: %s = %q, want %q", where, name, got, want)
-			}
-		}
-		if res.StatusCode != tc.status {
-			t.Errorf("%s = %d, want %d", where, res.StatusCode, tc.status)
+		if res.StatusCode != tc.status || !maps.Equal(got, tc.want) {
+			t.Errorf("%s %q = %d %v, want %d %v",
+				tc.req, tc.header, res.StatusCode, got, tc.status, tc.want)
 		}
 	}
 }
@@ -350,38 +349,5 @@ func TestPanicEndsTheReply(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), `panic=after`) {
 		t.Errorf("the panic was not logged:\n%s", e.logs)
-	}
-}
-
-// TestBodyReadOnlyAsJSON: a body is read only as application/json, in any case and with
-// any parameters; any other type, or none, is 415 and stores nothing, which ends the
-// "simple" requests a page on another site can send without a preflight.
-func TestBodyReadOnlyAsJSON(t *testing.T) {
-	t.Parallel()
-	e := newTestEnv(t)
-	created := 0
-	for _, tc := range []struct {
-		contentType string
-		want        int
-	}{
-		{"application/json", 201},
-		{"application/json; charset=utf-8", 201},
-		{"Application/JSON", 201},
-		{"text/plain", 415},
-		{"application/x-www-form-urlencoded", 415},
-		{"multipart/form-data; boundary=x", 415},
-		{"", 415},
-		{"application/jsonp", 415},
-	} {
-		res, raw := e.request(t.Context(), "POST", "/api/forms", `{"title":"x"}`, "Content-Type", tc.contentType)
-		if res.StatusCode != tc.want || tc.want == 415 && strings.TrimSpace(string(raw)) != `{"error":"Content-Type must be application/json"}` {
-			t.Errorf("Content-Type %q = %d %s, want %d", tc.contentType, res.StatusCode, raw, tc.want)
-		}
-		if res.StatusCode == 201 {
-			created++
-		}
-	}
-	if n := e.count("forms"); n != created {
-		t.Errorf("%d forms stored, %d acknowledged", n, created)
 	}
 }

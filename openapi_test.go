@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"reflect"
 	"regexp"
@@ -100,7 +100,7 @@ func walkSchemas(t *testing.T, v any, at, kind string) int {
 	}
 	for k, sub := range m {
 		switch k {
-		case "$ref", "type", "description", "format", "examples", "const", "enum", "pattern",
+		case "$ref", "type", "description", "format", "const", "enum", "pattern",
 			"minLength", "maxLength", "minimum", "maximum", "default", "maxItems", "minProperties",
 			"required", "x-go-type", "x-go-type-skip-optional-pointer":
 		case "properties":
@@ -135,17 +135,15 @@ func pointerEscape(name string) string {
 }
 
 func schemaTypes(typ any) []string {
-	switch typ := typ.(type) {
-	case string:
-		return []string{typ}
-	case []any:
-		var out []string
-		for _, name := range typ {
-			out = append(out, fmt.Sprint(name))
-		}
-		return out
+	if name, ok := typ.(string); ok {
+		return []string{name}
 	}
-	return nil
+	list, _ := typ.([]any)
+	var names []string
+	for _, name := range list {
+		names = append(names, name.(string))
+	}
+	return names
 }
 
 // TestOpenAPIWhiteSpace: the pattern of a title and a label, "not only white space", is
@@ -223,7 +221,7 @@ print(json.dumps({"re": [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
 func TestOpenAPIRepliesConform(t *testing.T) {
 	doc := loadOpenAPI(t)
 	e := newTestEnv(t)
-	var documented, served []string
+	var documented []string
 	for path, item := range jsonAt(doc, "paths").(map[string]any) {
 		for method := range item.(map[string]any) {
 			if method != "parameters" {
@@ -231,12 +229,8 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 			}
 		}
 	}
-	for route := range e.srv.routes() {
-		served = append(served, route)
-	}
 	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(documented, served) {
+	if served := slices.Sorted(maps.Keys(e.srv.routes())); !slices.Equal(documented, served) {
 		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
 	}
 	status, raw := e.do("GET", "/api/openapi.json", nil)
@@ -251,13 +245,12 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 	locked := newTestEnv(t, func(c *config) { c.APIToken = "t" })
 	big := `{"title": "` + strings.Repeat("x", 1<<20) + `"}`
 
-	type call struct {
+	for _, c := range []struct {
 		env                   *testEnv
 		method, path, docPath string
 		body                  string
 		status                int
-	}
-	calls := []call{
+	}{
 		{e, "GET", "/healthz", "/healthz", "", 200},
 		{e, "GET", "/api/openapi.json", "/api/openapi.json", "", 200},
 		{e, "GET", "/api/forms", "/api/forms", "", 200},
@@ -321,8 +314,7 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 		{e, "GET", "/api/settings/a%01b", "/api/settings/{key}", "", 400},
 		{e, "DELETE", "/api/settings/k", "/api/settings/{key}", "", 405},
 		{locked, "GET", "/api/forms", "/api/forms", "", 401},
-	}
-	for _, c := range calls {
+	} {
 		checkReply(t, doc, c.env, c.method, c.path, c.docPath, c.body, c.status)
 	}
 	// Every route refuses a body that is not JSON, is too large or is not application/json,
@@ -354,21 +346,14 @@ func TestOpenAPIRepliesConform(t *testing.T) {
 func checkReply(t *testing.T, doc any, e *testEnv, method, path, docPath, body string, wantStatus int,
 	header ...string) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	req := apiRequest(method, path, strings.NewReader(body))
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
 	req.Host = cmp.Or(req.Header.Get("Host"), req.Host)
-	res, err := e.http.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, req)
+	res, raw := w.Result(), w.Body.Bytes()
 	where := method + " " + path
 	if res.StatusCode != wantStatus {
 		t.Errorf("%s = %d %s, want %d", where, res.StatusCode, raw, wantStatus)
@@ -480,7 +465,7 @@ func conforms(doc, schema, v any, at string) error {
 		rule := s[kw]
 		bound, _ := rule.(float64)
 		switch kw {
-		case "description", "format", "examples", "default", "x-go-type", "x-go-type-skip-optional-pointer":
+		case "description", "format", "default", "x-go-type", "x-go-type-skip-optional-pointer":
 			// Annotations: x-go-type names the Go type oapi-codegen generates.
 		case "$ref":
 			err = conforms(doc, resolved(doc, s), v, at)
