@@ -47,30 +47,22 @@ func TestEmailAsAReaderSees(t *testing.T) {
 		// Issue 23's real messages, each class by a message of its kind.
 		{"a field name with a blank, then a base64 iso-8859-2 body (issue 23)", from + date + "X Mailer Info: v1\r\nContent-Type: text/plain; charset=iso-8859-2\r\nContent-Transfer-Encoding: base64\r\n\r\nWmG/87PmIGfqtmyxIGphvPE=\r\n",
 			"", "Zażółć gęślą jaźń"},
-		{"an unindented continuation of Received:, then From and Subject (issue 23)", "Received: from mx.example.com by mail.example.org;\r\nWed, 25 Nov 2026 08:59:00 +0000\r\n" + from + "Subject: after the stray line\r\n" + date + "\r\nBody.\r\n",
-			"after the stray line", "Body."},
 		{"two stray lines between fields (a Received: continued twice)", from + "Received: from mx.example.com\r\nby mail.example.org with ESMTP\r\nid 12345\r\nSubject: s\r\n" + date + "\r\nBody.\r\n",
 			"s", "Body."},
 		{"a line with a colon but no field name begins a body without its blank line", from + date + "Subject: s\r\nNote at 10:30: the build broke\r\nSecond line\r\n",
 			"s", "Note at 10:30: the build broke\r\nSecond line"},
-		{"a single-quoted boundary, read without its quotes before any guess", from + date + "Content-Type: multipart/alternative; boundary='abc'\r\n\r\n----------\r\n--abc\r\nContent-Type: text/plain\r\n\r\nThe text\r\n--abc--\r\n",
+		{"a single-quoted boundary, read without its quotes before any guess", from + date + "Content-Type: multipart/alternative; boundary='abc'\r\n\r\n--other\r\n--abc\r\nContent-Type: text/plain\r\n\r\nThe text\r\n--abc--\r\n",
 			"", "The text"},
+		{"a blank line ends the look for a field after a line that is none", from + date + "Subject: s\r\nThis is a multi-part message in MIME format.\r\n\r\nText: here.\r\n",
+			"s", "This is a multi-part message in MIME format.\r\n\r\nText: here."},
 		{"a multipart without parts whose body is not text shows nothing", from + date + "Content-Type: multipart/mixed\r\nContent-Transfer-Encoding: base64\r\n\r\nAAECAwQgYmluYXJ5\r\n",
 			"", ""},
 		{"padded base64 in the wrong charset stays decoded", from + date + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nY2Fm6Q==\r\n",
 			"", "caf\ufffd"},
-		{"a body without the blank line after the fields still begins there", from + date + "Subject: s\r\nThis is a multi-part message in MIME format.\r\n\r\nText.\r\n",
-			"s", "This is a multi-part message in MIME format.\r\n\r\nText."},
-		{"an empty HTML part, the HTML after it", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n \r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
-			"", "The text"},
 		{"an empty first part, the text after it (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>The text</p>\r\n--b--\r\n",
 			"", "The text"},
 		{"a boundary line repeated (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n--b\r\nContent-Type: text/plain\r\n\r\nSecond.\r\n--b--\r\n",
 			"", "Second."},
-		{"a boundary in single quotes (issue 23; wildduck's fix3.eml)", from + date + "Content-Type: multipart/alternative; boundary='----mailcomposer-?=_1-1328088797399'\r\n\r\n------mailcomposer-?=_1-1328088797399\r\nContent-Type: text/html\r\n\r\n<b>Hello world 3!</b>\r\n------mailcomposer-?=_1-1328088797399--\r\n",
-			"", "Hello world 3!"},
-		{"a duplicate boundary parameter (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=\"b\"; boundary=\"b\"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nDuplicate.\r\n--b--\r\n",
-			"", "Duplicate."},
 		{"a stray parameter without a value (issue 23)", from + date + "Content-Type: multipart/mixed; boundary=\"b\"; format\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nStray.\r\n--b--\r\n",
 			"", "Stray."},
 		{"a boundary parameter that is not the body's (issue 23; CPython's msg_31.txt)", from + date + "Content-Type: multipart/mixed; boundary=B_\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nmessage 1\r\n--B--\r\n",
@@ -97,16 +89,8 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"=?utf-8?x?bad?= and Grüße", "b"},
 		{"text between two words of one charset stays between them", from + date + "Subject: =?utf-8?q?caf=C3=A9?= and =?utf-8?q?cr=C3=A8me?=\r\n\r\nb\r\n",
 			"café and crème", "b"},
-		{"words in iso-8859-1 read as windows-1252, as in bodies", from + date + "Subject: =?iso-8859-1?q?=93quoted=94_=80?=\r\n\r\nb\r\n",
-			"“quoted” €", "b"},
 		{"8-bit bytes in a us-ascii word read as in bodies", from + date + "Subject: =?us-ascii?q?caf=C3=A9?=\r\n\r\nb\r\n",
 			"café", "b"},
-		{"UTF-8 under the label ascii, as under us-ascii", from + date + "Content-Type: text/plain; charset=ascii\r\n\r\ncaf\xc3\xa9\r\n",
-			"", "café"},
-		{"cp932 (1.9)", from + date + "Content-Type: text/plain; charset=cp932\r\n\r\n\x93\xfa\x96\x7b\r\n",
-			"", "日本"},
-		{"text without a subtype is text/plain (1.10)", from + date + "Content-Type: text\r\n\r\nJust text.\r\n",
-			"", "Just text."},
 		{"a digest's parts are messages, not text (1.10)", from + date + "Content-Type: multipart/digest; boundary=b\r\n\r\n--b\r\n\r\nFrom: inner@example.com\r\nSubject: inner\r\n\r\ninner body\r\n--b--\r\n",
 			"", ""},
 		{"an attached message is not the body (1.10)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\nContent-Type: text/plain\r\n\r\nforwarded\r\n--b\r\nContent-Type: text/plain\r\n\r\nmy note\r\n--b--\r\n",
@@ -138,7 +122,7 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"Grüße", "Grüße"},
 		{"a Content-Type without a subtype before the real one (issue 23's two-field class; hand-made, no packaged message of it found)", from + date + "Content-Type: html\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",
 			"", "café"},
-		{"a type without a subtype keeps its charset (as 1.10 above, with a charset; hand-made)", from + date + "Content-Type: text; charset=iso-8859-2\r\n\r\n\xb1\r\n",
+		{"text without a subtype is text/plain and keeps its charset (1.10; hand-made)", from + date + "Content-Type: text; charset=iso-8859-2\r\n\r\n\xb1\r\n",
 			"", "ą"},
 		{"a Content-Type without a type before the real one (hand-made; enmime's mediatype_test.go has the lone field: ; name=\"file.two\")", from + date + "Content-Type: /plain\r\nContent-Type: text/html\r\n\r\n<p>The <b>HTML</b></p>\r\n",
 			"", "The HTML"},
@@ -146,46 +130,29 @@ func TestEmailAsAReaderSees(t *testing.T) {
 			"", "The first"},
 		{"a charset after the type without its semicolon (issue 23; enmime's mediatype_test.go: application/pdf name=\"file.pdf\")", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain charset=iso-8859-1\r\n\r\ncaf\xe9\r\n--b--\r\n",
 			"", "café"},
-		{"text/ without its subtype (issue 23; enmime's mediatype_test.go: text/;charset=)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b\r\nContent-Type: text/; charset=utf-8\r\n\r\nThe text.\r\n--b--\r\n",
-			"", "The text."},
 		{"an HTML part inside multipart/related inside multipart/alternative (issue 23)", from + date + "Content-Type: multipart/alternative; boundary=a\r\n\r\n--a\r\nContent-Type: multipart/related; boundary=r\r\n\r\n--r\r\nContent-Type: text/html\r\n\r\n<p>Related HTML</p>\r\n--r\r\nContent-Type: image/png\r\n\r\nxx\r\n--r--\r\n--a--\r\n",
 			"", "Related HTML"},
 		{"a preamble and an epilogue are not shown (RFC 2046 5.1.1)", from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\nThis is a multi-part message in MIME format.\r\n--b\r\nContent-Type: image/png\r\n\r\nxx\r\n--b--\r\nA list's footer.\r\n",
 			"", ""},
-		{"base64 of UTF-7 (1.9, issue 23)", from + date + "Content-Type: text/plain; charset=utf-7\r\nContent-Transfer-Encoding: base64\r\n\r\nSGkgK0FPay10K0FPay0=\r\n",
-			"", "Hi été"},
 		{"a field name with blanks and punctuation, continued, then a base64 body (issue 28; " +
 			"mnako/letters' tests/test_english_plaintext_ascii_over_base64.txt)",
 			from + date + "Content-Transfer-Encoding: base64\r\n" +
 				"X-Script/function/\t !\"#$%&'()*+,-./;<=>?@[\\]^_`{|}~: TEST\r\n" +
 				" VALUE 1\t !\"#:;<=>?\r\n abcdefghijklmnopqrstuvwxyz{|}~\r\n\r\nSGVsbG8gd29ybGQ=\r\n",
 			"", "Hello world"},
-		{"a line without a colon is no field, even when an indented line follows " +
-			"(CPython's msg_19.txt)",
-			from + date + "Subject: s\r\nSend Ppp mailing list submissions to\r\n\tppp@zzz.org\r\n",
-			"s", "Send Ppp mailing list submissions to\r\n\tppp@zzz.org"},
 		{"multipart/mixed without the semicolon before its boundary (issue 28; hand-made, " +
 			"no packaged message of it found)",
 			from + date + "Content-Type: multipart/mixed boundary=\"x\"\r\n\r\n--x\r\n" +
 				"Content-Type: image/png\r\n\r\nxx\r\n--x\r\nContent-Type: text/plain\r\n\r\n" +
-				"The text.\r\n--x--\r\n",
-			"", "The text."},
-		{"a boundary parameter cut short, its closing quote lost (issue 28; hand-made, " +
-			"as CPython's msg_25.txt)",
-			from + date + "Content-Type: multipart/alternative; boundary=\"----=_NextPart_000\r\n" +
-				"\r\n------=_NextPart_000_0012_01D0\r\nContent-Type: text/plain\r\n\r\n" +
-				"Cut short.\r\n------=_NextPart_000_0012_01D0--\r\n",
-			"", "Cut short."},
+				"The text.\r\n--x--\r\n", "", "The text."},
 		{"a multipart whose delimiter lines split nothing shows no MIME structure " +
 			"(issue 28; hand-made)",
 			from + date + "Content-Type: multipart/mixed; boundary=b\r\n\r\n--c--\r\n" +
-				"Content-Type: text/plain\r\n\r\n--c--\r\n",
-			"", ""},
+				"Content-Type: text/plain\r\n\r\n--c--\r\n", "", ""},
 		{"a C1 control makes decoded base64 unreadable: the text as written " +
 			"(as enmime's mime-bad-content-transfer-encoding.raw)",
 			from + date + "Content-Type: text/plain; charset=utf-8\r\n" +
-				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n",
-			"", "YcKF Yg=="},
+				"Content-Transfer-Encoding: base64\r\n\r\nYcKF Yg==\r\n", "", "YcKF Yg=="},
 		{"a text part without a charset in a multipart/signed that names one (issue 28; " +
 			"mnako/letters' tests/test_polish_multipart_signed_iso-8859-2_over_quoted-printable.txt)",
 			from + date + "Content-Type: multipart/signed; charset=\"iso-8859-2\";\r\n" +
@@ -265,6 +232,7 @@ func TestMediaTypeAsEnmimeReadsIt(t *testing.T) {
 			map[string]string{"boundary": "a;b=c", "charset": "x"}},
 		{`multipart/mixed; boundary="a\"b"`, "multipart/mixed",
 			map[string]string{"boundary": `a"b`}},
+		{`text/plain; charset=a; charset=b`, "text/plain", map[string]string{"charset": "a"}},
 		// A quoted RFC 2231 value, which mime.ParseMediaType drops without an error.
 		{`multipart/mixed; boundary*="abc"`, "multipart/mixed", map[string]string{"boundary": "abc"}},
 	}
@@ -415,16 +383,18 @@ func TestDecodeCharset(t *testing.T) {
 		{"", "caf\xe9", "café", false},                    // no label, not UTF-8: windows-1252
 		{"", "\x93a\x94 \x80", "“a” €", false},            // windows-1252, not Latin-1
 		{"us-ascii", "Grüße", "Grüße", false},             // mislabelled UTF-8 kept
+		{"ascii", "Grüße", "Grüße", false},                // as under us-ascii
 		{"US-ASCII", "\x93quoted\x94", "“quoted”", false}, // mislabelled Outlook text
 		{"iso-8859-1", "\x80 5", "€ 5", false},            // read as its superset windows-1252
 		{"iso-8859-7", "\xd9\xec\xdd\xe3\xe1", "Ωμέγα", false},
 		{"windows-1251", "\xcf\xf0\xe8\xe2\xe5\xf2", "Привет", false},
 		{"Shift_JIS", "\x93\xfa\x96\x7b\x8c\xea", "日本語", false},
+		// Python's name of Shift_JIS (issue 16, 1.9)
+		{"cp932", "\x93\xfa\x96\x7b", "日本", false},
 		{"GBK", "\xd6\xd0\xce\xc4", "中文", false},
 		{"GB18030", "\x95\x32\x82\x36", "𠀀", false},
-		{"ks_c_5601-1987", "\xc7\xd1\xb1\xb9\xbe\xee", "한국어", false}, // Outlook's label for EUC-KR
-		{"IBM437", "caf\x82", "café", false},                         // known to the IANA registry only
-		{"x-unknown-charset", "Grüße", "Grüße", true},
+		{"ks_c_5601-1987", "\xc7\xd1\xb1\xb9\xbe\xee", "한국어", false},              // Outlook's label for EUC-KR
+		{"IBM437", "caf\x82", "café", false},                                      // known to the IANA registry only
 		{"x-unknown-charset", "caf\xe9 \xe9\xe9", "caf\uFFFD \uFFFD\uFFFD", true}, // one U+FFFD per byte
 		{"iso-2022-kr", "plain", "plain", true},                                   // WHATWG's "replacement": would lose the text
 		{"unicode-1-1-utf-7", "a+AOk-", "aé", false},                              // UTF-7's other labels
@@ -583,14 +553,11 @@ func TestMaildirSkipsOldFilesUnopened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := logs.String(); !strings.Contains(text, "dated before the window") ||
-		!strings.Contains(text, files[3].name) ||
-		!strings.Contains(text, " date=") {
-		t.Errorf("the message dated before the window is not named in a log line:\n%s", logs.String())
-	}
-	want := `msg="skip e-mail message" file=` + gone + ` err="open ` + gone + `: file does not exist"`
-	if !strings.Contains(logs.String(), want) {
-		t.Errorf("log:\n%s\nwant %s", logs.String(), want)
+	for _, want := range []string{"dated before the window", files[3].name, " date=",
+		`msg="skip e-mail message" file=` + gone, ` err="open ` + gone + `: file does not exist"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
 	}
 	slices.Sort(wantOpened)
 	if opened := fsys.openedFiles(); !slices.Equal(opened, wantOpened) {

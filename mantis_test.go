@@ -38,8 +38,9 @@ const testTrackerKey = "tk-0123456789abcdefghijklmnopqrs"
 //     (ATTRIBUTE_FORCE_API_ENABLED); without a user row (no cookie:
 //     auth_get_current_user_cookie in core/authentication_api.php), by name, "anonymous"
 //     (8e84c922 L42-51; 3af60d475 L62-65), which a disabled API refuses (503). Without an
-//     anonymous account: 401 "API token required" on 2.26 (L45-46), 401 "Valid API token
-//     required" with WWW-Authenticate: Bearer on 2.27 and later (master L82-86).
+//     anonymous account: 401 "Valid API token required" with WWW-Authenticate: Bearer on
+//     2.27 and later (master L82-86); 2.26's 401 (L45-46) is for no token, which the service
+//     never sends, so the fake leaves it out.
 //   - A user whose login fails (disabled): 403 "Access denied" (8e84c922 L80-81, master
 //     L91-92); below webservice_readonly_access_level_threshold: 403 "Higher access level
 //     required for API access" (8e84c922 L85-87, and in master after impersonation).
@@ -79,19 +80,12 @@ type fakeTracker struct {
 	anonymousByName bool
 	disabled        bool // the token's user is disabled
 	lowAccess       bool // the token's user is below the API's access threshold
-	noAccess        bool // the token's user may not see the project
 	fault           bool // the user sees the project but may not read it through the API
 	restOff         bool // $g_webservice_rest_enabled = OFF
 	offline         bool // an administrator took MantisBT offline (mantis_offline.php)
 	// afterPage, when set, runs after each page is served, with the lock held: the
 	// tracker's data may change between the pages of one walk.
 	afterPage func(f *fakeTracker, page int)
-}
-
-// refusalReasons are the reason phrases of the statuses in failures.
-var refusalReasons = map[int]string{
-	403: "API token not found",
-	503: "Mantis Offline",
 }
 
 func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +114,8 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(f.failures) > 0 {
 		status := f.failures[0]
 		f.failures = f.failures[1:]
-		f.refuse(w, status, cmp.Or(refusalReasons[status], http.StatusText(status)))
+		reason := map[int]string{403: "API token not found"}[status] // 2.26's unknown token
+		f.refuse(w, status, cmp.Or(reason, http.StatusText(status)))
 		return
 	}
 	loginMethod, user, refused := f.login(w, r.Header.Get("Authorization"))
@@ -131,7 +126,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, 503, "API disabled")
 		return
 	}
-	if project := q.Get("project_id"); project != "1" || f.noAccess && loginMethod == "api-token" {
+	if project := q.Get("project_id"); project != "1" { // or one the token's user may not see
 		f.refuse(w, 404, fmt.Sprintf("Project '%s' doesn't exist", project))
 		return
 	}
@@ -150,7 +145,7 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.pages = append(f.pages, page)
 	var visible []map[string]any
 	for _, is := range f.issues {
-		if loginMethod == "api-token" || viewState(is) == 10 {
+		if v, _ := is["view_state"].(map[string]any); loginMethod == "api-token" || v["id"] == 10 {
 			visible = append(visible, is)
 		}
 	}
@@ -176,11 +171,10 @@ func (f *fakeTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // login is AuthMiddleware.php's: the login method and user a request is served as, or a
 // refusal already written.
 func (f *fakeTracker) login(w http.ResponseWriter, token string) (method, user string, refused bool) {
-	v226 := strings.HasPrefix(f.version, "2.26.")
 	switch {
 	case token == cmp.Or(f.token, testTrackerKey): // api_token_get_user finds the user, whatever the length
 		method, user = "api-token", "dev"
-	case token != "" && v226:
+	case strings.HasPrefix(f.version, "2.26."):
 		f.refuse(w, 403, "API token not found")
 		return "", "", true
 	// No token, or on 2.27 and later one no user has: the anonymous account passes every
@@ -189,9 +183,6 @@ func (f *fakeTracker) login(w http.ResponseWriter, token string) (method, user s
 		return "anonymous", f.anonymous, false
 	case f.anonymous != "":
 		return "cookie", f.anonymous, false
-	case v226:
-		f.refuse(w, 401, "API token required")
-		return "", "", true
 	default:
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		f.refuse(w, 401, "Valid API token required")
@@ -247,12 +238,6 @@ func (f *fakeTracker) requestedPages() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.pages)
-}
-
-func viewState(m map[string]any) int {
-	vs, _ := m["view_state"].(map[string]any)
-	id, _ := vs["id"].(int)
-	return id
 }
 
 // mantisDate writes t as MantisBT does: PHP's date('c') in the server's zone, here UTC,
@@ -313,8 +298,6 @@ func TestTrackerRefusals(t *testing.T) {
 			unknown + ": tracker answered 403 (API token not found)", 1},
 		{"unknown token", "2.28.4", wrong, nil,
 			unknown + ", and the tracker has no anonymous access: tracker answered 401 (Valid API token required)", 1},
-		{"token of the wrong length", "2.27.3", func(c *config) { c.TrackerKey = "short" }, nil,
-			"tracker answered 401 (Valid API token required)", 1},
 		{"unknown token, anonymous access", "2.27.3", wrong, func(f *fakeTracker) { f.anonymous = "guest" },
 			asGuest, 1},
 		// The anonymous account without a user row yet is logged in by name, not by cookie:
@@ -330,12 +313,13 @@ func TestTrackerRefusals(t *testing.T) {
 			"MantisBT knows TRACKER_API_KEY but its user's access level is below what the REST API requires (webservice_readonly_access_level_threshold): tracker answered 403 (Higher access level required for API access)", 1},
 		{"project missing", "2.26.4", func(c *config) { c.TrackerProjectID = "7" }, nil,
 			"MantisBT shows the token's user no project 7 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '7' doesn't exist)", 1},
-		{"project the token's user may not see", "2.28.4", nil, func(f *fakeTracker) { f.noAccess = true },
-			"MantisBT shows the token's user no project 1 (TRACKER_PROJECT_ID): it does not exist, or the user has no access to it: tracker answered 404 (Project '1' doesn't exist)", 1},
 		{"project the token's user sees but may not read: a 200 with a fault", "2.28.4", nil, func(f *fakeTracker) { f.fault = true },
 			"MantisBT refused the issue list, the token's user may not read the project (status_code 403): Access denied for user dev.", 1},
 		{"REST API disabled", "2.26.4", nil, func(f *fakeTracker) { f.restOff = true },
 			"MantisBT's REST API is disabled ($g_webservice_rest_enabled): tracker answered 503 (API disabled)", 3},
+		// ATTRIBUTE_FORCE_API_ENABLED: the anonymous account's cookie login is served anyway.
+		{"REST API disabled, unknown token, anonymous access", "2.27.3", wrong,
+			func(f *fakeTracker) { f.restOff, f.anonymous = true, "guest" }, asGuest, 1},
 		{"offline", "2.28.4", nil, func(f *fakeTracker) { f.offline = true },
 			"MantisBT is offline: an administrator took it offline (mantis_offline.php): tracker answered 503 (Mantis Offline)", 3},
 		{"a stored text not UTF-8: 500 with no body", "2.28.4", nil, func(f *fakeTracker) { f.failures = []int{500, 500, 500} },
@@ -347,12 +331,10 @@ func TestTrackerRefusals(t *testing.T) {
 			`issue 1: updated_at "25/11/2026 10:00" is not a date the tracker writes`, 1},
 		{"a note's created_at not a date", "2.28.4", nil, func(f *fakeTracker) {
 			f.issues[0]["notes"] = []map[string]any{note(7, "25/11/2026 09:00", "a note")}
-		},
-			`issue 1: note 7's created_at "25/11/2026 09:00" is not`, 1},
+		}, `issue 1: note 7's created_at "25/11/2026 09:00" is not`, 1},
 		{"a long updated_at", "2.28.4", nil, func(f *fakeTracker) {
 			f.issues[0]["updated_at"] = strings.Repeat("1", 40) + strings.Repeat("9", 60)
-		},
-			`issue 1: updated_at "` + strings.Repeat("1", 40) + `" is not a date`, 1},
+		}, `issue 1: updated_at "` + strings.Repeat("1", 40) + `" is not a date`, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.version+" "+tc.name, func(t *testing.T) {
@@ -382,6 +364,8 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	t.Parallel()
 	cfg := config{TrackerProjectID: "6"}
 	mantis := http.Header{"X-Mantis-Version": {"2.28.4"}}
+	const noList = "the endpoint has no MantisBT issue list: " +
+		"is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"
 	for _, tc := range []struct {
 		status int
 		reason string
@@ -390,12 +374,12 @@ func TestTrackerRefusalOverHTTP2(t *testing.T) {
 	}{
 		{404, "", mantis, "MantisBT shows the token's user no project 6 (TRACKER_PROJECT_ID): " +
 			"it does not exist, or the user has no access to it"},
-		{404, "", http.Header{}, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{404, "", http.Header{}, noList},
 		// MantisBT's header with a reason not issues_rest.php's: another route, not the list.
-		{404, "Route not found", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{404, "Route not found", mantis, noList},
 		// Half of issues_rest.php's reason is another server's.
-		{404, "Project 'x' moved", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
-		{404, "File 'issues' doesn't exist", mantis, "the endpoint has no MantisBT issue list: is TRACKER_API_ENDPOINT MantisBT's REST base (…/api/rest)?"},
+		{404, "Project 'x' moved", mantis, noList},
+		{404, "File 'issues' doesn't exist", mantis, noList},
 		{401, "", mantis, "MantisBT did not accept TRACKER_API_KEY: no user has this token (it is unknown, " +
 			"revoked or mistyped; MantisBT's tokens do not expire), and the tracker has no anonymous access"},
 		{403, "", mantis, "MantisBT refused TRACKER_API_KEY: the token is unknown or revoked, or its user is disabled or may not use the API"},
