@@ -528,8 +528,10 @@ func fuzzServe(t *testing.T, h http.Handler, method, path, body string) int {
 // occupyHeavy takes every heavy slot; the function it returns gives them back.
 func occupyHeavy(t *testing.T, s *server) func() {
 	t.Helper()
-	if err := s.slots.Acquire(t.Context(), heavySlots); err != nil {
-		t.Fatalf("take every heavy slot: %v", err)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a leaked slot fails
+	defer cancel()
+	if err := s.slots.Acquire(ctx, heavySlots); err != nil {
+		t.Fatalf("take every heavy slot: %v (one never given back?)", err)
 	}
 	return func() { s.slots.Release(heavySlots) }
 }

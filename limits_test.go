@@ -184,7 +184,9 @@ func TestBusyResourcesRefuseWhatTheyBound(t *testing.T) {
 	}{
 		{"room for large bodies", &e.srv.cfg.UploadWait,
 			func() func() {
-				if err := e.srv.uploads.Acquire(t.Context(), maxUploadBytes); err != nil {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				if err := e.srv.uploads.Acquire(ctx, maxUploadBytes); err != nil {
 					t.Fatal(err)
 				}
 				return func() { e.srv.uploads.Release(maxUploadBytes) }
