@@ -758,11 +758,12 @@ func TestJobPanicLogged(t *testing.T) {
 func TestTrackerPromptWithinBudget(t *testing.T) {
 	e := newSummaryEnv(t, testNow)
 	e.tracker.issues = []map[string]any{tooLargeTicket(1000)}
-	// 500 tickets of about 450 characters, a comma between each two, then 50 short ones.
+	// 500 tickets of 399 characters (their id twice, so fewer é for more digits) and a comma
+	// each fill the data's 200,000 but for the brackets: 499 fit. 50 short ones follow.
 	for i := range 550 {
 		is := issue(i+1, mantisDate(testNow.Add(-time.Duration(i+1)*time.Second)))
 		if i < 500 {
-			is["description"] = strings.Repeat("é", 250)
+			is["description"] = strings.Repeat("é", 238-2*len(itoa(int64(i+1))))
 		}
 		e.tracker.issues = append(e.tracker.issues, is)
 	}
@@ -775,20 +776,16 @@ func TestTrackerPromptWithinBudget(t *testing.T) {
 	if err := json.Unmarshal([]byte(data), &tickets); err != nil {
 		t.Fatalf("$TRACKER_TICKETS is not a JSON array: %v", err)
 	}
-	n := len(tickets)
-	if n == 0 || n >= 500 || utf8.RuneCountInString(data) > maxPromptDataChars {
-		t.Fatalf("%d tickets in %d characters, want some but not all within %d",
+	if n := len(tickets); n != 499 || utf8.RuneCountInString(data) > maxPromptDataChars {
+		t.Fatalf("%d tickets in %d characters, want 499 within %d",
 			n, utf8.RuneCountInString(data), maxPromptDataChars)
 	}
 	for i, tk := range tickets {
-		if n := utf8.RuneCountInString(tk.Description); tk.ID != int64(i+1) || n != 250 {
-			t.Fatalf("ticket %d is #%d with %d characters, want #%d whole: the newest first",
+		j, _ := json.Marshal(tk)
+		if n := utf8.RuneCount(j); tk.ID != int64(i+1) || n != 399 {
+			t.Fatalf("ticket %d is #%d of %d characters, want #%d of 399: whole, the newest first",
 				i, tk.ID, n, i+1)
 		}
-	}
-	next, _ := json.Marshal(tickets[0]) // the next one is as long as the others
-	if room := maxPromptDataChars - utf8.RuneCountInString(data); room > utf8.RuneCount(next) {
-		t.Errorf("%d characters left, room for ticket #%d of %d", room, n+1, utf8.RuneCount(next))
 	}
 }
 
