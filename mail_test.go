@@ -194,7 +194,11 @@ func TestEmailAsAReaderSees(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.DiscardHandler))
+			var got email
+			var err error
+			within(t, 30*time.Second, "parseEmail", func() {
+				got, err = parseEmail([]byte(tc.msg), time.Time{}, slog.New(slog.DiscardHandler))
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
