@@ -112,17 +112,20 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	readers := max(4, runtime.NumCPU())
 	s.read.SetMaxOpenConns(readers)
 	s.read.SetMaxIdleConns(readers)
-	// Each migration commits with its version: a crash leaves the database at the version
-	// before or after it, never between.
-	for v := version + 1; v <= len(migrations); v++ {
-		// PRAGMA takes no parameters; v is this program's own counter, never input.
-		script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
+	// The pending migrations commit together, each with its version: a crash, or a step
+	// that fails (another program's database), leaves the database as it was.
+	if version < len(migrations) {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, script)
-			return err
+			for v := version + 1; v <= len(migrations); v++ {
+				// PRAGMA takes no parameters; v is this program's own counter, never input.
+				script := fmt.Sprintf("%s;\nPRAGMA user_version = %d", migrations[v-1], v)
+				if _, err := tx.ExecContext(ctx, script); err != nil {
+					return fmt.Errorf("migrate to schema version %d: %w", v, err)
+				}
+			}
+			return nil
 		})
 		if err != nil {
-			err = fmt.Errorf("migrate to schema version %d: %w", v, err)
 			return nil, errors.Join(err, s.Close())
 		}
 	}

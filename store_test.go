@@ -115,7 +115,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 // TestMigrationFailureRefused: a database a migration cannot apply to (another program's,
 // with a forms table of its own, which step 1's IF NOT EXISTS passes) is refused, naming
-// the step that failed and why.
+// the step that failed and why, and left as it was: no step of ours is kept.
 func TestMigrationFailureRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "foreign.db")
 	db, _ := sql.Open("sqlite3", path) // fails only for a driver not registered
@@ -126,6 +126,13 @@ func TestMigrationFailureRefused(t *testing.T) {
 	s, err := OpenStore(context.Background(), path, time.Now)
 	if want := "migrate to schema version 2: no such column: createdAt"; s != nil || err == nil || err.Error() != want {
 		t.Errorf("OpenStore = %v, %v; want no store and %q", s, err, want)
+	}
+	db = openReadOnly(path)
+	defer db.Close()
+	var version, tables int
+	err = db.QueryRow(`SELECT (SELECT user_version FROM pragma_user_version), count(*) FROM sqlite_schema`).Scan(&version, &tables)
+	if err != nil || version != 0 || tables != 1 {
+		t.Errorf("the refused database: version %d, %d tables (%v); want 0 and its one table", version, tables, err)
 	}
 }
 
