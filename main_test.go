@@ -422,7 +422,8 @@ func TestPromptCommand(t *testing.T) {
 		t.Errorf("prompt opened the database: %v", err)
 	}
 	out, errOut, err := prompt(env, "email", "2030-01-01")
-	if err != nil || out != "" || !strings.Contains(errOut, `stores "No emails received recently."`) {
+	const nothing = `window from 2029-12-30: the job stores "No emails received recently."`
+	if err != nil || out != "" || !strings.Contains(errOut, nothing) {
 		t.Errorf("prompt of an empty window = %v, stdout %q, stderr %q", err, out, errOut)
 	}
 	_, closed := io.Pipe()

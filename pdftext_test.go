@@ -526,7 +526,8 @@ func cmapOffset(ttf []byte) uint32 {
 
 // TestWithCmapTable: withCmap's table starts on a 4-byte boundary, as OpenType wants,
 // and its format 4 subtable's header is the specification's ("cmap — Character to Glyph
-// Index Mapping Table": searchRange 2 × 2^⌊log2 segCount⌋, entrySelector its log2).
+// Index Mapping Table": searchRange 2 × 2^⌊log2 segCount⌋, entrySelector its log2), and
+// its closing segment maps U+FFFF to glyph 0.
 func TestWithCmapTable(t *testing.T) {
 	t.Parallel()
 	orig, err := sfnt.Parse(goregular.TTF)
@@ -559,6 +560,9 @@ func TestWithCmapTable(t *testing.T) {
 			if got != want || got == 0 {
 				t.Errorf("%c maps to glyph %d, want %c's, %d", c, got, glyphOf, want)
 			}
+		}
+		if got, _ := sf.GlyphIndex(&sb, 0xFFFF); got != 0 {
+			t.Errorf("U+FFFF, the closing segment, maps to glyph %d, want 0", got)
 		}
 	}
 }
