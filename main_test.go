@@ -421,10 +421,13 @@ func TestPromptCommand(t *testing.T) {
 	if _, err := os.Stat(dbPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("prompt opened the database: %v", err)
 	}
-	out, errOut, err := prompt(env, "email", "2030-01-01")
-	const nothing = `window from 2029-12-30: the job stores "No emails received recently."`
-	if err != nil || out != "" || !strings.Contains(errOut, nothing) {
-		t.Errorf("prompt of an empty window = %v, stdout %q, stderr %q", err, out, errOut)
+	for kind, nothing := range map[string]string{"email": "No emails received recently.",
+		"tracker": "No tracker tickets updated recently."} {
+		out, errOut, err := prompt(env, kind, "2030-01-01")
+		want := fmt.Sprintf("window from 2029-12-30: the job stores %q", nothing)
+		if err != nil || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("prompt %s of an empty window = %v, stdout %q, stderr %q", kind, err, out, errOut)
+		}
 	}
 	_, closed := io.Pipe()
 	closed.Close() // the prompt cannot be written

@@ -113,17 +113,26 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	}
 }
 
-// TestMigrationFailureRefused: a database a migration cannot apply to (another program's,
-// with a forms table of its own, which step 1's IF NOT EXISTS passes) is refused, naming
-// the step that failed and why, and left as it was: no step of ours is kept.
+// TestMigrationFailureRefused: a file that is not a database, and a database a migration
+// cannot apply to (another program's, with a forms table of its own, which step 1's IF NOT
+// EXISTS passes), are refused, saying why, and left as they were.
 func TestMigrationFailureRefused(t *testing.T) {
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	writeFile(t, notes, "not a database")
+	s, err := OpenStore(context.Background(), notes, time.Now)
+	if want := "read schema version: file is not a database"; s != nil || err == nil || err.Error() != want {
+		t.Errorf("OpenStore(a text file) = %v, %v; want no store and %q", s, err, want)
+	}
+	if b, err := os.ReadFile(notes); string(b) != "not a database" {
+		t.Errorf("the text file now holds %q (%v)", b, err)
+	}
 	path := filepath.Join(t.TempDir(), "foreign.db")
 	db, _ := sql.Open("sqlite3", path) // fails only for a driver not registered
 	if _, err := db.Exec(`CREATE TABLE forms (x)`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	s, err := OpenStore(context.Background(), path, time.Now)
+	s, err = OpenStore(context.Background(), path, time.Now)
 	if want := "migrate to schema version 2: no such column: createdAt"; s != nil || err == nil || err.Error() != want {
 		t.Errorf("OpenStore = %v, %v; want no store and %q", s, err, want)
 	}
