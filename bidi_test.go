@@ -60,6 +60,7 @@ func TestBreakLines(t *testing.T) {
 		{"ab cd\u00ADef", 5, []string{"ab", "cdef"}},                                // only where its hyphen fits
 		{"abc\u0301d", 3, []string{"abc\u0301", "d"}},                               // a mark stays with its base
 		{"a\u093E\u093E\u093E\u093E", 3, []string{"a\u093E\u093E", "\u093E\u093E"}}, // a spacing mark (Mc) may be parted, when a word is too long
+		{"ปากกา", 4, []string{"ปาก", "กา"}},                                         // Thai (pen): before a consonant
 		{"กินแมว", 4, []string{"กิน", "แมว"}},                                       // Thai: never a break after a leading vowel (แ)
 		{"กา ปั้น", 5, []string{"กา", "ปั้น"}},                                      // nor before the final consonant after ั (and a tone mark)
 	} {
